@@ -1,0 +1,47 @@
+"""The per-file context handed to rules, with lazily computed shared analyses."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypeVar
+
+import libcst as cst
+
+from sync_lint.analysis.names import NameTable
+from sync_lint.analysis.summaries import FunctionSummary
+
+if TYPE_CHECKING:
+    from sync_lint.config import Settings
+    from sync_lint.pipeline.source import SourceFile
+
+A = TypeVar("A")
+
+
+class FileContext:
+    def __init__(self, source: "SourceFile", module: cst.Module, module_name: str, settings: "Settings") -> None:
+        self.source = source
+        self.path = source.path
+        self.module = module
+        self.module_name = module_name  # dotted, e.g. "vllm.v1.attention.backends.mla"
+        self.settings = settings
+        self.names = NameTable(
+            module, module_name, settings["alias-modules"], is_package=source.path.endswith("__init__.py")
+        )
+        # Facts about this file's functions that other files may need; analyses fill them in.
+        self.summaries: dict[str, FunctionSummary] = {}
+        self._analyses: dict[type, object] = {}
+
+    def get(self, analysis: type[A]) -> A:
+        """The analysis of this file, computed on first use. ``analysis(ctx)`` does the work."""
+        found = self._analyses.get(analysis)
+        if found is None:
+            found = analysis(self)
+            self._analyses[analysis] = found
+        return found  # type: ignore[return-value]
+
+    def summary(self, qualname: str, params: tuple[str, ...]) -> FunctionSummary:
+        """The (shared) summary of a function in this file, created on first use."""
+        found = self.summaries.get(qualname)
+        if found is None:
+            found = FunctionSummary(qualname=qualname, params=params, path=self.path)
+            self.summaries[qualname] = found
+        return found

@@ -1,0 +1,175 @@
+"""A forward walk over one function body that tracks an abstract value per local name.
+
+Layout provenance (GPU1xx) and device provenance (GPU2xx) are both "what could this name hold
+here?" questions; they differ only in their values. A ``Domain`` says how to evaluate an
+expression and how to join two values; ``walk`` handles statements: assignments (tuple
+unpacking, ``self.x = ...``, augmented, annotated, walrus at statement level), branches (the
+values of both sides are joined: a value that is a view on some paths is a view), loops (the
+body is walked twice so that values flowing round the loop are seen), ``try``, ``with ... as``,
+``match``. Nested functions and classes are separate scopes and are skipped.
+
+``on_statement(node, env)`` is called for every simple statement and every compound statement
+header (``if`` test, ``for`` iterable, ``with`` items...) with the environment that holds
+before it; rules inspect expressions there.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Generic, Mapping, Protocol, TypeVar
+
+import libcst as cst
+
+from sync_lint.analysis.names import dotted
+
+V = TypeVar("V")
+Env = dict  # name (or "self.attr") -> abstract value
+
+
+class Domain(Protocol[V]):
+    def evaluate(self, node: cst.BaseExpression, env: Mapping[str, V]) -> V: ...
+
+    def join(self, a: V, b: V) -> V: ...
+
+    def element(self, value: V, index: int) -> V:
+        """The value of one element when ``value`` is unpacked (``a, b = value``)."""
+        ...
+
+    def unknown(self) -> V: ...
+
+
+StatementHook = Callable[[cst.CSTNode, Env], None]
+
+
+def target_key(target: cst.BaseExpression) -> str | None:
+    """The environment key a target binds: ``x`` or ``self.x`` (other targets are not tracked)."""
+    if isinstance(target, cst.Name):
+        return target.value
+    if isinstance(target, cst.Attribute):
+        return dotted(target)
+    return None
+
+
+class Walker(Generic[V]):
+    def __init__(self, domain: Domain[V], on_statement: StatementHook | None = None) -> None:
+        self.domain = domain
+        self._hook = on_statement or (lambda node, env: None)
+        self._quiet = 0  # > 0 while walking a loop body the first time: no hooks then
+
+    def on_statement(self, node: cst.CSTNode, env: Env) -> None:
+        if not self._quiet:
+            self._hook(node, env)
+
+    def walk(self, body, env: Env) -> Env:
+        for statement in body:
+            env = self.statement(statement, env)
+        return env
+
+    def _suite(self, suite, env: Env) -> Env:
+        if suite is None:
+            return env
+        body = getattr(suite, "body", suite)
+        if isinstance(body, cst.BaseSuite) or isinstance(body, (cst.Else, cst.Finally)):
+            return self._suite(body, env)
+        if isinstance(body, (list, tuple)):
+            return self.walk(body, env)
+        return env
+
+    def join_envs(self, a: Env, b: Env) -> Env:
+        joined = dict(a)
+        for key, value in b.items():
+            joined[key] = self.domain.join(joined[key], value) if key in joined else value
+        return joined
+
+    def bind(self, target: cst.BaseExpression, value: V, env: Env) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for index, element in enumerate(target.elements):
+                inner = element.value
+                if isinstance(element, cst.StarredElement):
+                    self.bind(inner, self.domain.unknown(), env)
+                else:
+                    self.bind(inner, self.domain.element(value, index), env)
+            return
+        key = target_key(target)
+        if key is not None:
+            env[key] = value
+
+    def statement(self, node: cst.CSTNode, env: Env) -> Env:
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                env = self.small(small, env)
+            return env
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            env = dict(env)
+            env[node.name.value] = self.domain.unknown()
+            return env
+        if isinstance(node, cst.If):
+            self.on_statement(node, env)
+            then_env = self._suite(node.body, dict(env))
+            else_env = self.statement(node.orelse, dict(env)) if isinstance(node.orelse, cst.If) else self._suite(node.orelse, dict(env))
+            return self.join_envs(then_env, else_env)
+        if isinstance(node, (cst.For, cst.While)):
+            self.on_statement(node, env)
+            before = dict(env)
+            loop_env = dict(env)
+            if isinstance(node, cst.For):
+                self.bind(node.target, self.domain.element(self.domain.evaluate(node.iter, env), 0), loop_env)
+            # Twice: the second pass sees values assigned late in the first iteration. Hooks
+            # run on the second pass only, so each statement is reported once.
+            self._quiet += 1
+            try:
+                after_once = self._suite(node.body, loop_env)
+            finally:
+                self._quiet -= 1
+            after_twice = self._suite(node.body, self.join_envs(loop_env, after_once))
+            result = self.join_envs(before, after_twice)
+            return self._suite(node.orelse, result)
+        if isinstance(node, cst.With):
+            self.on_statement(node, env)
+            env = dict(env)
+            for item in node.items:
+                if item.asname is not None:
+                    self.bind(item.asname.name, self.domain.evaluate(item.item, env), env)
+            return self._suite(node.body, env)
+        if isinstance(node, (cst.Try, cst.TryStar)):
+            after_body = self._suite(node.body, dict(env))
+            merged = self.join_envs(env, after_body)
+            result = after_body
+            for handler in node.handlers:
+                self.on_statement(handler, merged)
+                handler_env = dict(merged)
+                if handler.name is not None:
+                    self.bind(handler.name.name, self.domain.unknown(), handler_env)
+                result = self.join_envs(result, self._suite(handler.body, handler_env))
+            result = self._suite(node.orelse, result)
+            return self._suite(node.finalbody, result)
+        if isinstance(node, cst.Match):
+            self.on_statement(node, env)
+            result = None
+            for case in node.cases:
+                case_env = self._suite(case.body, dict(env))
+                result = case_env if result is None else self.join_envs(result, case_env)
+            return self.join_envs(env, result) if result is not None else env
+        return env
+
+    def small(self, node: cst.BaseSmallStatement, env: Env) -> Env:
+        self.on_statement(node, env)
+        if isinstance(node, cst.Assign):
+            value = self.domain.evaluate(node.value, env)
+            env = dict(env)
+            for target in node.targets:
+                self.bind(target.target, value, env)
+        elif isinstance(node, cst.AnnAssign) and node.value is not None:
+            env = dict(env)
+            self.bind(node.target, self.domain.evaluate(node.value, env), env)
+        elif isinstance(node, cst.AugAssign):
+            key = target_key(node.target)
+            if key is not None:
+                env = dict(env)
+                # ``x += y`` is arithmetic: evaluate it as the binary operation it stands for.
+                env[key] = self.domain.evaluate(
+                    cst.BinaryOperation(left=node.target, operator=cst.Add(), right=node.value), env
+                )
+        elif isinstance(node, cst.Expr) and isinstance(node.value, cst.NamedExpr):
+            env = dict(env)
+            self.bind(node.value.target, self.domain.evaluate(node.value.value, env), env)
+        return env

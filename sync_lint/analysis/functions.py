@@ -1,0 +1,100 @@
+"""The functions of a module, with what every analysis asks first about them: qualified name,
+enclosing class and its bases, parameters (without ``self``/``cls``) and decorators."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from sync_lint.analysis.names import NameTable, dotted
+
+
+@dataclass(frozen=True)
+class FunctionInfo:
+    node: cst.FunctionDef
+    qualname: str  # "<module>.<Class>.<name>" or "<module>.<name>" (nested: "<outer>.<name>")
+    name: str
+    class_node: cst.ClassDef | None
+    class_bases: tuple[str, ...]  # resolved dotted names of the enclosing class's bases
+    params: tuple[str, ...]  # positional-or-keyword order, without self / cls
+    all_params: tuple[str, ...]  # including self / cls
+    decorators: tuple[str, ...]  # resolved dotted names (call decorators by their callee)
+
+    @property
+    def is_method(self) -> bool:
+        return self.class_node is not None and "staticmethod" not in self.decorators
+
+    @property
+    def class_name(self) -> str | None:
+        return self.class_node.name.value if self.class_node is not None else None
+
+
+def _params(node: cst.FunctionDef) -> list[str]:
+    p = node.params
+    names = [param.name.value for param in (*p.posonly_params, *p.params)]
+    if isinstance(p.star_arg, cst.Param):
+        names.append(p.star_arg.name.value)
+    names.extend(param.name.value for param in p.kwonly_params)
+    return names
+
+
+def _decorator_name(decorator: cst.Decorator, names: NameTable) -> str:
+    expression = decorator.decorator
+    if isinstance(expression, cst.Call):
+        expression = expression.func
+    return names.resolve(expression) or (dotted(expression) or "")
+
+
+def module_functions(module: cst.Module, names: NameTable) -> list[FunctionInfo]:
+    """Every function and method, nested ones included, in source order."""
+    found: list[FunctionInfo] = []
+
+    def walk(body, prefix: str, class_node: cst.ClassDef | None, bases: tuple[str, ...]) -> None:
+        for statement in body:
+            if isinstance(statement, cst.FunctionDef):
+                all_params = _params(statement)
+                decorators = tuple(_decorator_name(d, names) for d in statement.decorators)
+                is_method = class_node is not None and not any(d.endswith("staticmethod") for d in decorators)
+                params = tuple(all_params[1:] if is_method and all_params else all_params)
+                qualname = f"{prefix}.{statement.name.value}" if prefix else statement.name.value
+                found.append(
+                    FunctionInfo(statement, qualname, statement.name.value, class_node, bases, params,
+                                 tuple(all_params), decorators)
+                )
+                walk(_block(statement), qualname, None, ())
+            elif isinstance(statement, cst.ClassDef):
+                qualname = f"{prefix}.{statement.name.value}" if prefix else statement.name.value
+                class_bases = tuple(names.resolve(arg.value) or "" for arg in statement.bases)
+                walk(_block(statement), qualname, statement, class_bases)
+            elif isinstance(statement, (cst.If, cst.Try, cst.With, cst.For, cst.While)):
+                # Functions defined under ``if TYPE_CHECKING:`` / ``try:`` at the same level.
+                for block in _blocks(statement):
+                    walk(block, prefix, class_node, bases)
+
+    walk(module.body, names.module_name, None, ())
+    return found
+
+
+def _block(node: cst.CSTNode):
+    body = getattr(node, "body", None)
+    if isinstance(body, cst.IndentedBlock):
+        return body.body
+    return ()
+
+
+def _blocks(statement: cst.CSTNode):
+    yield _block(statement)
+    orelse = getattr(statement, "orelse", None)
+    while orelse is not None:
+        if isinstance(orelse, cst.If):
+            yield _block(orelse)
+            orelse = orelse.orelse
+        else:
+            yield _block(orelse)
+            orelse = None
+    for handler in getattr(statement, "handlers", ()):
+        yield _block(handler)
+    final = getattr(statement, "finalbody", None)
+    if final is not None:
+        yield _block(final)

@@ -1,0 +1,216 @@
+"""Configuration: ``[tool.sync-lint]`` of the nearest ``pyproject.toml``, then command-line flags.
+
+Every key users may write is declared once in ``OPTIONS`` (engine keys and the options of the
+shared analyses alike); anything else is an error, as is a rule code that matches no rule.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(Exception):
+    """A configuration problem; the CLI prints it on one line and exits 2."""
+
+
+@dataclass(frozen=True)
+class Option:
+    kind: type  # list (of str), dict (str -> str or list), str, bool
+    default: Any
+    doc: str
+
+
+OPTIONS: dict[str, Option] = {
+    # Rule selection (ruff's names and meaning).
+    "select": Option(list, ["GPU"], "Rule codes or prefixes to enable (`GPU`, `GPU1`, `GPU201`, `ALL`)."),
+    "extend-select": Option(list, [], "Codes or prefixes enabled on top of `select`."),
+    "ignore": Option(list, [], "Codes or prefixes to disable."),
+    "per-file-ignores": Option(dict, {}, "Glob -> codes disabled in matching files."),
+    "preview": Option(bool, False, "Enable preview rules matched by a prefix (an exact code always enables)."),
+    # File discovery.
+    "exclude": Option(list, [], "Globs of files and folders not to check (replaces the default list)."),
+    "extend-exclude": Option(list, [], "Globs added to the default exclusions."),
+    # Shared analysis.
+    "alias-modules": Option(
+        dict,
+        {"vllm.triton_utils.triton": "triton", "vllm.triton_utils.tl": "triton.language"},
+        "Re-export shims: a dotted name -> the name it stands for.",
+    ),
+    "contiguous-sinks": Option(
+        list, [], "Dotted names of functions whose tensor arguments must be contiguous (`pkg.mod.func`)."
+    ),
+    "hot-class-patterns": Option(list, ["*MetadataBuilder"], "Classes whose methods are hot (fnmatch globs)."),
+    "hot-method-patterns": Option(
+        list,
+        ["build", "_build_*", "build_for_cudagraph_capture", "forward"],
+        "Methods that are hot inside hot classes, and `forward` of nn.Module subclasses.",
+    ),
+    "hot-functions": Option(list, [], "Extra hot functions by dotted name or glob (`pkg.mod.step`, `*.decode_*`)."),
+    "cold-function-patterns": Option(
+        list,
+        ["__init__", "load_weights", "*warmup*", "*warm_up*", "capture_model", "profile_run", "_dummy_run"],
+        "Functions that are never hot, even inside hot classes or when called from hot code.",
+    ),
+    "sync-declarations": Option(list, ["gpu_sync_allowed"], "Context managers that declare an intended sync."),
+    "sync-guard": Option(
+        str, "", "`package.module:name` imported by the GPU201/GPU202 fix; no fix is offered when unset."
+    ),
+    "unknown-device": Option(
+        str,
+        "hot-classes",
+        "Report syncs on tensors of unknown device: `always`, `hot-classes` (only in hot classes) or `never`.",
+    ),
+}
+
+_CODE_LISTS = ("select", "extend-select", "ignore")
+
+
+@dataclass
+class Settings:
+    values: dict[str, Any] = field(default_factory=dict)
+    root: Path = field(default_factory=Path.cwd)  # paths in config are relative to this
+    config_path: Path | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self.values:
+            return self.values[key]
+        return OPTIONS[key].default
+
+    def fingerprint(self) -> str:
+        """Identifies the effective configuration, for the cache key."""
+        effective = {key: self[key] for key in OPTIONS}
+        return hashlib.sha256(json.dumps(effective, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest pyproject.toml with a [tool.sync-lint] table, from ``start`` upwards."""
+    current = start.resolve()
+    if current.is_file():
+        current = current.parent
+    for folder in (current, *current.parents):
+        candidate = folder / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                if "sync-lint" in _read_toml(candidate).get("tool", {}):
+                    return candidate
+            except ConfigError:
+                return candidate  # report its error rather than silently skipping it
+    return None
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def load(config_path: Path | None, isolated: bool = False, start: Path | None = None) -> Settings:
+    """Settings from an explicit file, the nearest pyproject.toml, or defaults (``isolated``)."""
+    if isolated:
+        return Settings(root=Path.cwd())
+    path = config_path or find_pyproject(start or Path.cwd())
+    if path is None:
+        return Settings(root=Path.cwd())
+    table = _read_toml(path).get("tool", {}).get("sync-lint", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.sync-lint] must be a table")
+    return Settings(values=validate(table, str(path)), root=path.parent.resolve(), config_path=path)
+
+
+def validate(table: dict, where: str) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        option = OPTIONS.get(key)
+        if option is None:
+            raise ConfigError(f"{where}: unknown option `{key}` in [tool.sync-lint]")
+        if option.kind is list and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise ConfigError(f"{where}: `{key}` must be a list of strings")
+        if option.kind is dict and not isinstance(value, dict):
+            raise ConfigError(f"{where}: `{key}` must be a table")
+        if option.kind is str and not isinstance(value, str):
+            raise ConfigError(f"{where}: `{key}` must be a string")
+        if option.kind is bool and not isinstance(value, bool):
+            raise ConfigError(f"{where}: `{key}` must be true or false")
+        values[key] = value
+    for key in _CODE_LISTS:
+        check_codes(values.get(key, []), f"{where}: `{key}`")
+    for pattern, codes in values.get("per-file-ignores", {}).items():
+        if isinstance(codes, str):
+            codes = [codes]
+        if not (isinstance(codes, list) and all(isinstance(c, str) for c in codes)):
+            raise ConfigError(f"{where}: `per-file-ignores` entry `{pattern}` must be a list of codes")
+        check_codes(codes, f"{where}: `per-file-ignores` entry `{pattern}`")
+        values["per-file-ignores"][pattern] = codes
+    if values.get("unknown-device", "hot-classes") not in ("always", "hot-classes", "never"):
+        raise ConfigError(f"{where}: `unknown-device` must be `always`, `hot-classes` or `never`")
+    guard = values.get("sync-guard", "")
+    if guard and ":" not in guard:
+        raise ConfigError(f"{where}: `sync-guard` must look like `package.module:name`")
+    return values
+
+
+def check_codes(codes: list[str], where: str) -> None:
+    from sync_lint.rules import all_codes
+
+    known = all_codes()
+    for code in codes:
+        if code == "ALL":
+            continue
+        if not any(k.startswith(code) for k in known):
+            raise ConfigError(f"{where}: unknown rule code or prefix `{code}`")
+
+
+def _matches(code: str, selectors: list[str]) -> str | None:
+    """The most specific selector matching ``code`` (None if none does)."""
+    best = None
+    for selector in selectors:
+        if selector == "ALL" or code.startswith(selector):
+            if best is None or (selector != "ALL" and (best == "ALL" or len(selector) > len(best))):
+                best = selector
+    return best
+
+
+def enabled_codes(settings: Settings, preview_codes: set[str], known: list[str]) -> set[str]:
+    """Codes enabled by select / extend-select / ignore; a more specific selector wins (as in ruff)."""
+    select = list(settings["select"]) + list(settings["extend-select"])
+    ignore = list(settings["ignore"])
+    enabled = set()
+    for code in known:
+        chosen = _matches(code, select)
+        if chosen is None:
+            continue
+        if code in preview_codes and not settings["preview"] and chosen != code:
+            continue
+        dropped = _matches(code, ignore)
+        if dropped is not None and (dropped == code or len(dropped) >= len(chosen) or chosen == "ALL"):
+            continue
+        enabled.add(code)
+    return enabled
+
+
+def ignored_for_file(settings: Settings, path: str) -> list[str]:
+    """Codes disabled for one file by ``per-file-ignores``."""
+    table = settings["per-file-ignores"]
+    if not table:
+        return []
+    try:
+        relative = Path(path).resolve().relative_to(settings.root).as_posix()
+    except ValueError:
+        relative = Path(path).as_posix()
+    name = os.path.basename(path)
+    codes: list[str] = []
+    for pattern, pattern_codes in table.items():
+        if fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(name, pattern):
+            codes.extend(pattern_codes)
+    return codes

@@ -1,0 +1,99 @@
+"""Building fixes: turn "what to change" on libcst nodes into text edits.
+
+Two ways, both producing minimal ``Edit``s on the original text:
+- ``insert_after`` / ``replace``: a text change at a node's span (cheap; for expression fixes).
+- ``transform``: replace nodes in the module with libcst, render the module, and diff it
+  against the original line by line (for statement-level fixes such as wrapping a statement
+  in a ``with`` block and adding an import: libcst gets indentation and strings right).
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Mapping
+
+import libcst as cst
+from libcst.metadata import CodeRange
+
+from sync_lint.diagnostics import Applicability, Edit, Fix
+from sync_lint.pipeline.source import LineIndex, split_lines
+
+# Expressions that can take a trailing ``.attr`` / ``(...)`` without parentheses.
+_ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.List, cst.Tuple, cst.Dict, cst.Set)
+
+
+class Editor:
+    def __init__(self, module: cst.Module, text: str, positions: Mapping[cst.CSTNode, CodeRange]) -> None:
+        self.module = module
+        self.text = text
+        self.positions = positions
+        self.lines = LineIndex(text)
+
+    def span(self, node: cst.CSTNode) -> tuple[int, int]:
+        where = self.positions[node]
+        return (
+            self.lines.offset(where.start.line, where.start.column),
+            self.lines.offset(where.end.line, where.end.column),
+        )
+
+    def insert_after(self, node: cst.BaseExpression, text: str) -> Edit:
+        """Append ``text`` (``.contiguous()``) to an expression, parenthesising it if needed."""
+        start, end = self.span(node)
+        if isinstance(node, _ATOMIC) or _is_parenthesized(node):
+            return Edit(end, end, text)
+        return Edit(start, end, f"({self.text[start:end]}){text}")
+
+    def replace(self, node: cst.CSTNode, text: str) -> Edit:
+        start, end = self.span(node)
+        return Edit(start, end, text)
+
+    def transform(self, new_module: cst.Module) -> tuple[Edit, ...]:
+        """Line-level edits that turn the original text into ``new_module``'s code."""
+        old_lines = split_lines(self.text)
+        new_lines = split_lines(new_module.code)
+        edits = []
+        starts = self.lines.starts
+        matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                continue
+            start = starts[i1] if i1 < len(starts) else len(self.text)
+            end = starts[i2] if i2 < len(starts) else len(self.text)
+            edits.append(Edit(start, end, "".join(new_lines[j1:j2])))
+        return tuple(edits)
+
+
+def make_fix(message: str, applicability: Applicability, *edits: Edit) -> Fix:
+    return Fix(message=message, applicability=applicability, edits=tuple(sorted(edits)))
+
+
+def _is_parenthesized(node: cst.CSTNode) -> bool:
+    return bool(getattr(node, "lpar", ()))
+
+
+def apply_fixes(text: str, fixes: list[Fix]) -> tuple[str, int]:
+    """Apply every fix whose edits overlap no fix applied before it; return (text, fixes applied).
+
+    A fix's edits go in together or not at all; the ones left out are retried on the next
+    round, after the file is linted again.
+    """
+    taken: list[Edit] = []
+    applied = 0
+    for fix in sorted(fixes, key=lambda f: f.edits[0] if f.edits else Edit(0, 0, "")):
+        if not fix.edits or any(_overlaps(edit, other) for edit in fix.edits for other in taken):
+            continue
+        taken.extend(fix.edits)
+        applied += 1
+    pieces = []
+    cursor = 0
+    for edit in sorted(taken):
+        pieces.append(text[cursor : edit.start])
+        pieces.append(edit.content)
+        cursor = edit.end
+    pieces.append(text[cursor:])
+    return "".join(pieces), applied
+
+
+def _overlaps(a: Edit, b: Edit) -> bool:
+    # Two insertions at one point would be ordered arbitrarily: treat them as overlapping too.
+    return a.start < b.end and b.start < a.end or a.start == b.start or a.start == a.end == b.end

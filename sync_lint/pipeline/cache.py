@@ -1,0 +1,60 @@
+"""A cache of ``FileFacts`` keyed by file path and content, tool version and effective config.
+
+Cross-file resolution is not cached: it is redone each run from the cached facts of every
+file, so that a change in one file is seen by the others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from typing import Callable
+
+from sync_lint import __version__
+from sync_lint.config import Settings
+from sync_lint.pipeline.lint_file import FileFacts, tool_diagnostic
+from sync_lint.pipeline.source import SourceError, SourceFile, decode
+
+
+class Cache:
+    def __init__(self, folder: str, settings: Settings, enabled: list[str]) -> None:
+        self.folder = folder
+        self.salt = f"{__version__}|{settings.fingerprint()}|{','.join(enabled)}".encode()
+
+    def _entry(self, path: str, raw: bytes) -> str:
+        digest = hashlib.blake2b(self.salt + b"\0" + os.path.abspath(path).encode() + b"\0" + raw, digest_size=20)
+        key = digest.hexdigest()
+        return os.path.join(self.folder, key[:2], key)
+
+    def lint_path(self, path: str, lint: Callable[[SourceFile], FileFacts]) -> FileFacts:
+        try:
+            with open(path, "rb") as handle:
+                raw = handle.read()
+        except OSError as exc:
+            return FileFacts(path=path, diagnostics=[tool_diagnostic(path, "GPU003", f"cannot read file: {exc.strerror}")])
+        entry = self._entry(path, raw)
+        try:
+            with open(entry, "rb") as handle:
+                return pickle.load(handle)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+            pass  # a miss, or an entry from an incompatible version: lint again
+        try:
+            facts = lint(decode(path, raw))
+        except SourceError as exc:
+            facts = FileFacts(path=path, diagnostics=[tool_diagnostic(path, exc.code, exc.message, exc.line)])
+        self._store(entry, facts)
+        return facts
+
+    def _store(self, entry: str, facts: FileFacts) -> None:
+        # Written atomically so that a parallel run never reads half an entry; a failure to
+        # write the cache never fails the run.
+        try:
+            os.makedirs(os.path.dirname(entry), exist_ok=True)
+            handle, temp = tempfile.mkstemp(dir=os.path.dirname(entry))
+            with os.fdopen(handle, "wb") as out:
+                pickle.dump(facts, out, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temp, entry)
+        except OSError:
+            pass

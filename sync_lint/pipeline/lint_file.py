@@ -1,0 +1,146 @@
+"""Lint one file: pre-filter, parse once, run the enabled rules on shared analyses.
+
+The result, ``FileFacts``, is plain data: local diagnostics with positions and fixes already
+computed, the file's function summaries and pending cross-file calls, and its suppressions.
+It is what worker processes return and what the cache stores.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from sync_lint.analysis.context import FileContext
+from sync_lint.analysis.summaries import FunctionSummary, PendingCall
+from sync_lint.config import Settings
+from sync_lint.diagnostics import Diagnostic
+from sync_lint.fixes import Editor
+from sync_lint.pipeline import prefilter
+from sync_lint.pipeline.source import SourceError, SourceFile
+from sync_lint.pipeline.suppress import Suppressions, scan
+from sync_lint.rules.base import Finding, Rule
+
+
+@dataclass
+class FileFacts:
+    path: str
+    module_name: str = ""
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    pending: list[PendingCall] = field(default_factory=list)
+    summaries: dict[str, FunctionSummary] = field(default_factory=dict)
+    # Local name -> dotted name of module-level imports, to follow re-exports across files.
+    imports: dict[str, str] = field(default_factory=dict)
+    suppressions: Suppressions = field(default_factory=Suppressions)
+    parsed: bool = False
+
+
+@lru_cache(maxsize=4096)
+def _package_parts(folder: str) -> tuple[str, ...]:
+    """Dotted parts of the package a folder is, walking up while ``__init__.py`` exists."""
+    if not os.path.isfile(os.path.join(folder, "__init__.py")):
+        return ()
+    parent = os.path.dirname(folder)
+    if parent == folder:
+        return (os.path.basename(folder),)
+    return _package_parts(parent) + (os.path.basename(folder),)
+
+
+def module_name_for(path: str) -> str:
+    absolute = os.path.abspath(path)
+    folder, filename = os.path.split(absolute)
+    stem = filename[:-3] if filename.endswith(".py") else filename
+    parts = _package_parts(folder)
+    if stem == "__init__":
+        return ".".join(parts)
+    return ".".join(parts + (stem,))
+
+
+def tool_diagnostic(path: str, code: str, message: str, line: int = 1, col: int = 1) -> Diagnostic:
+    return Diagnostic(
+        path=path, line=line, col=col, end_line=line, end_col=col, code=code, message=message,
+        is_tool_error=code != "GPU001",
+    )
+
+
+def lint_source(source: SourceFile, settings: Settings, rules: list[Rule]) -> FileFacts:
+    facts = FileFacts(path=source.path, suppressions=scan(source.text))
+    if facts.suppressions.file_is_off():
+        return facts
+    active = [rule for rule in rules if prefilter.may_match(rule, source.text)]
+    if not active:
+        return facts
+    try:
+        module = cst.parse_module(source.text)
+    except cst.ParserSyntaxError as exc:
+        facts.diagnostics.append(
+            tool_diagnostic(source.path, "GPU001", f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1)
+        )
+        return facts
+    except RecursionError:
+        facts.diagnostics.append(tool_diagnostic(source.path, "GPU001", "syntax error: nested too deeply to parse"))
+        return facts
+    facts.parsed = True
+    facts.module_name = module_name_for(source.path)
+    ctx = FileContext(source, module, facts.module_name, settings)
+    findings: list[tuple[Rule, Finding]] = []
+    for rule in active:
+        try:
+            findings.extend((rule, finding) for finding in rule.check(ctx))
+        except RecursionError:
+            facts.diagnostics.append(
+                tool_diagnostic(source.path, "GPU004", f"{rule.code} skipped this file: nested too deeply to analyse")
+            )
+        except Exception as exc:  # a bug of ours must not stop the other files
+            facts.diagnostics.append(
+                tool_diagnostic(source.path, "GPU004", f"internal error in {rule.code}: {type(exc).__name__}: {exc}")
+            )
+    facts.summaries = ctx.summaries
+    facts.imports = dict(ctx.names.imports)
+    if findings:
+        _resolve_findings(facts, ctx, findings)
+    return facts
+
+
+def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[Rule, Finding]]) -> None:
+    """Positions and fixes, computed only for files that have findings."""
+    positions = MetadataWrapper(ctx.module, unsafe_skip_copy=True).resolve(PositionProvider)
+    editor = Editor(ctx.module, ctx.source.text, positions)
+    for rule, finding in findings:
+        where = positions[finding.node]
+        fix = None
+        if finding.fix is not None:
+            try:
+                fix = finding.fix(editor)
+            except Exception as exc:  # a broken fix must not lose the finding
+                facts.diagnostics.append(
+                    tool_diagnostic(ctx.path, "GPU004", f"internal error in {rule.code} fix: {type(exc).__name__}: {exc}")
+                )
+        diagnostic = Diagnostic(
+            path=ctx.path,
+            line=where.start.line,
+            col=where.start.column + 1,
+            end_line=where.end.line,
+            end_col=where.end.column + 1,
+            code=rule.code,
+            message=finding.message,
+            fix=fix,
+        )
+        if finding.if_callee is None:
+            facts.diagnostics.append(diagnostic)
+        else:
+            condition = finding.if_callee
+            facts.pending.append(PendingCall(condition.kind, condition.callee, condition.arg, diagnostic))
+
+
+def lint_path(path: str, settings: Settings, rules: list[Rule]) -> FileFacts:
+    from sync_lint.pipeline import source as source_stage
+
+    try:
+        source = source_stage.read(path)
+    except SourceError as exc:
+        return FileFacts(path=path, diagnostics=[tool_diagnostic(path, exc.code, exc.message, exc.line)])
+    return lint_source(source, settings, rules)

@@ -1,0 +1,89 @@
+"""Project-wide: close function summaries over the call graph, then resolve pending calls.
+
+Runs once per run in the main process, on the ``FileFacts`` of every checked file, so that a
+call in file A into a kernel wrapper or a syncing helper in file B is judged by B's code.
+"""
+
+from __future__ import annotations
+
+from sync_lint.analysis.summaries import FunctionSummary, PendingCall
+from sync_lint.diagnostics import Diagnostic
+from sync_lint.pipeline.lint_file import FileFacts
+
+_MAX_ALIAS_HOPS = 8
+
+
+class ProjectIndex:
+    def __init__(self, all_facts: list[FileFacts]) -> None:
+        self.functions: dict[str, FunctionSummary] = {}
+        self.module_imports: dict[str, dict[str, str]] = {}
+        for facts in all_facts:
+            self.functions.update(facts.summaries)
+            if facts.module_name:
+                self.module_imports[facts.module_name] = facts.imports
+        self._close()
+
+    def lookup(self, name: str) -> FunctionSummary | None:
+        """The summary for a dotted name, following re-exports (``from .ops import f``)."""
+        for _ in range(_MAX_ALIAS_HOPS):
+            found = self.functions.get(name)
+            if found is not None:
+                return found
+            rewritten = self._through_reexport(name)
+            if rewritten is None or rewritten == name:
+                return None
+            name = rewritten
+        return None
+
+    def _through_reexport(self, name: str) -> str | None:
+        parts = name.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            imports = self.module_imports.get(".".join(parts[:cut]))
+            if imports is not None and parts[cut] in imports:
+                return ".".join([imports[parts[cut]], *parts[cut + 1 :]])
+        return None
+
+    def _close(self) -> None:
+        """Propagate needs-contiguous through forwards and syncs through calls, to a fixpoint."""
+        changed = True
+        while changed:
+            changed = False
+            for summary in self.functions.values():
+                for forward in summary.forwards:
+                    if forward.param in summary.needs_contiguous:
+                        continue
+                    callee = self.lookup(forward.callee)
+                    if callee is None or callee is summary:
+                        continue
+                    callee_param = callee.param_for(forward.arg)
+                    if callee_param in callee.needs_contiguous:
+                        short = forward.callee.rsplit(".", 1)[-1]
+                        summary.needs_contiguous[forward.param] = (
+                            f"passed on to `{short}` (line {forward.line}), where it is "
+                            f"{callee.needs_contiguous[callee_param]}"
+                        )
+                        changed = True
+                if summary.sync is None:
+                    for call in summary.sync_calls:
+                        callee = self.lookup(call.callee)
+                        if callee is not None and callee is not summary and callee.sync is not None:
+                            short = call.callee.rsplit(".", 1)[-1]
+                            summary.sync = f"calls `{short}` (line {call.line}), which {callee.sync}"
+                            changed = True
+                            break
+
+    def resolve(self, pending: PendingCall) -> Diagnostic | None:
+        callee = self.lookup(pending.callee)
+        if callee is None:
+            return None
+        if pending.kind == "contiguity":
+            param = callee.param_for(pending.arg) if pending.arg is not None else None
+            reason = callee.needs_contiguous.get(param) if param else None
+        else:
+            reason = callee.sync
+        if reason is None:
+            return None
+        d = pending.diagnostic
+        short = pending.callee.rsplit(".", 1)[-1]
+        message = d.message.replace("{reason}", reason).replace("{callee}", short)
+        return Diagnostic(d.path, d.line, d.col, d.end_line, d.end_col, d.code, message, d.fix)

@@ -1,0 +1,113 @@
+"""Drive the pipeline over many files: lint each (in worker processes when it pays), close the
+project-wide summaries, then resolve cross-file findings and apply suppressions."""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+from sync_lint import config
+from sync_lint.diagnostics import Diagnostic
+from sync_lint.pipeline import cache as cache_stage
+from sync_lint.pipeline import suppress
+from sync_lint.pipeline.lint_file import FileFacts, lint_path, lint_source
+from sync_lint.pipeline.project import ProjectIndex
+from sync_lint.pipeline.source import SourceFile
+from sync_lint.rules import all_rules
+from sync_lint.rules.base import Rule
+
+# Below this many files a process pool costs more than it saves (start-up and imports).
+PARALLEL_THRESHOLD = 48
+
+
+@dataclass
+class RunResult:
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    files_checked: int = 0
+    seconds: float = 0.0
+    facts: list[FileFacts] = field(default_factory=list)
+    index: ProjectIndex | None = None
+
+
+class Linter:
+    """One configured engine. Front ends build one and call ``run`` (or the finer methods)."""
+
+    def __init__(self, settings: config.Settings, cache_dir: str | None = None) -> None:
+        self.settings = settings
+        rules = all_rules()
+        self.enabled = config.enabled_codes(settings, {r.code for r in rules if r.preview}, [r.code for r in rules])
+        self.rules: list[Rule] = [rule() for rule in rules if rule.code in self.enabled and not rule.tool_rule]
+        self.cache = cache_stage.Cache(cache_dir, settings, sorted(self.enabled)) if cache_dir else None
+
+    # -- per file -------------------------------------------------------------------------
+    def lint_one(self, path: str) -> FileFacts:
+        if self.cache is not None:
+            return self.cache.lint_path(path, lambda source: lint_source(source, self.settings, self.rules))
+        return lint_path(path, self.settings, self.rules)
+
+    def lint_source(self, source: SourceFile) -> FileFacts:
+        return lint_source(source, self.settings, self.rules)
+
+    def finalize(self, facts: FileFacts, index: ProjectIndex) -> list[Diagnostic]:
+        """Local + resolved cross-file findings of one file, after selection and suppression."""
+        found = list(facts.diagnostics)
+        for pending in facts.pending:
+            resolved = index.resolve(pending)
+            if resolved is not None:
+                found.append(resolved)
+        file_ignores = config.ignored_for_file(self.settings, facts.path)
+        judged = {code for code in self.enabled if not any(code.startswith(i) for i in file_ignores)}
+        found = [d for d in found if d.is_tool_error or d.code == "GPU001" or d.code in judged]
+        found = suppress.apply(facts.path, found, facts.suppressions, judged)
+        return sorted(set(found), key=Diagnostic.sort_key)
+
+    # -- many files -----------------------------------------------------------------------
+    def lint_all(self, paths: list[str], jobs: int | None = None, progress=None) -> list[FileFacts]:
+        jobs = jobs or os.cpu_count() or 1
+        if len(paths) < PARALLEL_THRESHOLD or jobs == 1:
+            results = []
+            for path in paths:
+                results.append(self.lint_one(path))
+                if progress:
+                    progress(1)
+            return results
+        # Chunks big enough to amortise pickling, small enough to balance 2+ workers.
+        chunk = max(8, min(256, len(paths) // (jobs * 8) or 1))
+        batches = [paths[i : i + chunk] for i in range(0, len(paths), chunk)]
+        results = []
+        with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(self,)) as pool:
+            for batch_result in pool.map(_worker_lint_batch, batches):
+                results.extend(batch_result)
+                if progress:
+                    progress(len(batch_result))
+        return results
+
+    def run(self, paths: list[str], jobs: int | None = None, progress=None) -> RunResult:
+        started = time.perf_counter()
+        facts = self.lint_all(paths, jobs, progress)
+        index = ProjectIndex(facts)
+        diagnostics: list[Diagnostic] = []
+        for file_facts in facts:
+            diagnostics.extend(self.finalize(file_facts, index))
+        return RunResult(
+            diagnostics=diagnostics,
+            files_checked=len(paths),
+            seconds=time.perf_counter() - started,
+            facts=facts,
+            index=index,
+        )
+
+
+_WORKER_LINTER: Linter | None = None
+
+
+def _worker_init(linter: Linter) -> None:
+    global _WORKER_LINTER
+    _WORKER_LINTER = linter
+
+
+def _worker_lint_batch(paths: list[str]) -> list[FileFacts]:
+    assert _WORKER_LINTER is not None
+    return [_WORKER_LINTER.lint_one(path) for path in paths]

@@ -1,0 +1,71 @@
+"""What a rule is: metadata, documentation, examples, and a ``check`` over one file's context.
+
+Rules never know which front end called them; they see a ``FileContext`` (the parsed module and
+the shared analyses) and yield ``Finding``s. A finding that depends on a function that may live in
+another file names it in ``if_callee``: it is emitted only if that
+function's project-wide summary says so (see ``sync_lint.analysis.summaries``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, ClassVar, Iterable
+
+import libcst as cst
+
+from sync_lint.diagnostics import Applicability, Fix
+
+if TYPE_CHECKING:
+    from sync_lint.analysis.context import FileContext
+    from sync_lint.fixes import Editor
+
+# A fix is planned lazily: positions are only computed for files that have findings.
+FixPlan = Callable[["Editor"], Fix | None]
+
+
+@dataclass(frozen=True)
+class CalleeCondition:
+    """Emit the finding only if ``callee`` (a dotted name) needs argument ``arg`` contiguous
+    (kind "contiguity") or syncs (kind "sync")."""
+
+    kind: str
+    callee: str
+    arg: int | str | None = None
+
+
+@dataclass
+class Finding:
+    node: cst.CSTNode  # the span to report
+    message: str  # may use {reason} and {callee} when ``if_callee`` is set
+    fix: FixPlan | None = None
+    if_callee: CalleeCondition | None = None
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]  # kebab-case
+    summary: ClassVar[str]  # one line
+    # The docs page, in four parts.
+    what: ClassVar[str]
+    why: ClassVar[str]
+    example: ClassVar[str]
+    fix_safety: ClassVar[str]
+    preview: ClassVar[bool] = False
+    fix_applicability: ClassVar[Applicability | None] = None
+    # Each VALID example must produce no finding of this rule; each INVALID one must produce
+    # findings exactly on the lines marked ``# expect: CODE``. Both become tests and docs.
+    valid: ClassVar[tuple[str, ...]] = ()
+    invalid: ClassVar[tuple[str, ...]] = ()
+    # Substrings without which the rule cannot match a file (the pre-filter); empty: always run.
+    triggers: ClassVar[tuple[str, ...]] = ()
+    # Tool rules (GPU0xx) are reported by the engine itself and have no ``check``.
+    tool_rule: ClassVar[bool] = False
+
+    def check(self, ctx: "FileContext") -> Iterable[Finding]:
+        return ()
+
+    @classmethod
+    def url(cls) -> str:
+        from sync_lint import DOCS_URL
+
+        return f"{DOCS_URL}/{cls.code}.md"
