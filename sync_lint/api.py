@@ -33,3 +33,10 @@ def lint_text(text: str, path: str = "example.py", select: list[str] | None = No
     linter = Linter(make_settings(select, **options))
     facts = linter.lint_source(decode(path, text.encode("utf-8")))
     return linter.finalize(facts, ProjectIndex([facts]))
+
+
+def fix_text(text: str, path: str = "example.py", unsafe: bool = False, select: list[str] | None = None, **options: Any) -> str:
+    """The text after ``sync-lint fix`` (``--unsafe-fixes`` with ``unsafe``) on one in-memory module."""
+    from sync_lint.pipeline.fix import fix_text_once
+
+    return fix_text_once(Linter(make_settings(select, **options)), text, path, unsafe)

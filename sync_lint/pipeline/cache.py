@@ -10,6 +10,7 @@ import hashlib
 import os
 import pickle
 import tempfile
+from functools import lru_cache
 from typing import Callable
 
 from sync_lint import __version__
@@ -18,10 +19,23 @@ from sync_lint.pipeline.lint_file import FileFacts, tool_diagnostic
 from sync_lint.pipeline.source import SourceError, SourceFile, decode
 
 
+@lru_cache(maxsize=1)
+def _code_fingerprint() -> str:
+    """A hash of sync-lint's own source, so that an edited rule never reads stale entries."""
+    digest = hashlib.blake2b(digest_size=16)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for folder, _, names in sorted(os.walk(package)):
+        for name in sorted(names):
+            if name.endswith(".py"):
+                with open(os.path.join(folder, name), "rb") as handle:
+                    digest.update(name.encode() + handle.read())
+    return digest.hexdigest()
+
+
 class Cache:
     def __init__(self, folder: str, settings: Settings, enabled: list[str]) -> None:
         self.folder = folder
-        self.salt = f"{__version__}|{settings.fingerprint()}|{','.join(enabled)}".encode()
+        self.salt = f"{__version__}|{_code_fingerprint()}|{settings.fingerprint()}|{','.join(enabled)}".encode()
 
     def _entry(self, path: str, raw: bytes) -> str:
         digest = hashlib.blake2b(self.salt + b"\0" + os.path.abspath(path).encode() + b"\0" + raw, digest_size=20)

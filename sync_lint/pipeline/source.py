@@ -43,6 +43,13 @@ def decode(path: str, raw: bytes) -> SourceFile:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
     except SyntaxError as exc:  # unknown codec, or a BOM contradicting the coding line
+        try:  # no usable coding line: say where the bytes stop being UTF-8
+            raw.decode("utf-8")
+        except UnicodeDecodeError as decode_error:
+            line = raw[: decode_error.start].count(b"\n") + 1
+            raise SourceError(
+                "GPU002", f"cannot decode file as utf-8: invalid byte 0x{raw[decode_error.start]:02x}", line
+            ) from None
         raise SourceError("GPU002", f"cannot decode file: {exc.msg}", getattr(exc, "lineno", 1) or 1) from None
     try:
         text = raw.decode(encoding)

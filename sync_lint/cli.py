@@ -1,0 +1,278 @@
+"""The command line: ``sync-lint check``, ``sync-lint fix``, ``sync-lint rule``.
+
+Exit status: 0 clean, 1 findings (or, for ``fix --diff``, a diff), 2 the tool could not do its
+job (bad configuration, a file it could not read or decode, an internal error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import sys
+import time
+from pathlib import Path
+
+from sync_lint import __version__, config
+from sync_lint.diagnostics import Diagnostic
+from sync_lint.pipeline.discover import DEFAULT_EXCLUDE, Discovery, git_tracked_python_files
+from sync_lint.pipeline.runner import Linter
+from sync_lint.report import FORMATS
+from sync_lint.report.text import fixable, statistics
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A problem with how the tool was invoked; printed on one line, exit 2."""
+
+
+def _common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", help="files or folders (default: the files git tracks, else `.`)")
+    parser.add_argument("--select", type=_codes, help="comma-separated codes or prefixes to enable (replaces config)")
+    parser.add_argument("--extend-select", type=_codes, default=[], help="codes or prefixes to enable in addition")
+    parser.add_argument("--ignore", type=_codes, default=[], help="codes or prefixes to disable")
+    parser.add_argument("--preview", action="store_true", default=None, help="enable preview rules")
+    parser.add_argument("--config", type=Path, help="a pyproject.toml to read instead of the nearest one")
+    parser.add_argument("--isolated", action="store_true", help="ignore every configuration file")
+    parser.add_argument("--exclude", type=_codes, default=None, help="globs to exclude (replaces the defaults)")
+    parser.add_argument("--extend-exclude", type=_codes, default=[], help="globs to exclude in addition")
+    parser.add_argument("--unsafe-fixes", action="store_true", help="include unsafe fixes")
+    parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    parser.add_argument("--cache-dir", help="cache folder (default: .sync_lint_cache beside the config)")
+    parser.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all cores)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="no summary line on stderr")
+
+
+def _codes(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sync-lint",
+        description="Find casts relied on for contiguity and undeclared GPU->CPU syncs in GPU inference code.",
+    )
+    parser.add_argument("--version", action="version", version=f"sync-lint {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    check = commands.add_parser("check", help="report findings")
+    _common_options(check)
+    check.add_argument("--output-format", choices=sorted(FORMATS), default="text")
+    check.add_argument("--output-file", "-o", help="write the report here instead of stdout")
+    check.add_argument("--statistics", action="store_true", help="count findings per rule")
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+
+    fix = commands.add_parser("fix", help="apply fixes (safe ones; unsafe ones with --unsafe-fixes)")
+    _common_options(fix)
+    fix.add_argument("--diff", action="store_true", help="print a unified diff; write nothing; exit 1 if any")
+    fix.add_argument("--exit-non-zero-on-fix", action="store_true", help="exit 1 if anything was fixed")
+
+    rule = commands.add_parser("rule", help="print a rule's documentation")
+    rule.add_argument("code", nargs="?", help="a code (GPU201) or name (undeclared-sync-in-hot-path)")
+    rule.add_argument("--all", action="store_true", help="print every rule's page")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "check":
+            return run_check(args)
+        if args.command == "fix":
+            return run_fix(args)
+        if args.command == "rule":
+            return run_rule(args)
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
+    except (config.ConfigError, UsageError) as exc:
+        print(f"sync-lint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("sync-lint: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_CLEAN
+
+
+# -- set-up shared by check and fix --------------------------------------------------------------
+def _settings(args) -> config.Settings:
+    start = Path(args.paths[0]) if args.paths else Path.cwd()
+    if args.config is not None and not args.config.is_file():
+        raise UsageError(f"--config {args.config}: no such file")
+    settings = config.load(args.config, args.isolated, start=start)
+    values = dict(settings.values)
+    for flag, key in (("select", "select"), ("exclude", "exclude")):
+        if getattr(args, flag) is not None:
+            values[key] = getattr(args, flag)
+    values["extend-select"] = list(settings["extend-select"]) + args.extend_select
+    values["ignore"] = list(settings["ignore"]) + args.ignore
+    values["extend-exclude"] = list(settings["extend-exclude"]) + args.extend_exclude
+    if args.preview:
+        values["preview"] = True
+    for key in ("select", "extend-select", "ignore"):
+        config.check_codes(values.get(key, []), f"--{key}")
+    settings.values = values
+    return settings
+
+
+def _files(args, settings: config.Settings) -> list[str]:
+    exclude = list(settings["exclude"] or DEFAULT_EXCLUDE) + list(settings["extend-exclude"])
+    discovery = Discovery(exclude, settings.root)
+    paths = args.paths
+    if not paths:
+        tracked = git_tracked_python_files()
+        if tracked is not None:
+            return [path for path in tracked if not discovery.is_excluded(path)]
+        paths = ["."]
+    for path in paths:
+        if not os.path.lexists(path):
+            raise UsageError(f"{path}: no such file or folder")
+    return discovery.files(paths)
+
+
+def _linter(args, settings: config.Settings) -> Linter:
+    cache_dir = None if args.no_cache else (args.cache_dir or str(settings.root / ".sync_lint_cache"))
+    return Linter(settings, cache_dir=cache_dir)
+
+
+class Progress:
+    """A progress counter on stderr, only when stderr is a terminal and the run is long."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.done = 0
+        self.enabled = total >= 200 and sys.stderr.isatty()
+
+    def __call__(self, count: int) -> None:
+        if not self.enabled:
+            return
+        self.done += count
+        width = 30
+        filled = width * self.done // max(self.total, 1)
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} files")
+        sys.stderr.flush()
+
+    def finish(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r" + " " * 60 + "\r")
+
+
+def _exit_status(diagnostics: list[Diagnostic], findings_fail: bool) -> int:
+    if any(d.is_tool_error for d in diagnostics):
+        return EXIT_ERROR
+    return EXIT_FINDINGS if diagnostics and findings_fail else EXIT_CLEAN
+
+
+def _summary(files: int, diagnostics: list[Diagnostic], unsafe: bool, seconds: float, extra: str = "") -> str:
+    fixables = sum(1 for d in diagnostics if fixable(d, unsafe))
+    noun = "finding" if len(diagnostics) == 1 else "findings"
+    return (
+        f"sync-lint: {files} file{'s' if files != 1 else ''} checked, {len(diagnostics)} {noun}"
+        f" ({fixables} fixable){extra} in {seconds:.2f}s"
+    )
+
+
+# -- commands ---------------------------------------------------------------------------------
+def run_check(args) -> int:
+    started = time.perf_counter()
+    settings = _settings(args)
+    files = _files(args, settings)
+    linter = _linter(args, settings)
+    progress = Progress(len(files))
+    result = linter.run(files, jobs=args.jobs, progress=progress)
+    progress.finish()
+    diagnostics = sorted(result.diagnostics, key=Diagnostic.sort_key)
+    report = FORMATS[args.output_format](diagnostics, args.unsafe_fixes)
+    if args.statistics and args.output_format in ("text", "concise"):
+        report = statistics(diagnostics, args.unsafe_fixes)
+    if args.output_file:
+        try:
+            with open(args.output_file, "w", encoding="utf-8") as handle:
+                handle.write(report)
+        except OSError as exc:
+            raise UsageError(f"--output-file {args.output_file}: {exc.strerror}") from None
+    else:
+        sys.stdout.write(report)
+    if not args.quiet:
+        print(_summary(len(files), diagnostics, args.unsafe_fixes, time.perf_counter() - started), file=sys.stderr)
+    return _exit_status(diagnostics, not args.exit_zero)
+
+
+def run_fix(args) -> int:
+    from sync_lint.pipeline.fix import fix_path, write_atomically
+
+    started = time.perf_counter()
+    settings = _settings(args)
+    files = _files(args, settings)
+    linter = _linter(args, settings)
+    result = linter.run(files, jobs=args.jobs)
+    by_file: dict[str, list[Diagnostic]] = {}
+    for d in result.diagnostics:
+        by_file.setdefault(d.path, []).append(d)
+    remaining: list[Diagnostic] = []
+    fixed_count = 0
+    any_diff = False
+    for path in sorted(by_file):
+        found = by_file[path]
+        if not any(fixable(d, args.unsafe_fixes) for d in found):
+            remaining.extend(found)
+            continue
+        outcome = fix_path(linter, path, result.index, args.unsafe_fixes)
+        if isinstance(outcome, Diagnostic):
+            remaining.append(outcome)
+            continue
+        remaining.extend(outcome.remaining)
+        if outcome.error is not None:
+            remaining.append(outcome.error)
+        if not outcome.changed:
+            continue
+        any_diff = True
+        fixed_count += outcome.fixes_applied
+        if args.diff:
+            sys.stdout.writelines(
+                difflib.unified_diff(
+                    outcome.original.splitlines(keepends=True),
+                    outcome.fixed.splitlines(keepends=True),
+                    fromfile=f"a/{path}",
+                    tofile=f"b/{path}",
+                )
+            )
+        else:
+            error = write_atomically(outcome)
+            if error is not None:
+                remaining.append(error)
+                fixed_count -= outcome.fixes_applied
+    remaining.sort(key=Diagnostic.sort_key)
+    if not args.diff:
+        sys.stdout.write(FORMATS["text"](remaining, args.unsafe_fixes))
+    if not args.quiet:
+        verb = "would fix" if args.diff else "fixed"
+        print(
+            _summary(len(files), remaining, args.unsafe_fixes, time.perf_counter() - started, f", {fixed_count} {verb}"),
+            file=sys.stderr,
+        )
+    if any(d.is_tool_error for d in remaining):
+        return EXIT_ERROR
+    if args.diff:
+        return EXIT_FINDINGS if any_diff else EXIT_CLEAN
+    if args.exit_non_zero_on_fix and fixed_count:
+        return EXIT_FINDINGS
+    return EXIT_FINDINGS if remaining else EXIT_CLEAN
+
+
+def run_rule(args) -> int:
+    from sync_lint.docs import render_rule
+    from sync_lint.rules import all_rules, rule_by_code
+
+    if args.all:
+        sys.stdout.write("\n".join(render_rule(rule) for rule in all_rules()))
+        return EXIT_CLEAN
+    if not args.code:
+        raise UsageError("rule: give a code (e.g. GPU201) or --all")
+    rule = rule_by_code(args.code.upper()) or rule_by_code(args.code)
+    if rule is None:
+        raise UsageError(f"rule: unknown rule `{args.code}`")
+    sys.stdout.write(render_rule(rule))
+    return EXIT_CLEAN

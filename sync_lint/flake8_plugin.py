@@ -1,0 +1,54 @@
+"""The flake8 front end: the same engine, one file at a time.
+
+flake8 owns selection and ``# noqa``: every sync-lint rule that is on by default (or enabled
+by ``preview`` in ``[tool.sync-lint]``) runs, nothing is suppressed here, and GPU010 (unused
+noqa) is left to flake8. Columns are 0-based because flake8 adds one. Functions in other files
+are not seen from a single file: cross-file findings need ``sync-lint check``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterator
+
+from sync_lint import __version__, config
+from sync_lint.pipeline.lint_file import lint_source
+from sync_lint.pipeline.project import ProjectIndex
+from sync_lint.pipeline.source import SourceFile
+from sync_lint.rules import all_rules
+
+
+@lru_cache(maxsize=64)
+def _rules_for(folder: str) -> tuple[config.Settings, list]:
+    try:
+        settings = config.load(None, start=Path(folder))
+    except config.ConfigError:
+        settings = config.Settings()
+    rules = all_rules()
+    settings.values = {**settings.values, "select": ["GPU"], "extend-select": [], "ignore": ["GPU010"]}
+    enabled = config.enabled_codes(settings, {r.code for r in rules if r.preview}, [r.code for r in rules])
+    return settings, [rule() for rule in rules if rule.code in enabled and not rule.tool_rule]
+
+
+class SyncLintChecker:
+    name = "sync-lint"
+    version = __version__
+
+    def __init__(self, tree, filename: str, lines: list[str]) -> None:
+        self.filename = filename
+        self.lines = lines
+
+    def run(self) -> Iterator[tuple[int, int, str, type]]:
+        folder = str(Path(self.filename).resolve().parent) if self.filename not in ("stdin", "-") else "."
+        settings, rules = _rules_for(folder)
+        text = "".join(self.lines)
+        source = SourceFile(path=self.filename, text=text, encoding="utf-8", raw=b"")
+        facts = lint_source(source, settings, rules)
+        index = ProjectIndex([facts])
+        found = list(facts.diagnostics)
+        found.extend(d for d in (index.resolve(p) for p in facts.pending) if d is not None)
+        for d in sorted(set(found), key=lambda d: (d.line, d.col, d.code)):
+            if d.code == "GPU001":
+                continue  # flake8 reports syntax errors itself (E999)
+            yield d.line, d.col - 1, f"{d.code} {d.message}", type(self)
