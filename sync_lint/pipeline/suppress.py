@@ -57,7 +57,7 @@ def scan(text: str) -> Suppressions:
     file_codes: list[str] | None = []
     for line, col, comment, first, last in _comments(text):
         whole = _FILE_NOQA.match(comment)
-        if whole:
+        if whole and not lines.line_text(line)[:col].strip():
             if whole.group("codes") is None:
                 file_codes = None
             elif file_codes is not None:
