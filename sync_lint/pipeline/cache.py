@@ -37,18 +37,22 @@ class Cache:
         self.folder = folder
         self.salt = f"{__version__}|{_code_fingerprint()}|{settings.fingerprint()}|{','.join(enabled)}".encode()
 
-    def _entry(self, path: str, raw: bytes) -> str:
+    def _entry(self, path: str, raw: bytes, variant: tuple) -> str:
+        mask, keep = variant
         digest = hashlib.blake2b(self.salt + b"\0" + os.path.abspath(path).encode() + b"\0" + raw, digest_size=20)
+        digest.update(b"masked" if mask else b"whole")
+        for name in sorted(keep):
+            digest.update(b"\0" + name.encode())
         key = digest.hexdigest()
         return os.path.join(self.folder, key[:2], key)
 
-    def lint_path(self, path: str, lint: Callable[[SourceFile], FileFacts]) -> FileFacts:
+    def lint_path(self, path: str, lint: Callable[[SourceFile], FileFacts], variant: tuple) -> FileFacts:
         try:
             with open(path, "rb") as handle:
                 raw = handle.read()
         except OSError as exc:
             return FileFacts(path=path, diagnostics=[tool_diagnostic(path, "GPU003", f"cannot read file: {exc.strerror}")])
-        entry = self._entry(path, raw)
+        entry = self._entry(path, raw, variant)
         try:
             with open(entry, "rb") as handle:
                 return pickle.load(handle)

@@ -36,6 +36,10 @@ class FileFacts:
     imports: dict[str, str] = field(default_factory=dict)
     suppressions: Suppressions = field(default_factory=Suppressions)
     parsed: bool = False
+    # Identifiers that masked (unparsed) units mention: if one names a function whose summary
+    # matters, the runner lints the file again with those units kept.
+    masked_mentions: frozenset[str] = frozenset()
+    masked: bool = False  # parsed with units masked (its conditional findings' fixes are redone)
 
 
 @lru_cache(maxsize=4096)
@@ -66,16 +70,36 @@ def tool_diagnostic(path: str, code: str, message: str, line: int = 1, col: int 
     )
 
 
-def lint_source(source: SourceFile, settings: Settings, rules: list[Rule]) -> FileFacts:
+def lint_source(
+    source: SourceFile,
+    settings: Settings,
+    rules: list[Rule],
+    mask: bool = True,
+    keep_callers_of: frozenset[str] = frozenset(),
+) -> FileFacts:
+    """Lint one file. ``mask``: parse only the units rules can use (``units``); a file with
+    findings is always linted again whole, so positions and fixes come from the plain path.
+    ``keep_callers_of``: names of functions with summaries; units mentioning them are kept."""
     facts = FileFacts(path=source.path, suppressions=scan(source.text))
     if facts.suppressions.file_is_off():
         return facts
     active = [rule for rule in rules if prefilter.may_match(rule, source.text)]
     if not active:
         return facts
+    text = source.text
+    if mask:
+        plan = prefilter.unit_plan(active, source.text)
+        if plan is not None:
+            if not plan.plan(keep_callers_of):
+                return facts
+            if plan.is_masking():
+                text = plan.masked_text()
+                facts.masked_mentions = plan.masked_names()
     try:
-        module = cst.parse_module(source.text)
+        module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
+        if text is not source.text:  # the cut landed inside a string: parse the file whole
+            return lint_source(source, settings, rules, mask=False)
         facts.diagnostics.append(
             tool_diagnostic(source.path, "GPU001", f"syntax error: {exc.message}", exc.raw_line, exc.raw_column + 1)
         )
@@ -98,17 +122,22 @@ def lint_source(source: SourceFile, settings: Settings, rules: list[Rule]) -> Fi
             facts.diagnostics.append(
                 tool_diagnostic(source.path, "GPU004", f"internal error in {rule.code}: {type(exc).__name__}: {exc}")
             )
+    masked = text is not source.text
+    if masked and (facts.diagnostics or any(finding.if_callee is None for _, finding in findings)):
+        return lint_source(source, settings, rules, mask=False)
+    facts.masked = masked
     facts.summaries = ctx.summaries
     facts.imports = dict(ctx.names.imports)
     if findings:
-        _resolve_findings(facts, ctx, findings)
+        _resolve_findings(facts, ctx, findings, module.code)
     return facts
 
 
-def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[Rule, Finding]]) -> None:
-    """Positions and fixes, computed only for files that have findings."""
+def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[Rule, Finding]], text: str) -> None:
+    """Positions and fixes, computed only for files that have findings. ``text`` is what was
+    parsed: for a masked file, its conditional findings are redone whole if they resolve."""
     positions = MetadataWrapper(ctx.module, unsafe_skip_copy=True).resolve(PositionProvider)
-    editor = Editor(ctx.module, ctx.source.text, positions)
+    editor = Editor(ctx.module, text, positions)
     for rule, finding in findings:
         where = positions[finding.node]
         fix = None
@@ -136,11 +165,12 @@ def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[R
             facts.pending.append(PendingCall(condition.kind, condition.callee, condition.arg, diagnostic))
 
 
-def lint_path(path: str, settings: Settings, rules: list[Rule]) -> FileFacts:
+def lint_path(path: str, lint) -> FileFacts:
+    """Read and lint; ``lint(source)`` is ``lint_source`` with the run's settings bound."""
     from sync_lint.pipeline import source as source_stage
 
     try:
         source = source_stage.read(path)
     except SourceError as exc:
         return FileFacts(path=path, diagnostics=[tool_diagnostic(path, exc.code, exc.message, exc.line)])
-    return lint_source(source, settings, rules)
+    return lint(source)

@@ -1,4 +1,5 @@
-"""The cheap text pre-filter: skip the parse when no enabled rule can match a file.
+"""The cheap text pre-filter: skip the parse when no enabled rule can match a file, and
+parse only the units of a file that can matter (``units``).
 
 Each rule lists substrings (``Rule.triggers``) without which it cannot find anything in a file,
 nor record a function summary that another file needs. A rule with no triggers always runs.
@@ -6,9 +7,27 @@ nor record a function summary that another file needs. A rule with no triggers a
 
 from __future__ import annotations
 
+import re
+from functools import lru_cache
+
+from sync_lint.pipeline.source import split_lines
+from sync_lint.pipeline.units import MaskPlan
 from sync_lint.rules.base import Rule
 
 
 def may_match(rule: Rule, text: str) -> bool:
     triggers = rule.triggers
     return not triggers or any(trigger in text for trigger in triggers)
+
+
+@lru_cache(maxsize=64)
+def _trigger_pattern(triggers: tuple[str, ...]) -> re.Pattern:
+    return re.compile("|".join(re.escape(t) for t in sorted(set(triggers), key=len, reverse=True)))
+
+
+def unit_plan(active: list[Rule], text: str) -> MaskPlan | None:
+    """The function-level plan for a file, or None when a rule needs every unit (no triggers)."""
+    if any(not rule.triggers for rule in active):
+        return None
+    triggers = tuple(t for rule in active for t in rule.triggers)
+    return MaskPlan(text, split_lines(text), _trigger_pattern(triggers))

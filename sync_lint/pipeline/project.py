@@ -23,6 +23,14 @@ class ProjectIndex:
                 self.module_imports[facts.module_name] = facts.imports
         self._close()
 
+    def summarised_names(self) -> frozenset[str]:
+        """Short names of functions whose summary can make a call site a finding."""
+        return frozenset(
+            qualname.rsplit(".", 1)[-1]
+            for qualname, summary in self.functions.items()
+            if summary.needs_contiguous or summary.sync is not None
+        )
+
     def lookup(self, name: str) -> FunctionSummary | None:
         """The summary for a dotted name, following re-exports (``from .ops import f``)."""
         for _ in range(_MAX_ALIAS_HOPS):

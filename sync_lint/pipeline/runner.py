@@ -20,6 +20,7 @@ from sync_lint.rules.base import Rule
 
 # Below this many files a process pool costs more than it saves (start-up and imports).
 PARALLEL_THRESHOLD = 48
+MAX_CALLER_ROUNDS = 4
 
 
 @dataclass
@@ -34,21 +35,30 @@ class RunResult:
 class Linter:
     """One configured engine. Front ends build one and call ``run`` (or the finer methods)."""
 
-    def __init__(self, settings: config.Settings, cache_dir: str | None = None) -> None:
+    def __init__(self, settings: config.Settings, cache_dir: str | None = None, fast: bool = True) -> None:
         self.settings = settings
+        # ``fast``: parse only the units of a file that rules can use (``pipeline.units``).
+        # The plain path parses every file a rule's trigger occurs in, whole; both must agree.
+        self.fast = fast
         rules = all_rules()
         self.enabled = config.enabled_codes(settings, {r.code for r in rules if r.preview}, [r.code for r in rules])
         self.rules: list[Rule] = [rule() for rule in rules if rule.code in self.enabled and not rule.tool_rule]
         self.cache = cache_stage.Cache(cache_dir, settings, sorted(self.enabled)) if cache_dir else None
 
     # -- per file -------------------------------------------------------------------------
-    def lint_one(self, path: str) -> FileFacts:
+    def lint_one(self, path: str, keep_callers_of: frozenset[str] = frozenset(), mask: bool | None = None) -> FileFacts:
+        mask = self.fast if mask is None else mask
+
+        def lint(source: SourceFile) -> FileFacts:
+            return lint_source(source, self.settings, self.rules, mask=mask, keep_callers_of=keep_callers_of)
+
         if self.cache is not None:
-            return self.cache.lint_path(path, lambda source: lint_source(source, self.settings, self.rules))
-        return lint_path(path, self.settings, self.rules)
+            return self.cache.lint_path(path, lint, variant=(mask, keep_callers_of))
+        return lint_path(path, lint)
 
     def lint_source(self, source: SourceFile) -> FileFacts:
-        return lint_source(source, self.settings, self.rules)
+        """Whole-file lint (the fix loop and the API use it: they need exact fixes)."""
+        return lint_source(source, self.settings, self.rules, mask=False)
 
     def finalize(self, facts: FileFacts, index: ProjectIndex) -> list[Diagnostic]:
         """Local + resolved cross-file findings of one file, after selection and suppression."""
@@ -64,18 +74,21 @@ class Linter:
         return sorted(set(found), key=Diagnostic.sort_key)
 
     # -- many files -----------------------------------------------------------------------
-    def lint_all(self, paths: list[str], jobs: int | None = None, progress=None) -> list[FileFacts]:
+    def lint_all(
+        self, paths: list[str], jobs: int | None = None, progress=None,
+        keep_callers_of: frozenset[str] = frozenset(), mask: bool | None = None,
+    ) -> list[FileFacts]:
         jobs = jobs or os.cpu_count() or 1
         if len(paths) < PARALLEL_THRESHOLD or jobs == 1:
             results = []
             for path in paths:
-                results.append(self.lint_one(path))
+                results.append(self.lint_one(path, keep_callers_of, mask))
                 if progress:
                     progress(1)
             return results
         # Chunks big enough to amortise pickling, small enough to balance 2+ workers.
         chunk = max(8, min(256, len(paths) // (jobs * 8) or 1))
-        batches = [paths[i : i + chunk] for i in range(0, len(paths), chunk)]
+        batches = [(paths[i : i + chunk], keep_callers_of, mask) for i in range(0, len(paths), chunk)]
         results = []
         with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(self,)) as pool:
             for batch_result in pool.map(_worker_lint_batch, batches):
@@ -88,6 +101,8 @@ class Linter:
         started = time.perf_counter()
         facts = self.lint_all(paths, jobs, progress)
         index = ProjectIndex(facts)
+        if self.fast:
+            facts, index = self._complete_masked(facts, index, jobs)
         diagnostics: list[Diagnostic] = []
         for file_facts in facts:
             diagnostics.extend(self.finalize(file_facts, index))
@@ -100,6 +115,30 @@ class Linter:
         )
 
 
+    # Masked files hide units; two kinds of them can matter after the project is known.
+    def _complete_masked(self, facts: list[FileFacts], index: ProjectIndex, jobs):
+        # 1. Units that call a function whose summary matters: lint those files again keeping
+        #    them (a few rounds: a caller kept now may give its own callers a summary).
+        for _ in range(MAX_CALLER_ROUNDS):
+            names = index.summarised_names()
+            redo = [i for i, f in enumerate(facts) if f.masked and not names.isdisjoint(f.masked_mentions)]
+            if not redo:
+                break
+            again = self.lint_all([facts[i].path for i in redo], jobs, keep_callers_of=names)
+            for i, new in zip(redo, again):
+                facts[i] = new
+            index = ProjectIndex(facts)
+        # 2. Masked files whose conditional findings do fire: their fixes were planned on the
+        #    masked text, so lint them whole (the findings are the same; the fixes exact).
+        redo = [i for i, f in enumerate(facts) if f.masked and any(index.resolve(p) for p in f.pending)]
+        if redo:
+            again = self.lint_all([facts[i].path for i in redo], jobs, mask=False)
+            for i, new in zip(redo, again):
+                facts[i] = new
+            index = ProjectIndex(facts)
+        return facts, index
+
+
 _WORKER_LINTER: Linter | None = None
 
 
@@ -108,6 +147,7 @@ def _worker_init(linter: Linter) -> None:
     _WORKER_LINTER = linter
 
 
-def _worker_lint_batch(paths: list[str]) -> list[FileFacts]:
+def _worker_lint_batch(batch) -> list[FileFacts]:
     assert _WORKER_LINTER is not None
-    return [_WORKER_LINTER.lint_one(path) for path in paths]
+    paths, keep_callers_of, mask = batch
+    return [_WORKER_LINTER.lint_one(path, keep_callers_of, mask) for path in paths]

@@ -1,0 +1,243 @@
+"""The function-level pre-filter: parse only the parts of a file a rule could use.
+
+Parsing with libcst costs about 20x what ruff spends on a whole check, so on a large tree the
+cheapest parse is the one not done. A file is cut, by text alone, into *units*: top-level
+functions, the methods of top-level classes, and everything else (imports, module-level
+statements, class headers and class-level statements, which are always kept). A unit is kept
+if it contains a rule trigger, if it names a kept unit of the same file or is named by one
+(a kernel launch names its kernel; a subclass names its base), or, in a later round, if it
+mentions a function elsewhere whose summary matters (see ``runner``). Every other unit is
+*masked*: replaced by ``pass`` and blank lines, so line numbers and the columns of kept code
+stay exact. A cut that lands inside a multi-line string makes the masked text fail to parse;
+the file is then parsed whole.
+
+Contract for rules (what keeps the fast path equal to the plain one): a rule's finding in a
+unit may depend on that unit, on module-level statements, on its class header and ``__init__``,
+on units it names in the same file, and on other functions only through their summaries.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DEF_NAME = re.compile(r"(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_][A-Za-z0-9_]*)")
+_ASSIGNED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=\n]*)?=(?!=)")
+# Methods that hold the class's state: kept whenever any method of the class is.
+_STATE_METHODS = frozenset({"__init__", "__post_init__", "__new__"})
+
+
+@dataclass
+class Unit:
+    first: int  # 0-based line index, inclusive
+    last: int  # exclusive
+    kind: str  # "function" | "method" | "class" (header + class-level code) | "module" (other statements)
+    name: str | None
+    class_index: int | None = None  # for methods: the index of their class's unit
+
+
+def _code_start(line: str) -> bool:
+    """Could a statement start here? Not a blank line, a comment, or a closing bracket."""
+    stripped = line.lstrip()
+    return bool(stripped) and stripped[0] not in "#)]}" and not stripped.startswith(('"""', "'''"))
+
+
+def segment(lines: list[str]) -> list[Unit]:
+    units: list[Unit] = []
+    n = len(lines)
+    i = 0
+    while i < n:
+        if not (lines[i][:1].isalpha() or lines[i][:1] in "_@"):
+            # Leading comments, blanks, or a continuation at column 0: part of the module unit.
+            _extend_module(units, i)
+            i += 1
+            continue
+        end = _header_index(lines, i) + 1
+        while end < n and not (_code_start(lines[end]) and lines[end][:1] not in " \t"):
+            end += 1
+        header = _header(lines, i)
+        match = _DEF_NAME.match(header)
+        if match and header.startswith("class"):
+            _split_class(units, lines, i, end, match.group(1))
+        elif match:
+            units.append(Unit(i, end, "function", match.group(1)))
+        else:
+            _extend_module(units, i, end)
+        i = end
+    return units
+
+
+def _header_index(lines: list[str], i: int) -> int:
+    """The index of the def/class line of a unit, past its decorators."""
+    indent = _width(lines[i])
+    while i < len(lines) and lines[i].lstrip().startswith("@"):
+        i += 1
+        # A decorator call may span lines: skip until the next line back at the unit's indent.
+        while i < len(lines) and not (_code_start(lines[i]) and _width(lines[i]) <= indent):
+            i += 1
+    return min(i, len(lines) - 1)
+
+
+def _header(lines: list[str], i: int) -> str:
+    return lines[_header_index(lines, i)].lstrip()
+
+
+def _extend_module(units: list[Unit], first: int, last: int | None = None) -> None:
+    last = first + 1 if last is None else last
+    if units and units[-1].kind == "module" and units[-1].last == first:
+        units[-1].last = last
+    else:
+        units.append(Unit(first, last, "module", None))
+
+
+def _split_class(units: list[Unit], lines: list[str], first: int, last: int, name: str) -> None:
+    class_index = len(units)
+    units.append(Unit(first, last, "class", name))
+    indent = None
+    members: list[Unit] = []
+    i = first + 1
+    while i < last:
+        line = lines[i]
+        if _code_start(line):
+            width = len(line) - len(line.lstrip())
+            if indent is None and width > 0:
+                indent = width
+            if width == indent and (line.lstrip().startswith(("def ", "async def ", "@"))):
+                header = _header(lines, i)
+                match = _DEF_NAME.match(header)
+                if match and not header.startswith("class"):
+                    end = _header_index(lines, i) + 1
+                    while end < last and not (_code_start(lines[end]) and _width(lines[end]) <= indent):
+                        end += 1
+                    members.append(Unit(i, end, "method", match.group(1), class_index))
+                    i = end
+                    continue
+        i += 1
+    units.extend(members)
+
+
+def _width(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def names_defined(unit: Unit, lines: list[str]) -> set[str]:
+    if unit.name is not None:
+        return {unit.name}
+    return {m.group(1) for line in lines[unit.first : unit.last] for m in _ASSIGNED.finditer(line)}
+
+
+class MaskPlan:
+    """Which units of one file to keep, given a trigger pattern and names to keep callers of."""
+
+    def __init__(self, text: str, lines: list[str], trigger: re.Pattern | None) -> None:
+        self.text = text
+        self.lines = lines
+        self.units = segment(lines)
+        self.trigger = trigger
+        self.keep = [self._always_kept(unit) for unit in self.units]
+
+    def _always_kept(self, unit: Unit) -> bool:
+        return unit.kind in ("module", "class")
+
+    def unit_text(self, unit: Unit) -> str:
+        return "".join(self.lines[unit.first : unit.last])
+
+    def mentions(self, unit: Unit) -> set[str]:
+        return set(_IDENTIFIER.findall(self.unit_text(unit)))
+
+    def plan(self, extra_names: frozenset[str] = frozenset()) -> bool:
+        """Decide the kept units; False if nothing but module-level code could matter."""
+        units = self.units
+        seeded = False
+        for index, unit in enumerate(units):
+            if unit.kind in ("function", "method"):
+                text = self.unit_text(unit)
+                if (self.trigger is not None and self.trigger.search(text)) or (
+                    extra_names and not extra_names.isdisjoint(_IDENTIFIER.findall(text))
+                ):
+                    self.keep[index] = True
+                    seeded = True
+            elif unit.kind == "class" and self.trigger is not None and self.trigger.search(self._class_own_text(index)):
+                # A trigger in the class header (``class XMetadataBuilder``) concerns all its methods.
+                for member_index, member in enumerate(units):
+                    if member.class_index == index:
+                        self.keep[member_index] = True
+                seeded = True
+            elif unit.kind == "module" and self.trigger is not None and self.trigger.search(self.unit_text(unit)):
+                seeded = True
+        if not seeded:
+            return False
+        self._close_over_names()
+        return True
+
+    def _class_own_text(self, class_index: int) -> str:
+        """A class unit's text without its methods' bodies."""
+        unit = self.units[class_index]
+        member_lines = set()
+        for member in self.units:
+            if member.class_index == class_index:
+                member_lines.update(range(member.first, member.last))
+        return "".join(line for i, line in enumerate(self.lines[unit.first : unit.last], unit.first) if i not in member_lines)
+
+    def _close_over_names(self) -> None:
+        """Keep units that name kept units, and units named by kept ones (same file), to a fixpoint."""
+        units = self.units
+        defined = [names_defined(unit, self.lines) for unit in units]
+        mentions = [None] * len(units)
+        changed = True
+        while changed:
+            changed = False
+            kept_names: set[str] = set()
+            kept_mentions: set[str] = set()
+            for index, unit in enumerate(units):
+                if self.keep[index] and unit.kind in ("function", "method"):
+                    kept_names |= defined[index]
+                    if mentions[index] is None:
+                        mentions[index] = self.mentions(unit)
+                    kept_mentions |= mentions[index]
+            for index, unit in enumerate(units):
+                if self.keep[index] or unit.kind not in ("function", "method"):
+                    continue
+                if mentions[index] is None:
+                    mentions[index] = self.mentions(unit)
+                if (defined[index] & kept_mentions) or (mentions[index] & kept_names):
+                    self.keep[index] = True
+                    changed = True
+        # A kept method needs its class's state: keep the state methods of that class.
+        kept_classes = {unit.class_index for index, unit in enumerate(units) if self.keep[index] and unit.kind == "method"}
+        for index, unit in enumerate(units):
+            if unit.kind == "method" and unit.class_index in kept_classes and unit.name in _STATE_METHODS:
+                self.keep[index] = True
+
+    def masked_names(self) -> frozenset[str]:
+        """Identifiers mentioned by masked units: what a later round checks against summaries."""
+        found: set[str] = set()
+        for index, unit in enumerate(self.units):
+            if not self.keep[index]:
+                found |= self.mentions(unit)
+        return frozenset(found)
+
+    def is_masking(self) -> bool:
+        return not all(self.keep)
+
+    def masked_text(self) -> str:
+        """The text with masked units replaced by ``pass`` and blank lines (line numbers kept)."""
+        out = list(self.lines)
+        for index, unit in enumerate(self.units):
+            if self.keep[index]:
+                continue
+            first_line = self.lines[unit.first]
+            indent = first_line[: _width(first_line)]
+            out[unit.first] = indent + "pass" + _ending(first_line)
+            for i in range(unit.first + 1, unit.last):
+                out[i] = _ending(self.lines[i])
+        return "".join(out)
+
+
+def _ending(line: str) -> str:
+    if line.endswith("\r\n"):
+        return "\r\n"
+    if line.endswith(("\n", "\r")):
+        return line[-1]
+    return ""
