@@ -29,7 +29,11 @@ def check_dense(name: str, tensor: torch.Tensor, shape: tuple[int, ...]) -> None
         raise ValueError(f"{name} must be contiguous, got stride={tensor.stride()}")
 
 
-def check_power_of_two(name: str, value: int) -> None:
-    """``tl.arange`` sizes must be powers of two."""
-    if value <= 0 or value & (value - 1):
-        raise ValueError(f"{name} must be a power of two, got {value}")
+# tl.dot needs every block dimension >= 16.
+MIN_DOT_BLOCK = 16
+
+
+def check_block_size(name: str, value: int) -> None:
+    """Block sizes are powers of two (``tl.arange``) of at least 16 (``tl.dot``)."""
+    if value < MIN_DOT_BLOCK or value & (value - 1):
+        raise ValueError(f"{name} must be a power of two >= {MIN_DOT_BLOCK}, got {value}")

@@ -180,7 +180,7 @@ def _cuda_available() -> bool:
 class _AllowedRegion:
     """Exempts the enclosed code, in this thread / task only, from both detectors."""
 
-    __slots__ = ("_token", "_cuda_mode_before")
+    __slots__ = ("_cuda_mode_before", "_token")
 
     def __enter__(self) -> None:
         self._token = _in_allowed_region.set(True)
@@ -342,7 +342,8 @@ def _patch_host_read_methods() -> None:
         if _host_read_methods_patched:
             return
         for name, reads_host in _HOST_READ_METHODS.items():
-            setattr(torch.Tensor, name, _wrap_host_read(name, getattr(torch.Tensor, name), reads_host))
+            original = getattr(torch.Tensor, name)
+            setattr(torch.Tensor, name, _wrap_host_read(name, original, reads_host))
         _host_read_methods_patched = True
 
 

@@ -14,24 +14,22 @@ from __future__ import annotations
 
 import torch
 
-from reference_kernels._boundary import check_dense, check_index_tensor, check_power_of_two
-from reference_kernels.kda.triton_kernels import kda_chunk_prefill_kernel, kda_decode_kernel
-
-# tl.dot needs every block dimension >= 16.
-_MIN_BLOCK = 16
-
-
-def _check_dims(head_k: int, head_v: int) -> None:
-    for name, value in (("key head dim", head_k), ("value head dim", head_v)):
-        check_power_of_two(name, value)
-        if value < _MIN_BLOCK:
-            raise ValueError(f"{name} must be >= {_MIN_BLOCK}, got {value}")
+from reference_kernels._boundary import (
+    check_block_size,
+    check_dense,
+    check_index_tensor,
+)
+from reference_kernels.kda.triton_kernels import (
+    kda_chunk_prefill_kernel,
+    kda_decode_kernel,
+)
 
 
 def _check_token_tensors(q, k, v, g, beta, state_cache) -> None:
     num_tokens, num_heads, head_k = q.shape
     head_v = v.shape[-1]
-    _check_dims(head_k, head_v)
+    check_block_size("key head dim", head_k)
+    check_block_size("value head dim", head_v)
     for name, tensor in (("q", q), ("k", k), ("g", g)):
         check_dense(name, tensor, (num_tokens, num_heads, head_k))
     check_dense("v", v, (num_tokens, num_heads, head_v))
@@ -78,9 +76,7 @@ def fused_kda_chunk(
             f"has_initial_state must be a contiguous bool or int32 tensor of {num_seqs} rows"
         )
     _check_token_tensors(q, k, v, g, beta, state_cache)
-    check_power_of_two("chunk_size", chunk_size)
-    if chunk_size < _MIN_BLOCK:
-        raise ValueError(f"chunk_size must be >= {_MIN_BLOCK}, got {chunk_size}")
+    check_block_size("chunk_size", chunk_size)
     return _launch_kda_prefill(
         q, k, v, g, beta, state_cache, state_indices, cu_seqlens,
         has_initial_state, checkpoint_state_indices, scale, chunk_size,
@@ -102,7 +98,7 @@ def _launch_kda_prefill(
     chunk_size: int = 16,
 ) -> torch.Tensor:
     """The raw launch behind :func:`fused_kda_chunk` (same signature, no checks)."""
-    num_tokens, num_heads, head_k = q.shape
+    _, num_heads, head_k = q.shape
     head_v = v.shape[-1]
     num_seqs = cu_seqlens.shape[0] - 1
     o = torch.empty_like(v)

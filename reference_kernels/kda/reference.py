@@ -87,7 +87,9 @@ def kda_chunked_reference(
         a_qk = torch.einsum("htk,hsk,htsk->hts", qc, kc, decay)
         eye = torch.eye(length, device=q.device)
         rhs = bc[..., None] * (vc - torch.einsum("htk,hkv->htv", kc * cum.exp(), state))
-        u = torch.linalg.solve_triangular(eye + bc[..., None] * a_kk, rhs, upper=False, unitriangular=True)
+        u = torch.linalg.solve_triangular(
+            eye + bc[..., None] * a_kk, rhs, upper=False, unitriangular=True
+        )
         o[:, chunk] = scale * (torch.einsum("htk,hkv->htv", qc * cum.exp(), state) + a_qk @ u)
         last = cum[:, -1]  # G_C, [H, K]
         state = state * last.exp()[..., None] + torch.einsum(

@@ -15,6 +15,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from reference_kernels._triton_utils import block_flag, dot, load_rows
+
 
 @triton.jit
 def _state_offsets(slot, head, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr):
@@ -65,11 +67,11 @@ def kda_chunk_prefill_kernel(
     state_offsets = _state_offsets(slot, head, H, K, V)
     if HAS_INITIAL_STATE_FLAGS:
         # A masked load, not a multiply by 0: a slot that never held a state may
-        # contain NaN garbage. The mask is block-shaped because the interpreter does
-        # not broadcast a scalar mask.
+        # contain NaN garbage.
         has_initial_state = tl.load(has_initial_state_ptr + seq) != 0
-        load_mask = tl.zeros((K, V), dtype=tl.int1) | has_initial_state
-        state = tl.load(state_ptr + state_offsets, mask=load_mask, other=0.0)
+        state = tl.load(
+            state_ptr + state_offsets, mask=block_flag(has_initial_state, state_offsets), other=0.0
+        )
     else:
         state = tl.load(state_ptr + state_offsets)
 
@@ -82,22 +84,17 @@ def kda_chunk_prefill_kernel(
         token_head = tokens.to(tl.int64) * H + head
         # Rows past the end of the sequence load as zeros: k = v = g = beta = 0 makes
         # them contribute nothing and leave the cumulative decay unchanged.
-        qk_offsets = token_head[:, None] * K + rk[None, :]
-        q = tl.load(q_ptr + qk_offsets, mask=valid[:, None], other=0.0).to(tl.float32)
-        k = tl.load(k_ptr + qk_offsets, mask=valid[:, None], other=0.0).to(tl.float32)
-        g = tl.load(g_ptr + qk_offsets, mask=valid[:, None], other=0.0).to(tl.float32)
-        v = tl.load(
-            v_ptr + token_head[:, None] * V + rv[None, :], mask=valid[:, None], other=0.0
-        ).to(tl.float32)
+        q = load_rows(q_ptr, token_head * K, rk, valid)
+        k = load_rows(k_ptr, token_head * K, rk, valid)
+        g = load_rows(g_ptr, token_head * K, rk, valid)
+        v = load_rows(v_ptr, token_head * V, rv, valid)
         beta = tl.load(beta_ptr + token_head, mask=valid, other=0.0).to(tl.float32)
 
         cum = tl.cumsum(g, axis=0)
         # exp(G_t - G_s) per key channel for s <= t; -inf elsewhere so exp gives 0 and
         # no positive exponent is ever evaluated.
-        log_decay = tl.where(
-            causal[:, :, None], cum[:, None, :] - cum[None, :, :], float("-inf")
-        )
-        decay = tl.exp(log_decay)
+        pairwise = cum[:, None, :] - cum[None, :, :]
+        decay = tl.exp(tl.where(causal[:, :, None], pairwise, float("-inf")))
         a_kk = tl.sum(k[:, None, :] * k[None, :, :] * decay, axis=2)
         a_qk = tl.sum(q[:, None, :] * k[None, :, :] * decay, axis=2)
 
@@ -107,23 +104,18 @@ def kda_chunk_prefill_kernel(
         inverse = eye + m
         power = m
         for _ in tl.static_range(LOG2_BT - 1):
-            power = tl.dot(power, power, input_precision="ieee")
-            inverse = inverse + tl.dot(inverse, power, input_precision="ieee")
+            power = dot(power, power)
+            inverse = inverse + dot(inverse, power)
 
         decay_from_start = tl.exp(cum)
-        w = beta[:, None] * (v - tl.dot(k * decay_from_start, state, input_precision="ieee"))
-        u = tl.dot(inverse, w, input_precision="ieee")
-        o = scale * (
-            tl.dot(q * decay_from_start, state, input_precision="ieee")
-            + tl.dot(a_qk, u, input_precision="ieee")
-        )
+        w = beta[:, None] * (v - dot(k * decay_from_start, state))
+        u = dot(inverse, w)
+        o = scale * (dot(q * decay_from_start, state) + dot(a_qk, u))
         tl.store(o_ptr + token_head[:, None] * V + rv[None, :], o, mask=valid[:, None])
 
         total = tl.sum(g, axis=0)  # G at the chunk's last valid row
         k_to_end = k * tl.exp(total[None, :] - cum)
-        state = state * tl.exp(total)[:, None] + tl.dot(
-            tl.trans(k_to_end), u, input_precision="ieee"
-        )
+        state = state * tl.exp(total)[:, None] + dot(tl.trans(k_to_end), u)
 
     tl.store(state_ptr + state_offsets, state)
     if HAS_CHECKPOINT:
