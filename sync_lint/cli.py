@@ -1,4 +1,4 @@
-"""The command line: ``sync-lint check``, ``sync-lint fix``, ``sync-lint rule``.
+"""The command line: ``sync-lint check``, ``sync-lint fix``, ``sync-lint rule``, ``sync-lint server``.
 
 Exit status: 0 clean, 1 findings (or, for ``fix --diff``, a diff), 2 the tool could not do its
 job (bad configuration, a file it could not read or decode, an internal error).
@@ -37,6 +37,14 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     parser.add_argument("--exclude", type=_codes, default=None, help="globs to exclude (replaces the defaults)")
     parser.add_argument("--extend-exclude", type=_codes, default=[], help="globs to exclude in addition")
+    parser.add_argument(
+        "--force-exclude", action="store_true", help="apply the exclusions to files named explicitly too (pre-commit)"
+    )
+    parser.add_argument(
+        "--no-default-paths",
+        action="store_true",
+        help="with no paths, check nothing instead of the git-tracked files (hooks that pass the changed files)",
+    )
     parser.add_argument("--unsafe-fixes", action="store_true", help="include unsafe fixes")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     parser.add_argument("--cache-dir", help="cache folder (default: .sync_lint_cache beside the config)")
@@ -62,6 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--output-file", "-o", help="write the report here instead of stdout")
     check.add_argument("--statistics", action="store_true", help="count findings per rule")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    adoption = check.add_mutually_exclusive_group()
+    adoption.add_argument("--baseline", metavar="FILE", help="report only findings not recorded in FILE")
+    adoption.add_argument(
+        "--write-baseline", metavar="FILE", help="record the current findings in FILE (exit 0 unless a file failed)"
+    )
+    check.add_argument(
+        "--add-noqa", action="store_true", help="add `# noqa: CODE` to every line with a finding (with --baseline: new ones)"
+    )
 
     fix = commands.add_parser("fix", help="apply fixes (safe ones; unsafe ones with --unsafe-fixes)")
     _common_options(fix)
@@ -71,6 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     rule = commands.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code", nargs="?", help="a code (GPU201) or name (undeclared-sync-in-hot-path)")
     rule.add_argument("--all", action="store_true", help="print every rule's page")
+
+    commands.add_parser("server", help="run the language server on stdin/stdout (for editors)")
     return parser
 
 
@@ -84,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_fix(args)
         if args.command == "rule":
             return run_rule(args)
+        if args.command == "server":
+            return run_server(args)
         parser.print_help(sys.stderr)
         return EXIT_ERROR
     except (config.ConfigError, UsageError) as exc:
@@ -121,6 +141,8 @@ def _files(args, settings: config.Settings) -> list[str]:
     exclude = list(settings["exclude"] or DEFAULT_EXCLUDE) + list(settings["extend-exclude"])
     discovery = Discovery(exclude, settings.root)
     paths = args.paths
+    if not paths and args.no_default_paths:
+        return []
     if not paths:
         tracked = git_tracked_python_files()
         if tracked is not None:
@@ -129,7 +151,23 @@ def _files(args, settings: config.Settings) -> list[str]:
     for path in paths:
         if not os.path.lexists(path):
             raise UsageError(f"{path}: no such file or folder")
-    return discovery.files(paths)
+    files = discovery.files(paths)
+    if args.force_exclude:
+        files = [path for path in files if not _excluded_with_parents(discovery, path)]
+    return files
+
+
+def _excluded_with_parents(discovery: Discovery, path: str) -> bool:
+    """A file named explicitly is excluded if it, or a folder above it, matches an exclusion."""
+    current = os.path.normpath(path)
+    while current and current not in (".", os.sep):
+        if discovery.is_excluded(current):
+            return True
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    return False
 
 
 def _linter(args, settings: config.Settings) -> Linter:
@@ -177,6 +215,9 @@ def _summary(files: int, diagnostics: list[Diagnostic], unsafe: bool, seconds: f
 # -- commands ---------------------------------------------------------------------------------
 def run_check(args) -> int:
     started = time.perf_counter()
+    if args.write_baseline and args.add_noqa:
+        raise UsageError("--write-baseline and --add-noqa: choose one way to accept today's findings")
+    known = _load_baseline(args.baseline) if args.baseline else None  # before a long run, not after
     settings = _settings(args)
     files = _files(args, settings)
     linter = _linter(args, settings)
@@ -184,6 +225,27 @@ def run_check(args) -> int:
     result = linter.run(files, jobs=args.jobs, progress=progress)
     progress.finish()
     diagnostics = sorted(result.diagnostics, key=Diagnostic.sort_key)
+    extra = ""
+    if args.write_baseline:
+        from sync_lint import baseline
+
+        try:
+            recorded = baseline.write(args.write_baseline, diagnostics)
+        except baseline.BaselineError as exc:
+            raise UsageError(f"--write-baseline {exc}") from None
+        # Only what cannot be recorded (files that could not be checked) is still reported.
+        diagnostics = [d for d in diagnostics if d.is_tool_error]
+        extra = f", {recorded} recorded in {args.write_baseline}"
+    elif known is not None:
+        from sync_lint import baseline
+
+        filtered = baseline.filter_new(diagnostics, known, checked=files)
+        diagnostics = filtered.new
+        extra = f", {filtered.known} baselined"
+        if filtered.gone:
+            extra += f" ({filtered.gone} baselined gone: refresh with --write-baseline)"
+    if args.add_noqa:
+        return _add_noqa(args, files, diagnostics, started, extra)
     report = FORMATS[args.output_format](diagnostics, args.unsafe_fixes)
     if args.statistics and args.output_format in ("text", "concise"):
         report = statistics(diagnostics, args.unsafe_fixes)
@@ -196,8 +258,36 @@ def run_check(args) -> int:
     else:
         sys.stdout.write(report)
     if not args.quiet:
-        print(_summary(len(files), diagnostics, args.unsafe_fixes, time.perf_counter() - started), file=sys.stderr)
+        print(
+            _summary(len(files), diagnostics, args.unsafe_fixes, time.perf_counter() - started, extra), file=sys.stderr
+        )
     return _exit_status(diagnostics, not args.exit_zero)
+
+
+def _load_baseline(path: str):
+    from sync_lint import baseline
+
+    try:
+        return baseline.load(path)
+    except baseline.BaselineError as exc:
+        raise UsageError(f"--baseline {exc}") from None
+
+
+def _add_noqa(args, files: list[str], diagnostics: list[Diagnostic], started: float, extra: str) -> int:
+    from sync_lint.add_noqa import add_noqa
+
+    result = add_noqa(diagnostics)
+    left = sorted([d for d in diagnostics if d.is_tool_error] + result.errors, key=Diagnostic.sort_key)
+    sys.stdout.write(FORMATS["text"](left, args.unsafe_fixes))
+    if not args.quiet:
+        seconds = time.perf_counter() - started
+        print(
+            f"sync-lint: {len(files)} file{'s' if len(files) != 1 else ''} checked, added {result.codes_added}"
+            f" noqa code{'s' if result.codes_added != 1 else ''} in {result.files_changed}"
+            f" file{'s' if result.files_changed != 1 else ''}{extra} in {seconds:.2f}s",
+            file=sys.stderr,
+        )
+    return EXIT_ERROR if left else EXIT_CLEAN
 
 
 def run_fix(args) -> int:
@@ -260,6 +350,15 @@ def run_fix(args) -> int:
     if args.exit_non_zero_on_fix and fixed_count:
         return EXIT_FINDINGS
     return EXIT_FINDINGS if remaining else EXIT_CLEAN
+
+
+def run_server(args) -> int:
+    try:
+        from sync_lint.server import serve
+    except ImportError as exc:
+        raise UsageError(f"server: needs pygls 2 ({exc}): pip install 'sync-lint[server]'") from None
+    serve()
+    return EXIT_CLEAN
 
 
 def run_rule(args) -> int:

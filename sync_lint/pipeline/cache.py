@@ -69,6 +69,11 @@ class Cache:
         # Written atomically so that a parallel run never reads half an entry; a failure to
         # write the cache never fails the run.
         try:
+            if not os.path.isdir(self.folder):
+                os.makedirs(self.folder, exist_ok=True)
+                # As ruff and pytest do: the cache never shows up as untracked files.
+                with open(os.path.join(self.folder, ".gitignore"), "w") as ignore:
+                    ignore.write("*\n")
             os.makedirs(os.path.dirname(entry), exist_ok=True)
             handle, temp = tempfile.mkstemp(dir=os.path.dirname(entry))
             with os.fdopen(handle, "wb") as out:

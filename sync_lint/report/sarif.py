@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import quote
 
 from sync_lint import __version__
 from sync_lint.diagnostics import Diagnostic
@@ -14,7 +15,8 @@ SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 def _uri(path: str) -> str:
     absolute = Path(path).resolve()
     try:
-        return absolute.relative_to(Path.cwd().resolve()).as_posix()
+        # A URI reference: spaces and non-ASCII letters percent-encoded, `/` kept.
+        return quote(absolute.relative_to(Path.cwd().resolve()).as_posix())
     except ValueError:
         return absolute.as_uri()
 
