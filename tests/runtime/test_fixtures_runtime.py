@@ -4,6 +4,7 @@ The ``# expect: CODE`` annotations are checked against run-time evidence, not ju
 counted: for layout fixtures, the arguments that reach the kernel (or the kernel
 boundary) non-contiguous must sit exactly on the annotated lines; for sync fixtures,
 the lines the armed checker reports (warn mode) must be exactly the annotated ones.
+The same tests lint the same file: sync-lint must flag exactly those lines.
 """
 
 from __future__ import annotations
@@ -43,6 +44,14 @@ def _pair(directory: Path, stem: str) -> tuple[Path, Path]:
 
 def _annotated_lines(path: Path, codes: set[str]) -> set[int]:
     return {line for line, code in expected_findings(path) if code in codes}
+
+
+def _linted_lines(path: Path, codes: set[str]) -> set[int]:
+    """The lines sync-lint flags in this fixture, linted with the kernels it calls."""
+    from sync_lint.api import lint_paths
+
+    diagnostics = lint_paths([str(path), str(FIXTURES.parent / "reference_kernels")])
+    return {d.line for d in diagnostics if Path(d.path).resolve() == path.resolve() and d.code in codes}
 
 
 def test_every_fixture_comes_in_an_annotated_pair():
@@ -106,7 +115,10 @@ def _spy_on(module, monkeypatch, callee: str) -> _CallSpy:
 
 def _assert_flagged_lines_reach_the_call_strided(path: Path, spy: _CallSpy, callee: str):
     lines = _argument_lines(path, callee)
-    assert {lines[key] for key in spy.non_contiguous} == _annotated_lines(path, LAYOUT_CODES)
+    strided = {lines[key] for key in spy.non_contiguous}
+    # What fails at run time is what is annotated, and what the linter flags.
+    assert strided == _annotated_lines(path, LAYOUT_CODES)
+    assert strided == _linted_lines(path, LAYOUT_CODES)
 
 
 KDA_LENGTHS = [5, 9, 3, 12]
@@ -246,7 +258,10 @@ def _assert_error_mode(step: Callable[[], object], arm_sync_check, path: Path, f
 def _check_sync_fixture(path: Path, step: Callable[[], object], arm_sync_check):
     """Reported lines == annotated lines; error mode raises iff there are any."""
     expected = {(str(path), line) for line in _annotated_lines(path, SYNC_CODES)}
-    assert _reported_lines(step, arm_sync_check) == expected
+    reported = _reported_lines(step, arm_sync_check)
+    # What the armed checker reports is what is annotated, and what the linter flags.
+    assert reported == expected
+    assert {line for _, line in reported} == _linted_lines(path, SYNC_CODES)
     return _assert_error_mode(step, arm_sync_check, path, fails=bool(expected))
 
 
