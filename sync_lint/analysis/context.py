@@ -29,6 +29,7 @@ class FileContext:
         # Facts about this file's functions that other files may need; analyses fill them in.
         self.summaries: dict[str, FunctionSummary] = {}
         self._analyses: dict[type, object] = {}
+        self._positions = None
 
     def get(self, analysis: type[A]) -> A:
         """The analysis of this file, computed on first use. ``analysis(ctx)`` does the work."""
@@ -45,3 +46,12 @@ class FileContext:
             found = FunctionSummary(qualname=qualname, params=params, path=self.path)
             self.summaries[qualname] = found
         return found
+
+    def positions(self):
+        """Node -> ``CodeRange`` for this module, computed once on first use. It costs about two
+        parses: ask only for a file that has a finding (the pipeline then reuses it)."""
+        if self._positions is None:
+            from libcst.metadata import MetadataWrapper, PositionProvider
+
+            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+        return self._positions

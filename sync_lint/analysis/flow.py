@@ -67,6 +67,10 @@ class Walker(Generic[V]):
     def _suite(self, suite, env: Env) -> Env:
         if suite is None:
             return env
+        if isinstance(suite, cst.SimpleStatementSuite):  # ``if c: x = 1`` (small statements inline)
+            for small in suite.body:
+                env = self.small(small, env)
+            return env
         body = getattr(suite, "body", suite)
         if isinstance(body, cst.BaseSuite) or isinstance(body, (cst.Else, cst.Finally)):
             return self._suite(body, env)
@@ -79,6 +83,12 @@ class Walker(Generic[V]):
         for key, value in b.items():
             joined[key] = self.domain.join(joined[key], value) if key in joined else value
         return joined
+
+    def _item(self, iterable: V) -> V:
+        """The value a ``for`` target takes: the domain's ``iterate`` (any element, e.g. the join
+        of a tuple's elements) if it has one, else element 0."""
+        iterate = getattr(self.domain, "iterate", None)
+        return iterate(iterable) if iterate is not None else self.domain.element(iterable, 0)
 
     def bind(self, target: cst.BaseExpression, value: V, env: Env) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):
@@ -112,7 +122,7 @@ class Walker(Generic[V]):
             before = dict(env)
             loop_env = dict(env)
             if isinstance(node, cst.For):
-                self.bind(node.target, self.domain.element(self.domain.evaluate(node.iter, env), 0), loop_env)
+                self.bind(node.target, self._item(self.domain.evaluate(node.iter, env)), loop_env)
             # Twice: the second pass sees values assigned late in the first iteration. Hooks
             # run on the second pass only, so each statement is reported once.
             self._quiet += 1

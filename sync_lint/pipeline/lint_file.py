@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from sync_lint.analysis.context import FileContext
 from sync_lint.analysis.summaries import FunctionSummary, PendingCall
@@ -136,7 +135,7 @@ def lint_source(
 def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[Rule, Finding]], text: str) -> None:
     """Positions and fixes, computed only for files that have findings. ``text`` is what was
     parsed: for a masked file, its conditional findings are redone whole if they resolve."""
-    positions = MetadataWrapper(ctx.module, unsafe_skip_copy=True).resolve(PositionProvider)
+    positions = ctx.positions()
     editor = Editor(ctx.module, text, positions)
     for rule, finding in findings:
         where = positions[finding.node]

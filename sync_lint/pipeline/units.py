@@ -4,16 +4,19 @@ Parsing with libcst costs about 20x what ruff spends on a whole check, so on a l
 cheapest parse is the one not done. A file is cut, by text alone, into *units*: top-level
 functions, the methods of top-level classes, and everything else (imports, module-level
 statements, class headers and class-level statements, which are always kept). A unit is kept
-if it contains a rule trigger, if it names a kept unit of the same file or is named by one
-(a kernel launch names its kernel; a subclass names its base), or, in a later round, if it
-mentions a function elsewhere whose summary matters (see ``runner``). Every other unit is
+if it contains a rule trigger (a trigger in a class header keeps all its methods), if it is a
+method that sets a ``self.`` attribute a kept method of its class reads (or ``__init__``), or,
+in a later round, if it mentions a function anywhere whose summary matters: the callers of a
+kernel wrapper or of a syncing helper (see ``runner``). Every other unit is
 *masked*: replaced by ``pass`` and blank lines, so line numbers and the columns of kept code
 stay exact. A cut that lands inside a multi-line string makes the masked text fail to parse;
 the file is then parsed whole.
 
 Contract for rules (what keeps the fast path equal to the plain one): a rule's finding in a
 unit may depend on that unit, on module-level statements, on its class header and ``__init__``,
-on units it names in the same file, and on other functions only through their summaries.
+on the class's other methods only through ``self.`` attributes, and on other functions (in this
+file or another) only through their summaries; a function whose definition a rule inspects (a
+``@triton.jit`` kernel) must contain one of that rule's triggers.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from dataclasses import dataclass
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DEF_NAME = re.compile(r"(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_][A-Za-z0-9_]*)")
-_ASSIGNED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=\n]*)?=(?!=)")
+_SELF_ATTRIBUTE = re.compile(r"\bself\.([A-Za-z_][A-Za-z0-9_]*)")
+_SELF_ASSIGNED = re.compile(r"\bself\.([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=\n]*)?(?:[-+*/|&]?=)(?!=)")
 # Methods that hold the class's state: kept whenever any method of the class is.
 _STATE_METHODS = frozenset({"__init__", "__post_init__", "__new__"})
 
@@ -121,12 +125,6 @@ def _width(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
-def names_defined(unit: Unit, lines: list[str]) -> set[str]:
-    if unit.name is not None:
-        return {unit.name}
-    return {m.group(1) for line in lines[unit.first : unit.last] for m in _ASSIGNED.finditer(line)}
-
-
 class MaskPlan:
     """Which units of one file to keep, given a trigger pattern and names to keep callers of."""
 
@@ -168,7 +166,7 @@ class MaskPlan:
                 seeded = True
         if not seeded:
             return False
-        self._close_over_names()
+        self._close_over_state()
         return True
 
     def _class_own_text(self, class_index: int) -> str:
@@ -180,35 +178,25 @@ class MaskPlan:
                 member_lines.update(range(member.first, member.last))
         return "".join(line for i, line in enumerate(self.lines[unit.first : unit.last], unit.first) if i not in member_lines)
 
-    def _close_over_names(self) -> None:
-        """Keep units that name kept units, and units named by kept ones (same file), to a fixpoint."""
+    def _close_over_state(self) -> None:
+        """Keep the methods that set the ``self.`` attributes kept methods read, to a fixpoint,
+        and the state methods (``__init__``) of every class with a kept method."""
         units = self.units
-        defined = [names_defined(unit, self.lines) for unit in units]
-        mentions = [None] * len(units)
         changed = True
         while changed:
             changed = False
-            kept_names: set[str] = set()
-            kept_mentions: set[str] = set()
+            read: dict[int, set[str]] = {}
             for index, unit in enumerate(units):
-                if self.keep[index] and unit.kind in ("function", "method"):
-                    kept_names |= defined[index]
-                    if mentions[index] is None:
-                        mentions[index] = self.mentions(unit)
-                    kept_mentions |= mentions[index]
+                if self.keep[index] and unit.kind == "method":
+                    read.setdefault(unit.class_index, set()).update(_SELF_ATTRIBUTE.findall(self.unit_text(unit)))
             for index, unit in enumerate(units):
-                if self.keep[index] or unit.kind not in ("function", "method"):
+                if self.keep[index] or unit.kind != "method" or unit.class_index not in read:
                     continue
-                if mentions[index] is None:
-                    mentions[index] = self.mentions(unit)
-                if (defined[index] & kept_mentions) or (mentions[index] & kept_names):
+                if unit.name in _STATE_METHODS or not read[unit.class_index].isdisjoint(
+                    _SELF_ASSIGNED.findall(self.unit_text(unit))
+                ):
                     self.keep[index] = True
                     changed = True
-        # A kept method needs its class's state: keep the state methods of that class.
-        kept_classes = {unit.class_index for index, unit in enumerate(units) if self.keep[index] and unit.kind == "method"}
-        for index, unit in enumerate(units):
-            if unit.kind == "method" and unit.class_index in kept_classes and unit.name in _STATE_METHODS:
-                self.keep[index] = True
 
     def masked_names(self) -> frozenset[str]:
         """Identifiers mentioned by masked units: what a later round checks against summaries."""

@@ -1,0 +1,592 @@
+"""Device provenance: could this expression hold a tensor that lives on the GPU?
+
+A ``Place`` is one of
+- ``HOST``: certainly host-side: Python numbers, strings, lists, numpy arrays, CPU tensors
+  (names ending ``_cpu`` / ``_np`` / ``_host``, ``device="cpu"``, ``pin_memory=True``, results of
+  ``.cpu()`` / ``.numpy()`` / ``.tolist()`` / ``.item()`` / ``torch.from_numpy``), shape arithmetic
+  (``x.shape[0]``, ``x.size(0)``, ``x.numel()``, ``len(x)``). Nothing host-side ever syncs.
+- ``DEVICE``: a tensor known to live on the accelerator: created with a (non-CPU) device,
+  ``.cuda()``, ``.to(device)``, a ``CpuGpuBuffer``'s ``.gpu``, or computed from such a tensor.
+  ``mask`` marks boolean tensors (comparisons, ``.any()``, ``logical_*``), the ones whose use as
+  an index is a sync.
+- ``UNKNOWN``: anything else (a parameter, the result of an unknown call...).
+- ``NONE``: the constant ``None`` (joins away: ``x = None`` then ``x = t.cuda()`` is ``DEVICE``).
+
+Torch factories without a ``device=`` make CPU tensors (the default device); the rare code that
+changes the default device is not modelled (precision over recall). ``DeviceDomain`` plugs into
+``sync_lint.analysis.flow.Walker``.
+
+``tensor`` marks an unknown-device value that is certainly a tensor (a torch op's result, a
+tensor method's, a multi-dimensional subscript, ``x[1:] - x[:-1]``, a ``torch.Tensor``
+annotation): implicit syncs on such values count where unknown devices are reported (in
+metadata builders by default); an unknown value that may as well be a Python int never does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import libcst as cst
+
+from sync_lint.analysis.flow import Walker
+from sync_lint.analysis.names import NameTable, dotted
+
+
+@dataclass(frozen=True)
+class Place:
+    where: str  # "host" | "device" | "unknown" | "none"
+    mask: bool = False  # a boolean tensor
+    tensor: bool = False  # certainly a tensor / array (always true on the device)
+    items: tuple["Place", ...] | None = None  # positional elements, for unpacking
+    elem: "Place | None" = None  # the element when iterated
+
+    @property
+    def is_host(self) -> bool:
+        return self.where in ("host", "none")
+
+    @property
+    def is_device(self) -> bool:
+        return self.where == "device"
+
+    @property
+    def is_unknown(self) -> bool:
+        return self.where == "unknown"
+
+
+HOST = Place("host")
+DEVICE = Place("device", tensor=True)
+DEVICE_MASK = Place("device", mask=True, tensor=True)
+UNKNOWN = Place("unknown")
+UNKNOWN_TENSOR = Place("unknown", tensor=True)
+UNKNOWN_MASK = Place("unknown", mask=True, tensor=True)
+NONE = Place("none")
+
+
+def as_mask(place: Place) -> Place:
+    """The boolean tensor a comparison of ``place`` gives (host stays host)."""
+    if place.is_device:
+        return DEVICE_MASK
+    if place.is_unknown and place.tensor:
+        return UNKNOWN_MASK
+    return place if place.is_host else UNKNOWN
+
+
+def as_tensor(place: Place) -> Place:
+    """What a tensor operation on ``place`` gives: a tensor where it is (mask dropped)."""
+    if place.is_device:
+        return DEVICE
+    if place.is_host:
+        return HOST
+    return UNKNOWN_TENSOR
+
+# Name parts that mark a host-side value (``seq_lens_cpu``, ``positions_np``, ``cpu_buf``).
+_HOST_PARTS = frozenset({"cpu", "np", "numpy", "host"})
+# Boolean-valued prefixes: ``is_gpu`` / ``use_gpu`` / ``num_gpu`` are flags and counts, not tensors.
+_FLAG_PREFIXES = ("is_", "use_", "has_", "num_", "n_", "enable_", "should_")
+
+# Tensor methods and attributes whose result is a host value whatever the tensor.
+HOST_RESULT_METHODS = frozenset({
+    "item", "tolist", "cpu", "numpy", "size", "dim", "ndimension", "numel", "nelement", "stride",
+    "element_size", "data_ptr", "storage_offset", "is_contiguous", "is_pinned", "get_device",
+    "pin_memory", "is_floating_point", "is_complex", "untyped_storage", "__len__", "type",
+})
+HOST_ATTRIBUTES = frozenset({
+    "shape", "ndim", "dtype", "device", "is_cuda", "is_cpu", "layout", "requires_grad", "itemsize", "nbytes",
+    "cpu", "np", "numpy",  # ``CpuGpuBuffer.cpu`` / ``.np``
+})
+# Tensor methods that return a boolean tensor.
+MASK_METHODS = frozenset({
+    "eq", "ne", "gt", "lt", "ge", "le", "greater", "less", "equal", "not_equal", "logical_and", "logical_or",
+    "logical_not", "logical_xor", "isnan", "isinf", "isfinite", "isneginf", "isposinf", "bool", "isin",
+    "any", "all", "__eq__", "__ne__", "__lt__", "__gt__", "__le__", "__ge__",
+})
+# Methods only arrays / tensors have (not lists, dicts or strings): an unknown receiver is then a
+# tensor (or a numpy array, which in engine code is named ``*_np``).
+TENSOR_METHODS = frozenset({
+    "sum", "any", "all", "max", "min", "amax", "amin", "mean", "prod", "cumsum", "cumprod", "argmax", "argmin",
+    "long", "int", "float", "half", "bfloat16", "double", "bool", "to", "view", "reshape", "flatten", "squeeze",
+    "unsqueeze", "contiguous", "clone", "detach", "masked_fill", "masked_fill_", "nonzero", "abs", "clamp",
+    "clamp_", "clamp_min", "masked_select", "repeat_interleave", "index_select", "gather", "expand", "permute",
+    "transpose", "t", "eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or", "logical_not", "isnan",
+    "diff", "flip", "argsort", "topk", "unique", "type_as", "new_zeros", "new_empty", "new_full", "new_ones",
+    "narrow", "select", "unbind", "split", "chunk", "fill_", "zero_", "add", "sub", "mul", "div", "neg",
+    "floor_divide", "remainder", "pow", "sqrt", "exp", "log", "softmax", "sigmoid", "relu", "matmul", "bmm",
+    "mm", "index_copy_", "scatter", "scatter_", "scatter_add_", "cuda", "isin", "numel", "nelement",
+})
+# Methods that keep a mask a mask.
+_MASK_KEEPING = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze", "contiguous", "clone", "expand",
+                           "__getitem__", "logical_and", "logical_or", "logical_not", "logical_xor", "to"})
+
+TORCH_FACTORIES = frozenset({
+    "empty", "zeros", "ones", "full", "arange", "range", "linspace", "logspace", "eye", "rand", "randn",
+    "randint", "randperm", "empty_strided", "tensor", "as_tensor", "asarray", "scalar_tensor", "frombuffer",
+})
+_LIKE_FACTORIES = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
+                             "randint_like"})
+_HOST_LIBRARIES = ("numpy", "math", "random", "itertools", "functools", "collections", "os", "sys", "time",
+                   "re", "json", "operator", "string", "typing")
+_HOST_BUILTINS = frozenset({
+    "len", "int", "float", "bool", "str", "repr", "range", "list", "tuple", "dict", "set", "frozenset", "sum",
+    "min", "max", "abs", "round", "isinstance", "issubclass", "hasattr", "callable", "sorted", "reversed",
+    "any", "all", "divmod", "pow", "hash", "id", "ord", "chr", "format", "bytes", "enumerate", "zip", "map",
+    "filter", "type",
+})
+_TORCH_MASK_FUNCTIONS = frozenset({
+    "eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or", "logical_not", "logical_xor", "isin",
+    "isnan", "isinf", "isfinite", "any", "all",
+})
+# Torch dtypes as ``torch.<name>``: ``.to(torch.int32)`` keeps the tensor where it is.
+_DTYPE_NAMES = frozenset({
+    "float", "float16", "float32", "float64", "half", "double", "bfloat16", "int", "int8", "int16", "int32",
+    "int64", "long", "short", "uint8", "bool", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz",
+    "float8_e5m2fnuz", "complex64", "complex128", "uint16", "uint32", "uint64",
+})
+
+
+def join(a: Place, b: Place) -> Place:
+    if a == b:
+        return a
+    if a.where == "none":
+        return b
+    if b.where == "none":
+        return a
+    if a.where == b.where:
+        mask, tensor = a.mask and b.mask, a.tensor and b.tensor
+        if a.items is not None and b.items is not None and len(a.items) == len(b.items):
+            return Place(a.where, mask, tensor, tuple(join(x, y) for x, y in zip(a.items, b.items)))
+        return Place(a.where, mask, tensor)
+    return UNKNOWN
+
+
+def combine(places, tensor_op: bool = False) -> Place:
+    """The place of an operation on several operands (arithmetic, a torch op): on the device
+    if one operand is; unknown if one is; else host. ``tensor_op``: the result is a tensor."""
+    result = HOST
+    for place in places:
+        if place.items is not None:
+            place = combine(place.items) if place.items else HOST
+        elif place.elem is not None:
+            place = place.elem
+        if place.is_device:
+            return DEVICE
+        if place.is_unknown:
+            result = UNKNOWN_TENSOR if (tensor_op or place.tensor or result.tensor) else UNKNOWN
+    return result
+
+
+def name_hint(name: str) -> Place | None:
+    """What a variable or attribute name says about where its value lives."""
+    lowered = name.lower().lstrip("_")
+    if lowered in ("cpu", "np", "numpy"):
+        return HOST
+    if lowered == "gpu":
+        return DEVICE
+    parts = lowered.split("_")
+    if _HOST_PARTS.intersection(parts):
+        return HOST
+    if lowered.endswith("_gpu") and not lowered.startswith(_FLAG_PREFIXES):
+        return DEVICE
+    if name == "__debug__":
+        return HOST
+    return None
+
+
+def string_value(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        try:
+            value = node.evaluated_value
+        except Exception:  # pragma: no cover - malformed literal
+            return None
+        return value if isinstance(value, str) else None
+    return None
+
+
+def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def positional(call: cst.Call) -> list[cst.BaseExpression]:
+    return [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+
+
+def is_true(node: cst.BaseExpression | None) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def is_literal(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)):
+        return True
+    if isinstance(node, cst.Name) and node.value in ("None", "True", "False"):
+        return True
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+        return is_literal(node.expression)
+    return False
+
+
+def annotation_place(annotation: cst.Annotation | None, tensors_on_device: bool) -> Place | None:
+    """``n: int`` / ``a: np.ndarray`` are host-side; ``x: torch.Tensor`` is on the device where the
+    function is a model forward or compiled code (``tensors_on_device``)."""
+    if annotation is None:
+        return None
+    node = annotation.annotation
+    # ``Optional[X]`` / ``X | None``
+    if isinstance(node, cst.Subscript) and (dotted(node.value) or "").endswith("Optional") and node.slice:
+        element = node.slice[0].slice
+        if isinstance(element, cst.Index):
+            node = element.value
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        left, right = node.left, node.right
+        node = left if not (isinstance(left, cst.Name) and left.value == "None") else right
+    if isinstance(node, cst.Subscript):
+        node = node.value
+    name = dotted(node)
+    if name is None:
+        return None
+    last = name.rsplit(".", 1)[-1]
+    if last in ("int", "float", "bool", "str", "bytes", "list", "tuple", "dict", "set", "List", "Tuple", "Dict",
+                "Set", "Sequence", "Iterable", "ndarray", "NDArray", "SymInt"):
+        return HOST
+    if last == "Tensor":
+        return DEVICE if tensors_on_device else UNKNOWN_TENSOR
+    return None
+
+
+class DeviceDomain:
+    """The abstract values of device provenance, for ``Walker``."""
+
+    def __init__(self, names: NameTable, attributes: Mapping[str, Place] | None = None) -> None:
+        self.names = names
+        self.attributes = attributes or {}  # "self.x" -> place, from ``__init__``
+
+    # -- the Domain protocol -----------------------------------------------------------------
+    def unknown(self) -> Place:
+        return UNKNOWN
+
+    def join(self, a: Place, b: Place) -> Place:
+        return join(a, b)
+
+    def element(self, value: Place, index: int) -> Place:
+        if value.items is not None:
+            return value.items[index] if 0 <= index < len(value.items) else UNKNOWN
+        if value.elem is not None:
+            return value.elem
+        if value.where == "device":
+            return DEVICE
+        if value.where == "host":
+            return HOST
+        return UNKNOWN
+
+    def evaluate(self, node: cst.BaseExpression, env: Mapping[str, Place]) -> Place:
+        method = getattr(self, "_eval_" + type(node).__name__, None)
+        if method is not None:
+            return method(node, env)
+        if is_literal(node) or isinstance(node, (cst.FormattedString, cst.Lambda, cst.Dict, cst.DictComp,
+                                                 cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+            return HOST
+        return UNKNOWN
+
+    # -- names and attributes ----------------------------------------------------------------
+    def _hint(self, name: str) -> Place | None:
+        return name_hint(name)
+
+    def _eval_Name(self, node: cst.Name, env) -> Place:
+        if node.value == "None":
+            return NONE
+        if node.value in ("True", "False", "__debug__"):
+            return HOST
+        found = env.get(node.value)
+        if found is not None:
+            return found
+        return self._hint(node.value) or UNKNOWN
+
+    def _eval_Attribute(self, node: cst.Attribute, env) -> Place:
+        key = dotted(node)
+        if key is not None:
+            found = env.get(key)
+            if found is not None:
+                return found
+            if key in self.attributes:
+                return self.attributes[key]
+        attr = node.attr.value
+        if attr in ("T", "mT", "data", "real", "imag", "H", "mH"):
+            return self.evaluate(node.value, env)
+        if attr in HOST_ATTRIBUTES:
+            return HOST
+        hint = self._hint(attr)
+        if hint is not None:
+            return hint
+        # ``torch.int32`` and other module attributes are host constants.
+        if key is not None and self.names.is_imported(node):
+            return HOST
+        return UNKNOWN
+
+    # -- containers and operators -------------------------------------------------------------
+    def _eval_Tuple(self, node: cst.Tuple, env) -> Place:
+        if any(isinstance(e, cst.StarredElement) for e in node.elements):
+            return HOST
+        return Place("host", items=tuple(self.evaluate(e.value, env) for e in node.elements))
+
+    _eval_List = _eval_Tuple
+
+    def _eval_Set(self, node, env) -> Place:
+        return HOST
+
+    def _eval_Subscript(self, node: cst.Subscript, env) -> Place:
+        base = self.evaluate(node.value, env)
+        if base.items is not None:
+            index = node.slice[0].slice if len(node.slice) == 1 else None
+            if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
+                position = index.value.evaluated_value
+                if position < len(base.items):
+                    return base.items[position]
+            return HOST  # a slice of a literal tuple / list is still a host container
+        if base.is_device:
+            return DEVICE_MASK if base.mask else DEVICE
+        if base.elem is not None:
+            return base.elem
+        if base.is_host:
+            return HOST
+        if base.tensor or _array_subscript(node):
+            return UNKNOWN_MASK if base.mask else UNKNOWN_TENSOR
+        return UNKNOWN
+
+    def _eval_BinaryOperation(self, node: cst.BinaryOperation, env) -> Place:
+        left = self.evaluate(node.left, env)
+        right = self.evaluate(node.right, env)
+        # ``x[1:] - x[:-1]``: lists do not subtract, so a sliced operand makes this tensor arithmetic.
+        sliced = _sliced(node.left) or _sliced(node.right)
+        tensor_op = sliced and (not isinstance(node.operator, cst.Add) or is_literal(node.left) or is_literal(node.right))
+        place = combine((left, right), tensor_op)
+        if isinstance(node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)) and (left.mask or right.mask):
+            return as_mask(place)
+        return place
+
+    def _eval_Comparison(self, node: cst.Comparison, env) -> Place:
+        if any(isinstance(t.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for t in node.comparisons):
+            return HOST
+        place = combine([self.evaluate(node.left, env)] + [self.evaluate(t.comparator, env) for t in node.comparisons])
+        return as_mask(place) if place.tensor else place
+
+    def _eval_UnaryOperation(self, node: cst.UnaryOperation, env) -> Place:
+        if isinstance(node.operator, cst.Not):
+            return HOST
+        return self.evaluate(node.expression, env)
+
+    def _eval_BooleanOperation(self, node: cst.BooleanOperation, env) -> Place:
+        return join(self.evaluate(node.left, env), self.evaluate(node.right, env))
+
+    def _eval_IfExp(self, node: cst.IfExp, env) -> Place:
+        return join(self.evaluate(node.body, env), self.evaluate(node.orelse, env))
+
+    def _eval_NamedExpr(self, node: cst.NamedExpr, env) -> Place:
+        return self.evaluate(node.value, env)
+
+    # -- calls --------------------------------------------------------------------------------
+    def _eval_Call(self, node: cst.Call, env) -> Place:
+        func = node.func
+        library = self.library_name(func)
+        if library is not None:
+            return self._library_call(library, node, env)
+        if isinstance(func, cst.Attribute):
+            return self._method_call(func.attr.value, self.evaluate(func.value, env), node, env)
+        if isinstance(func, cst.Name) and func.value in _HOST_BUILTINS and func.value not in env:
+            return self._builtin_call(func.value, node, env)
+        return UNKNOWN
+
+    def library_name(self, func: cst.BaseExpression) -> str | None:
+        """``torch.zeros`` / ``np.asarray`` ... as a dotted name, when ``func`` names an imported
+        module's function (not a method of a local value)."""
+        if not self.names.is_imported(func):
+            return None
+        resolved = self.names.resolve(func) or ""
+        if resolved.startswith("torch.") or resolved.split(".")[0] in _HOST_LIBRARIES:
+            return resolved
+        return None
+
+    def _library_call(self, name: str, node: cst.Call, env) -> Place:
+        if not name.startswith("torch."):
+            return HOST  # numpy, math, ...
+        short = name.rsplit(".", 1)[-1]
+        if name in ("torch.from_numpy", "torch.device", "torch.get_default_device") or name.startswith("torch.cuda."):
+            return HOST
+        args = positional(node)
+        if short in TORCH_FACTORIES or short in _LIKE_FACTORIES:
+            placed = self.device_argument(node, env)
+            if placed is not None:
+                return placed
+            if is_true(keyword(node, "pin_memory")):
+                return HOST
+            if keyword(node, "device") is not None or any(arg.star == "**" for arg in node.args):
+                return UNKNOWN_TENSOR  # a device we cannot read (``device=dev``, ``**kwargs``)
+            if short in _LIKE_FACTORIES or short in ("as_tensor", "asarray"):
+                return as_tensor(self.evaluate(args[0], env)) if args else UNKNOWN_TENSOR
+            return HOST
+        tensors = [self.evaluate(a, env) for a in args]
+        tensors.extend(self.evaluate(arg.value, env) for arg in node.args if arg.keyword is not None
+                       and arg.keyword.value not in ("dim", "dtype", "out", "keepdim"))
+        place = combine(tensors, tensor_op=True) if tensors else UNKNOWN_TENSOR
+        return as_mask(place) if short in _TORCH_MASK_FUNCTIONS else place
+
+    def device_argument(self, call: cst.Call, env) -> Place | None:
+        """Where ``device=`` (or ``.to(...)``'s argument) puts a tensor; None if no device is named."""
+        candidates = [keyword(call, "device")]
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value == "to":
+            candidates.extend(positional(call)[:1])
+        for value in candidates:
+            if value is None:
+                continue
+            placed = self._device_value(value, env)
+            if placed is not None:
+                return placed
+        return None
+
+    def _device_value(self, value: cst.BaseExpression, env) -> Place | None:
+        """HOST / DEVICE for an expression naming a device; None if it names none (a dtype...)."""
+        text = string_value(value)
+        if text is not None:
+            return HOST if text.startswith("cpu") else DEVICE
+        if isinstance(value, cst.Call) and (dotted(value.func) or "").endswith("device"):
+            args = positional(value)
+            inner = string_value(args[0]) if args else None
+            if inner is not None:
+                return HOST if inner.startswith("cpu") else DEVICE
+            return None
+        if isinstance(value, cst.Attribute) and value.attr.value == "device":
+            # ``x.device`` / ``self.device``: wherever ``x`` is; an engine's device otherwise.
+            return HOST if self.evaluate(value.value, env).is_host else DEVICE
+        name = dotted(value)
+        if name is None:
+            return None
+        last = name.rsplit(".", 1)[-1].lower()
+        if "cpu" in last.split("_"):
+            return HOST
+        if "device" in last or last in ("cuda", "gpu"):
+            return DEVICE
+        return None
+
+    def _method_call(self, method: str, receiver: Place, node: cst.Call, env) -> Place:
+        if method in HOST_RESULT_METHODS:
+            return HOST
+        if method == "cuda":
+            return DEVICE
+        if method == "to":
+            placed = self.device_argument(node, env)
+            if placed is not None:
+                return placed
+            args = positional(node)
+            if args and not self._is_dtype(args[0]) and self.evaluate(args[0], env).is_device:
+                return DEVICE  # ``.to(other_tensor)``: where ``other`` is
+            return receiver if not receiver.is_unknown else UNKNOWN_TENSOR
+        if receiver.is_host:
+            return HOST
+        if receiver.is_device or receiver.tensor or method in TENSOR_METHODS:
+            tensor = as_tensor(receiver)
+            if method in MASK_METHODS or (receiver.mask and method in _MASK_KEEPING):
+                return as_mask(tensor)
+            return tensor
+        return UNKNOWN
+
+    def _is_dtype(self, node: cst.BaseExpression) -> bool:
+        name = dotted(node) or ""
+        return name.endswith("dtype") or (name.startswith("torch.") and name.rsplit(".", 1)[-1] in _DTYPE_NAMES)
+
+    def _builtin_call(self, name: str, node: cst.Call, env) -> Place:
+        args = positional(node)
+        if name in ("enumerate",) and args:
+            return Place("host", elem=Place("host", items=(HOST, self.element(self.evaluate(args[0], env), 0))))
+        if name == "zip" and args:
+            return Place("host", elem=Place("host", items=tuple(self.element(self.evaluate(a, env), 0) for a in args)))
+        if name in ("list", "tuple", "sorted", "reversed") and args:
+            return Place("host", elem=self.element(self.evaluate(args[0], env), 0))
+        return HOST
+
+
+def initial_env(params: cst.Parameters, tensors_on_device: bool) -> dict[str, Place]:
+    """Parameters' places from their annotations (others are looked up by name later); a
+    name that says where it lives (``seq_lens_cpu``) wins over an annotation."""
+    env: dict[str, Place] = {}
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        name = param.name.value
+        place = annotation_place(param.annotation, tensors_on_device)
+        if place is not None and name_hint(name) is None:
+            env[name] = place
+    return env
+
+
+class ClassAttributes:
+    """``self.<attr>`` places as ``__init__`` leaves them, per class of a file (inherited from
+    classes of the same file when the subclass does not set them)."""
+
+    def __init__(self, ctx) -> None:
+        self.by_class: dict[str, dict[str, Place]] = {}
+        classes: dict[str, cst.ClassDef] = {}
+        self._collect(ctx.module.body, classes)
+        domain = DeviceDomain(ctx.names)
+        own: dict[str, dict[str, Place]] = {}
+        for name, node in classes.items():
+            init = _method(node, "__init__")
+            if init is None:
+                own[name] = {}
+                continue
+            env = Walker(domain).walk(_body(init), initial_env(init.params, False))
+            own[name] = {key: value for key, value in env.items() if key.startswith("self.")}
+        for name, node in classes.items():
+            merged: dict[str, Place] = {}
+            for base in reversed(node.bases):
+                base_name = base_class_name(base.value)
+                if base_name in classes and base_name != name:
+                    merged.update(own.get(base_name, {}))
+            merged.update(own.get(name, {}))
+            self.by_class[name] = merged
+
+    def _collect(self, body, classes: dict[str, cst.ClassDef]) -> None:
+        for statement in body:
+            if isinstance(statement, cst.ClassDef):
+                classes.setdefault(statement.name.value, statement)
+                self._collect(_body(statement), classes)
+
+    def of(self, class_name: str | None) -> dict[str, Place]:
+        return self.by_class.get(class_name or "", {})
+
+
+def _sliced(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Subscript) and any(isinstance(e.slice, cst.Slice) for e in node.slice)
+
+
+def _array_subscript(node: cst.Subscript) -> bool:
+    """``x[:, 0]`` / ``x[..., i]`` / ``x[None]``: indexing only arrays and tensors support."""
+    elements = node.slice
+    if len(elements) > 1 and any(isinstance(e.slice, cst.Slice) for e in elements):
+        return True
+    for element in elements:
+        part = element.slice
+        if isinstance(part, cst.Index) and (
+            isinstance(part.value, cst.Ellipsis) or (isinstance(part.value, cst.Name) and part.value.value == "None")
+        ):
+            return True
+    return False
+
+
+def base_class_name(node: cst.BaseExpression) -> str:
+    """The written name of a base class (``Generic[T]`` -> ``Generic``, ``mod.Base`` -> ``mod.Base``)."""
+    if isinstance(node, cst.Subscript):
+        node = node.value
+    return dotted(node) or ""
+
+
+def _method(node: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+    for statement in _body(node):
+        if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+            return statement
+    return None
+
+
+def _body(node) -> tuple:
+    body = getattr(node, "body", None)
+    if isinstance(body, cst.IndentedBlock):
+        return tuple(body.body)
+    return ()

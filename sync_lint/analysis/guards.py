@@ -1,0 +1,329 @@
+"""Sync declarations (``with gpu_sync_allowed():``), debug-only regions, and the fixes that add
+or remove a declaration.
+
+A declaration is a call of a context manager named in ``sync-declarations`` (default
+``gpu_sync_allowed``; a bare name matches that name imported from any module, a dotted name must
+match exactly), in any of these forms:
+- ``with gpu_sync_allowed():`` / ``with gpu_sync_allowed(first_only=True):`` / one item of a
+  ``with`` of several;
+- ``cm = nullcontext() if cond else gpu_sync_allowed()`` (or ``cm = gpu_sync_allowed()``) in the
+  same function, then ``with cm:``;
+- ``@gpu_sync_allowed()`` on a function (a ``ContextDecorator``): the whole body is declared.
+
+Debug-only regions: the body of an ``if`` whose test is (or starts with ``and``) a name or
+attribute containing ``debug`` (``if envs.VLLM_DEBUG:``, ``if self.debug:``, ``if __debug__:``,
+``if self._debug_checks and ...:``), a call of such a name (``if is_debug_enabled():``), or
+``logger.isEnabledFor(logging.DEBUG)``; ``if not <debug>:`` makes the ``else`` branch the debug one.
+Syncs there run only when someone debugs, and are not reported.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import libcst as cst
+
+from sync_lint.analysis.names import dotted
+from sync_lint.diagnostics import Edit
+from sync_lint.fixes import make_fix
+
+
+class Declarations:
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        configured = list(ctx.settings["sync-declarations"])
+        self.bare = {name for name in configured if "." not in name}
+        self.full = {name for name in configured if "." in name}
+        # Whether the file mentions a declaration at all (most files do not: skip the searches).
+        self.mentioned = any(name.rsplit(".", 1)[-1] in ctx.source.text for name in configured)
+
+    def is_declaration_call(self, node: cst.BaseExpression) -> bool:
+        if not isinstance(node, cst.Call):
+            return False
+        name = dotted(node.func)
+        if name is None:
+            return False
+        if name.rsplit(".", 1)[-1] in self.bare:
+            return True
+        return bool(self.full) and (name in self.full or self.ctx.names.resolve(node.func) in self.full)
+
+    def declares(self, node: cst.BaseExpression) -> bool:
+        """A declaring expression: the call, or a conditional expression with one declaring branch."""
+        if isinstance(node, cst.IfExp):
+            return self.declares(node.body) or self.declares(node.orelse)
+        return self.is_declaration_call(node)
+
+    def context_names(self, function: cst.FunctionDef) -> set[str]:
+        """Local names bound to a declaring expression in ``function`` (``cm = ... gpu_sync_allowed()``)."""
+        names: set[str] = set()
+        if not self.mentioned:
+            return names
+        declarations = self
+
+        class Finder(cst.CSTVisitor):
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                return node is function
+
+            def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+                return False
+
+            def visit_Assign(self, node: cst.Assign) -> None:
+                if declarations.declares(node.value):
+                    for target in node.targets:
+                        if isinstance(target.target, cst.Name):
+                            names.add(target.target.value)
+
+        function.visit(Finder())
+        return names
+
+    def declaring_item(self, node: cst.With, context_names: set[str]) -> int | None:
+        """The index of the item of ``with`` that declares a sync, or None."""
+        for index, item in enumerate(node.items):
+            value = item.item
+            if self.is_declaration_call(value):
+                return index
+            if isinstance(value, cst.Name) and value.value in context_names:
+                return index
+        return None
+
+    def decorates(self, function: cst.FunctionDef) -> bool:
+        return any(self.is_declaration_call(d.decorator) or (
+            isinstance(d.decorator, (cst.Name, cst.Attribute)) and
+            (dotted(d.decorator) or "").rsplit(".", 1)[-1] in self.bare) for d in function.decorators)
+
+
+# -- debug-only regions --------------------------------------------------------------------------
+
+def _mentions_debug(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        name = dotted(node) or ""
+        return "debug" in name.rsplit(".", 1)[-1].lower()
+    if isinstance(node, cst.Call):
+        func = dotted(node.func) or ""
+        last = func.rsplit(".", 1)[-1]
+        if "debug" in last.lower():
+            return True
+        if last == "isEnabledFor":
+            return any(_mentions_debug(arg.value) for arg in node.args)
+    if isinstance(node, cst.Comparison):
+        return _mentions_debug(node.left) or any(_mentions_debug(c.comparator) for c in node.comparisons)
+    return False
+
+
+def debug_branch(test: cst.BaseExpression) -> str | None:
+    """"body" when the ``if`` body runs only in debug mode, "orelse" for ``if not <debug>:``."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return "body" if debug_branch(test.left) == "body" or debug_branch(test.right) == "body" else None
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return "orelse" if _mentions_debug(test.expression) else None
+    return "body" if _mentions_debug(test) else None
+
+
+# -- fixes ---------------------------------------------------------------------------------------
+
+def guard_import(ctx) -> tuple[str, cst.SimpleStatementLine | None] | None:
+    """The local name to call for ``sync-guard`` and the import to add (None if already there);
+    None when no guard is configured."""
+    guard = ctx.settings["sync-guard"]
+    if not guard:
+        return None
+    module, _, name = guard.partition(":")
+    for local, full in ctx.names.imports.items():
+        if full == f"{module}.{name}" or (full.rsplit(".", 1)[-1] == name and local == name):
+            return local, None
+    if _defines(ctx.module, name):
+        return name, None
+    statement = cst.parse_statement(f"from {module} import {name}\n")
+    return name, statement  # type: ignore[return-value]
+
+
+def _defines(module: cst.Module, name: str) -> bool:
+    for statement in module.body:
+        if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and statement.name.value == name:
+            return True
+    return False
+
+
+def _import_position(module: cst.Module) -> int:
+    """Where a new import goes: after the module's leading docstring and imports."""
+    position = 0
+    for index, statement in enumerate(module.body):
+        if isinstance(statement, cst.SimpleStatementLine) and all(
+            isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
+        ):
+            position = index + 1
+        elif index == 0 and isinstance(statement, cst.SimpleStatementLine) and isinstance(
+            statement.body[0], cst.Expr
+        ) and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+            position = 1
+        elif isinstance(statement, (cst.If, cst.Try)) and position == index and _only_imports(statement):
+            position = index + 1  # ``try: import x`` / ``if TYPE_CHECKING:`` blocks among the imports
+        else:
+            break
+    return position
+
+
+def _only_imports(statement: cst.CSTNode) -> bool:
+    body = getattr(statement, "body", None)
+    inner = getattr(body, "body", ())
+    return bool(inner) and all(
+        isinstance(s, cst.SimpleStatementLine) and all(isinstance(x, (cst.Import, cst.ImportFrom)) for x in s.body)
+        for s in inner
+    )
+
+
+class _Replace(cst.CSTTransformer):
+    """Replace one node (by identity) with a node, or several statements."""
+
+    def __init__(self, target: cst.CSTNode, replacement) -> None:
+        self.target = target
+        self.replacement = replacement
+
+    def on_leave(self, original, updated):
+        if original is self.target:
+            return self.replacement
+        return updated
+
+
+def _with_import(module: cst.Module, statement: cst.SimpleStatementLine | None) -> cst.Module:
+    if statement is None:
+        return module
+    body = list(module.body)
+    position = _import_position(module)
+    if position < len(body) and not _is_import(body[position]):
+        # Keep the blank lines that separate imports from code (two before a def or class).
+        following = body[position]
+        blanks = 2 if isinstance(following, (cst.FunctionDef, cst.ClassDef)) else 1
+        leading = list(following.leading_lines)
+        missing = blanks - sum(1 for line in leading[:blanks] if line.comment is None)
+        if missing > 0:
+            body[position] = following.with_changes(leading_lines=[cst.EmptyLine()] * missing + leading)
+    body.insert(position, statement)
+    return module.with_changes(body=body)
+
+
+def _is_import(statement: cst.CSTNode) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
+    )
+
+
+def _import_binding(module: cst.Module, local: str) -> cst.SimpleStatementLine | None:
+    """The module-level ``from ... import`` statement that binds ``local``."""
+    for statement in module.body:
+        if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
+            small = statement.body[0]
+            if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar) and any(
+                (a.asname.name.value if a.asname else dotted(a.name)) == local for a in small.names
+            ):
+                return statement
+    return None
+
+
+def _drop_import(module: cst.Module, local: str) -> cst.Module:
+    """Remove ``local`` from the module-level ``from ... import`` that binds it."""
+    body = list(module.body)
+    for index, statement in enumerate(body):
+        if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+            continue
+        small = statement.body[0]
+        if not isinstance(small, cst.ImportFrom) or isinstance(small.names, cst.ImportStar):
+            continue
+        kept = [a for a in small.names if (a.asname.name.value if a.asname else dotted(a.name)) != local]
+        if len(kept) == len(small.names):
+            continue
+        if not kept:
+            del body[index]
+            if index == 0 and body:  # no blank lines left at the top of the file
+                leading = list(body[0].leading_lines)
+                while leading and leading[0].comment is None:
+                    leading.pop(0)
+                body[0] = body[0].with_changes(leading_lines=leading)
+        else:
+            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            body[index] = statement.with_changes(body=[small.with_changes(names=kept)])
+        return module.with_changes(body=body)
+    return module
+
+
+def wrap_fix(ctx, statement: cst.BaseStatement, message: str):
+    """Fix plan: wrap ``statement`` in ``with <guard>():`` and import the guard (unsafe)."""
+    found = guard_import(ctx)
+    if found is None:
+        return None
+    local, import_statement = found
+
+    def plan(editor):
+        inner = statement.with_changes(leading_lines=())
+        wrapped = cst.With(
+            items=[cst.WithItem(item=cst.Call(func=cst.Name(local)))],
+            body=cst.IndentedBlock(body=[inner]),
+            leading_lines=statement.leading_lines,
+        )
+        module = ctx.module.visit(_Replace(statement, wrapped))
+        module = _with_import(module, import_statement)
+        return make_fix(message, "unsafe", *editor.transform(module))
+
+    return plan
+
+
+def unwrap_fix(ctx, node: cst.With, item_index: int, message: str):
+    """Fix plan: drop the declaring item of ``with`` (the whole ``with`` if it is the only item)."""
+    if node.items[item_index].asname is not None:
+        return None
+
+    def plan(editor):
+        if len(node.items) > 1:
+            items = [item for index, item in enumerate(node.items) if index != item_index]
+            items[-1] = items[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            replacement = node.with_changes(items=items)
+        else:
+            body = node.body
+            if isinstance(body, cst.IndentedBlock):
+                statements = list(body.body)
+            else:  # ``with x(): a = 1``
+                statements = [cst.SimpleStatementLine(body=list(body.body))]
+            if not statements:
+                statements = [cst.SimpleStatementLine(body=[cst.Pass()])]
+            first = statements[0]
+            statements[0] = first.with_changes(leading_lines=(*node.leading_lines, *first.leading_lines))
+            replacement = cst.FlattenSentinel(statements)
+        module = ctx.module.visit(_Replace(node, replacement))
+        func = node.items[item_index].item.func if isinstance(node.items[item_index].item, cst.Call) else None
+        binding = _import_binding(ctx.module, func.value) if isinstance(func, cst.Name) else None
+        if binding is not None and names_used(module, func.value) == 0:
+            return make_fix(message, "unsafe", *editor.transform(_drop_import(module, func.value)))
+        edits = list(editor.transform(module))
+        if binding is not None:
+            # The import stays for now. Touching its line (a no-op) makes the stale blocks of a file
+            # unwrap one per fix round, so the last one sees the import unused and removes it.
+            start, end = editor.span(binding)
+            edits.append(Edit(start, end, editor.text[start:end]))
+        return make_fix(message, "unsafe", *edits)
+
+    return plan
+
+
+def names_used(module: cst.Module, name: str) -> int:
+    """How many times ``name`` is read in ``module`` (imports excluded)."""
+    count = 0
+
+    class Counter(cst.CSTVisitor):
+        def visit_Import(self, node) -> bool:
+            return False
+
+        def visit_ImportFrom(self, node) -> bool:
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal count
+            if node.value == name:
+                count += 1
+
+    module.visit(Counter())
+    return count
+
+
+def statements_of(body) -> Iterable[cst.CSTNode]:
+    inner = getattr(body, "body", ())
+    return inner if isinstance(inner, (list, tuple)) else ()

@@ -1,0 +1,148 @@
+"""Hot scopes: the code that runs on every engine step, where a GPU->CPU sync stalls the GPU
+(or breaks CUDA-graph capture, or fails the post-warm-up sync check).
+
+A function is hot when it is
+- a method matching ``hot-method-patterns`` (``build``, ``_build_*``, ``build_for_cudagraph_capture``,
+  ``forward``) of a class matching ``hot-class-patterns`` (``*MetadataBuilder``, by its own name or
+  a base's), or of an ``nn.Module`` subclass (bases resolving to ``torch.nn.Module``, or a class of
+  the same file that is one; classes decorated with ``support_torch_compile`` count too);
+- decorated with ``torch.compile`` (with or without arguments), or passed to ``torch.compile(f)``;
+- named by ``hot-functions`` (dotted name or glob).
+Functions matching ``cold-function-patterns`` (``__init__``, weight loading, warm-up, capture
+set-up...) are never hot. The statements inside a ``with torch.cuda.graph(...):`` block are
+captured, hence hot, whatever function they are in (see ``is_graph_block``). Functions that a hot
+scope calls are judged at the call site through their summaries (``sync_lint.analysis.syncs``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+
+import libcst as cst
+
+from sync_lint.analysis.device import base_class_name
+from sync_lint.analysis.functions import FunctionInfo, module_functions
+from sync_lint.analysis.names import dotted
+
+_MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
+_COMPILE = ("torch.compile", "torch.compiler.compile")
+_GRAPH_BLOCKS = ("torch.cuda.graph", "torch.cuda.graphs.graph")
+
+
+@dataclass(frozen=True)
+class Hotness:
+    reason: str | None  # "hot path `Builder.build`", None when not hot
+    cold: bool  # never hot (cold-function-patterns)
+    hot_class: bool  # a method of a class matching hot-class-patterns
+    tensors_on_device: bool  # model forward / compiled code: ``x: torch.Tensor`` parameters are on the GPU
+
+
+def matches(name: str, patterns) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+class HotScopes:
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        settings = ctx.settings
+        self.class_patterns = list(settings["hot-class-patterns"])
+        self.method_patterns = list(settings["hot-method-patterns"])
+        self.hot_functions = list(settings["hot-functions"])
+        self.cold_patterns = list(settings["cold-function-patterns"])
+        self.functions: list[FunctionInfo] = module_functions(ctx.module, ctx.names)
+        self._classes: dict[str, cst.ClassDef] = {}
+        self._collect_classes(ctx.module.body, ctx.names.module_name)
+        self._module_classes = self._nn_module_classes()
+        self._compiled_names = self._compiled_by_call()
+        self._by_node: dict[int, Hotness] = {id(info.node): self._judge(info) for info in self.functions}
+
+    def of(self, info: FunctionInfo) -> Hotness:
+        return self._by_node[id(info.node)]
+
+    # -- classes --------------------------------------------------------------------------------
+    def _collect_classes(self, body, prefix: str) -> None:
+        for statement in body:
+            if isinstance(statement, cst.ClassDef):
+                qualname = f"{prefix}.{statement.name.value}" if prefix else statement.name.value
+                self._classes[qualname] = statement
+                inner = statement.body.body if isinstance(statement.body, cst.IndentedBlock) else ()
+                self._collect_classes(inner, qualname)
+
+    def _resolved_bases(self, node: cst.ClassDef) -> list[str]:
+        bases = []
+        for arg in node.bases:
+            if arg.keyword is not None:
+                continue
+            written = base_class_name(arg.value)
+            if written:
+                bases.append(self.ctx.names.resolve_dotted(written))
+        return bases
+
+    def _nn_module_classes(self) -> set[str]:
+        found: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for qualname, node in self._classes.items():
+                if qualname in found:
+                    continue
+                bases = self._resolved_bases(node)
+                compiled = any(
+                    (dotted(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "")
+                    .endswith("support_torch_compile")
+                    for d in node.decorators
+                )
+                if compiled or any(b in _MODULE_BASES or b.endswith("nn.Module") or b in found for b in bases):
+                    found.add(qualname)
+                    changed = True
+        return found
+
+    def is_hot_class(self, node: cst.ClassDef) -> bool:
+        if matches(node.name.value, self.class_patterns):
+            return True
+        return any(matches(base.rsplit(".", 1)[-1], self.class_patterns) for base in self._resolved_bases(node))
+
+    def _compiled_by_call(self) -> set[str]:
+        """Names passed to ``torch.compile(...)`` anywhere in the module (``step = torch.compile(f)``)."""
+        if "compile" not in self.ctx.source.text:
+            return set()
+        names: set[str] = set()
+        ctx = self.ctx
+
+        class Finder(cst.CSTVisitor):
+            def visit_Call(self, node: cst.Call) -> None:
+                if ctx.names.resolve(node.func) in _COMPILE and node.args and node.args[0].keyword is None:
+                    target = dotted(node.args[0].value)
+                    if target:
+                        names.add(target.rsplit(".", 1)[-1])
+
+        ctx.module.visit(Finder())
+        return names
+
+    # -- functions ------------------------------------------------------------------------------
+    def _judge(self, info: FunctionInfo) -> Hotness:
+        class_node = info.class_node
+        hot_class = class_node is not None and self.is_hot_class(class_node)
+        if matches(info.name, self.cold_patterns):
+            return Hotness(None, True, hot_class, False)
+        short = f"{class_node.name.value}.{info.name}" if class_node is not None else info.name
+        if any(d in _COMPILE for d in info.decorators) or (class_node is None and info.name in self._compiled_names):
+            return Hotness(f"`torch.compile`d `{short}`", False, hot_class, True)
+        if class_node is not None and matches(info.name, self.method_patterns):
+            if hot_class:
+                return Hotness(f"hot path `{short}`", False, True, False)
+            class_qualname = info.qualname.rsplit(".", 1)[0]
+            if class_qualname in self._module_classes:
+                return Hotness(f"model forward `{short}`", False, False, True)
+        if self.hot_functions and matches(info.qualname, self.hot_functions):
+            return Hotness(f"hot function `{short}`", False, hot_class, False)
+        return Hotness(None, False, hot_class, False)
+
+    def is_graph_block(self, node: cst.With) -> bool:
+        """``with torch.cuda.graph(g):``: what runs inside is captured into a CUDA graph."""
+        for item in node.items:
+            call = item.item
+            if isinstance(call, cst.Call) and self.ctx.names.resolve(call.func) in _GRAPH_BLOCKS:
+                return True
+        return False

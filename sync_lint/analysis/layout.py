@@ -1,0 +1,707 @@
+"""Layout provenance: what memory layout a tensor expression may have, and where it came from.
+
+For each expression and local name of a function the ``LayoutDomain`` (a ``flow.Domain``) gives a
+``Layout``: fresh (certainly contiguous), a gapped / permuted / broadcast view, unknown, or not a
+tensor at all. It follows assignments, tuple unpacking, branches (a value that is a view on some
+paths is a view), casts, ``.contiguous()``, ``reshape`` / ``flatten`` and ``self.`` attributes
+assigned in the same class, and remembers the expression a view came from (for the message).
+
+The rules rest on these runtime facts (see docs/FACTS.md):
+- a cast (``.to(dtype)``, ``.int()``, ``.cuda()``...) returns its receiver unchanged when there is
+  nothing to convert, strides included;
+- a dtype-changing cast of a gapped or broadcast view is a new contiguous tensor, but one of a
+  permuted view keeps the permuted strides (``preserve_format``); ``clone`` and ``empty_like``
+  behave the same way;
+- basic indexing keeps contiguity only while the selected dims lead (``x[i]``, ``x[:n]``,
+  ``x[i, :k]``); ``x[:, i]``, ``x[..., i]``, ``x[:, :k]`` and step slices leave gaps; a size-1
+  slice (``x[:1, 0]``) counts as a selected dim: the view passes ``is_contiguous()`` but keeps the
+  row width as its stride.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Mapping
+
+import libcst as cst
+
+from sync_lint.analysis.flow import Walker
+from sync_lint.analysis.names import dotted
+
+if TYPE_CHECKING:
+    from sync_lint.analysis.context import FileContext
+    from sync_lint.analysis.functions import FunctionInfo
+
+# Kinds of value.
+FRESH = "fresh"  # certainly contiguous (a factory, arithmetic, a reduction, `.contiguous()`)
+GAPPED = "gapped"  # a view that skips elements (column slice, step slice, narrow, ...)
+PERMUTED = "permuted"  # a view with reordered strides (t, transpose, permute, ...)
+BROADCAST = "broadcast"  # a view with stride-0 dims (expand, broadcast_to)
+UNKNOWN = "unknown"  # a tensor (or anything) of unknown layout
+SCALAR = "scalar"  # a Python number (or a 0-d value used as one)
+OTHER = "other"  # not a tensor: strings, lists, shapes, dtypes
+TUPLE = "tuple"  # a tuple literal: its elements are tracked
+NONE = "none"  # the constant None
+
+VIEWS = frozenset({GAPPED, PERMUTED, BROADCAST})
+_RANK = {PERMUTED: 7, GAPPED: 6, BROADCAST: 5, UNKNOWN: 4, FRESH: 3, TUPLE: 2, SCALAR: 1, OTHER: 1, NONE: 0}
+
+
+@dataclass(frozen=True)
+class Cast:
+    """A cast that may be a no-op, applied to a value that may not be contiguous."""
+
+    node: cst.Call  # the cast call: ``state_indices.to(torch.int32)``
+    text: str  # ``.to(torch.int32)``
+    source_text: str  # ``state_indices``
+    changes_dtype: bool  # certainly changes the dtype (then only a permuted source stays a view)
+    target: str = "dtype"  # what it converts: "dtype", "device", or "unknown" (``.to(other)``)
+    same_dtype: str | None = None  # the source is known to have the target dtype: certainly a no-op
+
+
+@dataclass(frozen=True)
+class Layout:
+    kind: str
+    # For views: what made it, as a phrase ("a column slice of `block_table`"), and the node.
+    what: str = ""
+    origin: cst.CSTNode | None = None
+    dtype: str | None = None  # "torch.int32" when known
+    # Parameters this value may be, unchanged in layout (``x``, ``x[:n]``): for summaries.
+    params: frozenset[str] = frozenset()
+    # "param" / "attr" when the value *is* a parameter or an attribute of unknown layout.
+    source: str | None = None
+    cast: Cast | None = None
+    made_contiguous: cst.Call | None = None  # the value is the result of this `.contiguous()`
+    refixed: cst.Call | None = None  # a view taken of a `.contiguous()` result (GPU103)
+    size1: bool = False  # contiguous only thanks to a size-1 dim: strides are not normalised
+    inner_unit: bool = True  # the last dim may have stride 1 (False: certainly not)
+    vector: bool = False  # a 1-D-style view (column select) that reshape/flatten keeps a view
+    base_root: str | None = None  # root name of the tensor a view was taken of
+    stride_of: str | None = None  # for ``t.stride(...)`` scalars: the root name of ``t``
+    maybe_none: bool = False
+    elements: tuple["Layout", ...] | None = None  # for TUPLE
+
+    @property
+    def is_view(self) -> bool:
+        return self.kind in VIEWS
+
+
+UNKNOWN_LAYOUT = Layout(UNKNOWN)
+FRESH_LAYOUT = Layout(FRESH)
+SCALAR_LAYOUT = Layout(SCALAR)
+OTHER_LAYOUT = Layout(OTHER)
+
+# -- names the domain recognises ------------------------------------------------------------
+
+_DTYPE_ALIASES = {
+    "float": "float32", "half": "float16", "double": "float64", "int": "int32", "long": "int64",
+    "short": "int16", "cfloat": "complex64", "cdouble": "complex128",
+}  # fmt: skip
+_DTYPES = {
+    "float32", "float16", "bfloat16", "float64", "int8", "int16", "int32", "int64", "uint8",
+    "uint16", "uint32", "uint64", "bool", "complex64", "complex128", "float8_e4m3fn",
+    "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", *_DTYPE_ALIASES,
+}  # fmt: skip
+# Cast methods with a fixed target dtype (None: the device changes, the dtype stays).
+_CAST_METHODS = {
+    "int": "torch.int32", "long": "torch.int64", "float": "torch.float32", "half": "torch.float16",
+    "bfloat16": "torch.bfloat16", "double": "torch.float64", "short": "torch.int16",
+    "bool": "torch.bool", "byte": "torch.uint8", "char": "torch.int8", "cuda": None,
+}  # fmt: skip
+_PERMUTING = {"t", "transpose", "permute", "movedim", "moveaxis", "swapaxes", "swapdims"}
+_PERMUTING_ATTRS = {"T", "mT", "H", "mH"}
+_BROADCASTING = {"expand", "expand_as", "broadcast_to"}
+_GAPPING = {"unfold", "diagonal", "as_strided"}
+_DIM0_OK = {"select", "narrow"}  # contiguous when taken along dim 0
+_SHAPE_KEEPING = {"view", "view_as", "unsqueeze", "squeeze", "unflatten", "detach", "data", "requires_grad_"}
+_RESHAPING = {"reshape", "flatten"}
+_FRESH_METHODS = {
+    "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "cumsum", "cumprod", "softmax",
+    "log_softmax", "index_select", "masked_select", "nonzero", "repeat", "repeat_interleave",
+    "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "flip", "roll", "ravel",
+    "argsort", "matmul", "mm", "bmm", "norm", "any", "all", "count_nonzero",
+}  # fmt: skip
+# Elementwise methods: a new tensor whose strides follow the input (so a permuted input gives a
+# permuted result; anything else a contiguous one).
+_ELEMENTWISE_METHODS = {
+    "add", "sub", "mul", "div", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh",
+    "relu", "clamp", "clamp_min", "clamp_max", "masked_fill", "pow", "remainder", "floor",
+    "ceil", "round", "sign", "reciprocal", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
+    "bitwise_and", "bitwise_or", "maximum", "minimum", "where", "fmod", "square",
+}  # fmt: skip
+_SCALAR_METHODS = {"item", "size", "stride", "numel", "dim", "element_size", "nelement", "data_ptr",
+                   "storage_offset", "ndimension", "get_device"}
+_OTHER_METHODS = {"tolist", "is_contiguous", "type", "__len__", "is_floating_point"}
+_TORCH_FACTORIES = {
+    "empty", "zeros", "ones", "full", "arange", "range", "linspace", "logspace", "eye", "rand",
+    "randn", "randint", "randperm", "tensor", "cat", "concat", "concatenate", "stack",
+    "index_select", "masked_select", "nonzero", "cumsum", "cumprod", "sum", "mean", "prod",
+    "amax", "amin", "argmax", "argmin", "softmax", "log_softmax", "matmul", "mm", "bmm",
+    "repeat_interleave", "searchsorted", "bucketize", "flip", "roll", "ravel", "argsort",
+    "clone_contiguous", "count_nonzero",
+}  # fmt: skip
+_TORCH_LIKE = {"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like"}
+_TORCH_VIEW_FUNCTIONS = _PERMUTING | _BROADCASTING | _GAPPING | _DIM0_OK | {"reshape", "flatten", "squeeze", "unsqueeze"}
+_SCALAR_BUILTINS = {"int", "len", "float", "round", "abs", "min", "max", "sum", "range", "divmod", "pow"}
+_OTHER_BUILTINS = {"str", "list", "tuple", "dict", "set", "sorted", "isinstance", "bool", "repr", "getattr", "hasattr", "print"}
+
+_MAX_TEXT = 48
+
+
+def code_of(module: cst.Module, node: cst.CSTNode) -> str:
+    """The source text of an expression on one line, shortened for messages."""
+    text = " ".join(module.code_for_node(node).split())
+    return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
+
+
+def root_name(node: cst.BaseExpression) -> str | None:
+    """The name an expression is built on: ``x`` for ``x[:, 0].to(...)``, ``self.bt`` for
+    ``self.bt[:, 0]``."""
+    while True:
+        if isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            node = node.func.value
+        elif isinstance(node, cst.Attribute):
+            name = dotted(node)
+            if name is not None and name.startswith("self.") and name.count(".") == 1:
+                return name
+            node = node.value
+        elif isinstance(node, cst.Name):
+            return node.value
+        else:
+            return None
+
+
+def _int_literal(node: cst.BaseExpression | None) -> int | None:
+    if isinstance(node, cst.Integer):
+        try:
+            return int(node.value, 0)
+        except ValueError:
+            return None
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        inner = _int_literal(node.expression)
+        return -inner if inner is not None else None
+    return None
+
+
+def join(a: Layout, b: Layout) -> Layout:
+    """What a value may hold after two paths meet: a view on some path is a view."""
+    if a is b or a == b:
+        return a
+    maybe_none = a.maybe_none or b.maybe_none or a.kind == NONE or b.kind == NONE
+    if a.kind == NONE:
+        return replace(b, maybe_none=True)
+    if b.kind == NONE:
+        return replace(a, maybe_none=True)
+    first, second = (a, b) if _RANK[a.kind] >= _RANK[b.kind] else (b, a)
+    if first.kind == second.kind == TUPLE and first.elements and second.elements and len(first.elements) == len(second.elements):
+        return Layout(TUPLE, elements=tuple(join(x, y) for x, y in zip(first.elements, second.elements)))
+    if first.kind in VIEWS:
+        return replace(first, maybe_none=maybe_none, params=frozenset(), source=None)
+    if first.kind == UNKNOWN:
+        # A parameter on one path and something else on another is still, on that path, the
+        # parameter: keep what summaries need, drop claims that hold on one path only.
+        both_unchanged = second.kind == UNKNOWN and first.cast is None and second.cast is None
+        params = first.params | second.params if both_unchanged else (first.params if second.kind != UNKNOWN else frozenset())
+        return Layout(
+            UNKNOWN, params=params, maybe_none=maybe_none,
+            source=first.source if first.source == second.source else None,
+            cast=first.cast or second.cast if first.source == second.source else None,
+        )  # fmt: skip
+    if first.kind == second.kind:
+        return Layout(first.kind, dtype=first.dtype if first.dtype == second.dtype else None, maybe_none=maybe_none,
+                      made_contiguous=first.made_contiguous if first.made_contiguous is second.made_contiguous else None)
+    if first.kind == FRESH:
+        return Layout(UNKNOWN, maybe_none=maybe_none)  # a tensor on one path, a number on another
+    return Layout(OTHER, maybe_none=maybe_none)
+
+
+class LayoutDomain:
+    """The ``flow.Domain`` of layouts, for one function of one file."""
+
+    def __init__(self, ctx: "FileContext", int_params: frozenset[str] = frozenset()) -> None:
+        self.ctx = ctx
+        self.names = ctx.names
+        self.module = ctx.module
+        self.int_params = int_params  # parameters annotated ``int``: ``x[:, i]`` selects
+
+    # -- flow.Domain -------------------------------------------------------------------------
+    def unknown(self) -> Layout:
+        return UNKNOWN_LAYOUT
+
+    def join(self, a: Layout, b: Layout) -> Layout:
+        return join(a, b)
+
+    def element(self, value: Layout, index: int) -> Layout:
+        if value.kind == TUPLE and value.elements is not None and 0 <= index < len(value.elements):
+            return value.elements[index]
+        if value.kind == SCALAR:
+            return SCALAR_LAYOUT
+        return UNKNOWN_LAYOUT
+
+    def iterate(self, value: Layout) -> Layout:
+        if value.kind == TUPLE and value.elements:
+            result = value.elements[0]
+            for element in value.elements[1:]:
+                result = join(result, element)
+            return result
+        return self.element(value, 0)
+
+    def evaluate(self, node: cst.BaseExpression, env: Mapping[str, Layout]) -> Layout:
+        method = getattr(self, "_eval_" + type(node).__name__, None)
+        if method is None:
+            return UNKNOWN_LAYOUT
+        return method(node, env)
+
+    # -- helpers -----------------------------------------------------------------------------
+    def text(self, node: cst.CSTNode) -> str:
+        return code_of(self.module, node)
+
+    def dtype_of(self, node: cst.BaseExpression | None) -> str | None:
+        """``torch.int32`` for an expression naming a torch dtype, else None."""
+        if node is None:
+            return None
+        name = self.names.resolve(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+        if name and name.startswith("torch.") and name.count(".") == 1:
+            short = name[len("torch.") :]
+            if short in _DTYPES:
+                return "torch." + _DTYPE_ALIASES.get(short, short)
+        return None
+
+    def _view(self, base: Layout, kind: str, what: str, origin: cst.CSTNode, base_node: cst.BaseExpression,
+              inner_unit: bool = True, vector: bool = False) -> Layout:
+        return Layout(
+            kind, what=what, origin=origin, dtype=base.dtype,
+            refixed=base.made_contiguous or (base.refixed if base.is_view else None),
+            inner_unit=inner_unit, vector=vector, base_root=root_name(base_node),
+        )  # fmt: skip
+
+    @staticmethod
+    def _is_contiguous_format(node: cst.BaseExpression) -> bool:
+        name = dotted(node) or ""
+        return name.endswith("contiguous_format")
+
+    # -- expressions -------------------------------------------------------------------------
+    def _eval_Name(self, node: cst.Name, env) -> Layout:
+        if node.value in env:
+            return env[node.value]
+        if node.value == "None":
+            return Layout(NONE)
+        if node.value in ("True", "False"):
+            return OTHER_LAYOUT
+        return UNKNOWN_LAYOUT
+
+    def _eval_Integer(self, node, env) -> Layout:
+        return SCALAR_LAYOUT
+
+    _eval_Float = _eval_Integer
+    _eval_Imaginary = _eval_Integer
+
+    def _eval_SimpleString(self, node, env) -> Layout:
+        return OTHER_LAYOUT
+
+    _eval_ConcatenatedString = _eval_SimpleString
+    _eval_FormattedString = _eval_SimpleString
+    _eval_List = _eval_SimpleString
+    _eval_Dict = _eval_SimpleString
+    _eval_Set = _eval_SimpleString
+    _eval_ListComp = _eval_SimpleString
+    _eval_DictComp = _eval_SimpleString
+    _eval_SetComp = _eval_SimpleString
+    _eval_Lambda = _eval_SimpleString
+    _eval_GeneratorExp = _eval_SimpleString
+
+    def _eval_Tuple(self, node: cst.Tuple, env) -> Layout:
+        if any(isinstance(e, cst.StarredElement) for e in node.elements):
+            return OTHER_LAYOUT
+        return Layout(TUPLE, elements=tuple(self.evaluate(e.value, env) for e in node.elements))
+
+    def _eval_NamedExpr(self, node: cst.NamedExpr, env) -> Layout:
+        return self.evaluate(node.value, env)
+
+    def _eval_IfExp(self, node: cst.IfExp, env) -> Layout:
+        return join(self.evaluate(node.body, env), self.evaluate(node.orelse, env))
+
+    def _eval_BooleanOperation(self, node: cst.BooleanOperation, env) -> Layout:
+        return join(self.evaluate(node.left, env), self.evaluate(node.right, env))
+
+    def _eval_Attribute(self, node: cst.Attribute, env) -> Layout:
+        key = dotted(node)
+        if key is not None and key in env:
+            return env[key]
+        attr = node.attr.value
+        if attr in _PERMUTING_ATTRS:
+            base = self.evaluate(node.value, env)
+            if base.kind in (SCALAR, OTHER, NONE, TUPLE):
+                return UNKNOWN_LAYOUT
+            return self._view(base, PERMUTED, f"a transpose of `{self.text(node.value)}`", node, node.value,
+                              inner_unit=False)
+        if attr in ("shape", "dtype", "device", "ndim", "layout", "is_cuda"):
+            return OTHER_LAYOUT
+        if attr == "data":
+            return self.evaluate(node.value, env)
+        if self.dtype_of(node) is not None:
+            return OTHER_LAYOUT
+        return Layout(UNKNOWN, source="attr")
+
+    def _eval_Subscript(self, node: cst.Subscript, env) -> Layout:
+        value = node.value
+        if isinstance(value, cst.Attribute) and value.attr.value in ("shape", "stride"):
+            return SCALAR_LAYOUT
+        base = self.evaluate(value, env)
+        if base.kind == TUPLE:
+            index = _int_literal(node.slice[0].slice.value) if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) else None
+            return self.element(base, index) if index is not None else UNKNOWN_LAYOUT
+        if base.kind in (SCALAR, OTHER, NONE):
+            return UNKNOWN_LAYOUT if base.kind == OTHER else base
+        effect = self._index_effect(node.slice, env)
+        if effect.kind == "fresh":
+            return Layout(FRESH, dtype=base.dtype)
+        if effect.kind == "unknown":
+            return UNKNOWN_LAYOUT
+        if effect.kind == "gap":
+            what = f"{effect.what} of `{self.text(value)}`"
+            return self._view(base, GAPPED, what, node, value, inner_unit=effect.inner_unit, vector=effect.vector)
+        # Contiguity-preserving: the base's layout carries over (a parameter stays the parameter
+        # layout-wise, but it is no longer *the* parameter: a cast of it is not flagged).
+        if base.kind == FRESH or base.is_view:
+            return replace(base, size1=base.size1 or effect.size1, made_contiguous=None, cast=None)
+        return Layout(UNKNOWN, params=base.params if base.cast is None else frozenset(), size1=effect.size1)
+
+    def _index_effect(self, elements, env) -> "_IndexEffect":
+        classes: list[str] = []
+        for element in elements:
+            piece = element.slice
+            if isinstance(piece, cst.Slice):
+                step = piece.step
+                if step is not None and _int_literal(step) != 1 and not (isinstance(step, cst.Name) and step.value == "None"):
+                    classes.append("step")
+                elif piece.lower is None and piece.upper is None:
+                    classes.append("full")
+                elif self._is_size1_slice(piece):
+                    classes.append("one")
+                else:
+                    classes.append("part")
+                continue
+            value = piece.value
+            if isinstance(value, cst.Ellipsis):
+                classes.append("ellipsis")
+            elif isinstance(value, cst.Name) and value.value == "None":
+                continue
+            elif _int_literal(value) is not None or isinstance(value, (cst.List, cst.Tuple)):
+                classes.append("int" if _int_literal(value) is not None else "adv")
+            else:
+                layout = self.evaluate(value, env)
+                if layout.kind == SCALAR or (isinstance(value, cst.Name) and value.value in self.int_params):
+                    classes.append("int")
+                elif layout.kind in (FRESH, *VIEWS):
+                    classes.append("adv")
+                else:
+                    classes.append("unk")
+        return _classify(classes)
+
+    @staticmethod
+    def _is_size1_slice(piece: cst.Slice) -> bool:
+        lower, upper = piece.lower, piece.upper
+        if upper is not None and lower in (None,) and _int_literal(upper) == 1:
+            return True
+        if lower is not None and _int_literal(lower) == 0 and _int_literal(upper) == 1:
+            return True
+        if upper is None and _int_literal(lower) == -1:
+            return True
+        # ``x[i : i + 1]``
+        return (
+            isinstance(upper, cst.BinaryOperation)
+            and isinstance(upper.operator, cst.Add)
+            and _int_literal(upper.right) == 1
+            and lower is not None
+            and upper.left.deep_equals(lower)
+        )
+
+    def _eval_BinaryOperation(self, node: cst.BinaryOperation, env) -> Layout:
+        return self._elementwise(self.evaluate(node.left, env), self.evaluate(node.right, env))
+
+    def _eval_UnaryOperation(self, node: cst.UnaryOperation, env) -> Layout:
+        if isinstance(node.operator, cst.Not):
+            return OTHER_LAYOUT
+        return self._elementwise(self.evaluate(node.expression, env))
+
+    def _eval_Comparison(self, node: cst.Comparison, env) -> Layout:
+        layouts = [self.evaluate(node.left, env)] + [self.evaluate(c.comparator, env) for c in node.comparisons]
+        if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
+            return OTHER_LAYOUT
+        return self._elementwise(*layouts)
+
+    @staticmethod
+    def _elementwise(*layouts: Layout) -> Layout:
+        """Arithmetic: a new tensor, whose strides follow a permuted input (TensorIterator)."""
+        kinds = {layout.kind for layout in layouts}
+        if kinds <= {SCALAR, OTHER}:
+            return SCALAR_LAYOUT
+        if PERMUTED in kinds or UNKNOWN in kinds or TUPLE in kinds or NONE in kinds:
+            return UNKNOWN_LAYOUT
+        return FRESH_LAYOUT
+
+    def _eval_Call(self, node: cst.Call, env) -> Layout:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            receiver_name = self.names.resolve(func.value) if isinstance(func.value, (cst.Name, cst.Attribute)) else None
+            if receiver_name != "torch" and not (receiver_name or "").startswith("torch."):
+                return self._method(node, func.attr.value, func.value, env)
+        name = self.names.resolve(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        if name is None:
+            return UNKNOWN_LAYOUT
+        if name.startswith("torch.") and name.count(".") == 1:
+            return self._torch_function(node, name[len("torch.") :], env)
+        if isinstance(func, cst.Name) and func.value in _SCALAR_BUILTINS and not self._defined_here(func.value):
+            if func.value in ("min", "max", "sum", "abs", "round"):
+                args = [self.evaluate(a.value, env) for a in node.args]
+                if not all(a.kind == SCALAR for a in args):
+                    return UNKNOWN_LAYOUT
+            return SCALAR_LAYOUT
+        if isinstance(func, cst.Name) and func.value in _OTHER_BUILTINS and not self._defined_here(func.value):
+            return OTHER_LAYOUT
+        return UNKNOWN_LAYOUT
+
+    def _defined_here(self, name: str) -> bool:
+        return name in self.names.imports
+
+    def _torch_function(self, node: cst.Call, name: str, env) -> Layout:
+        if name in _TORCH_FACTORIES:
+            return Layout(FRESH, dtype=self.dtype_of(self._keyword(node, "dtype")))
+        if name in _TORCH_LIKE:
+            dtype = self.dtype_of(self._keyword(node, "dtype"))
+            source = self.evaluate(node.args[0].value, env) if node.args else UNKNOWN_LAYOUT
+            if self._keyword(node, "memory_format") is not None:
+                return Layout(FRESH, dtype=dtype)
+            if source.kind == PERMUTED:
+                return replace(source, dtype=dtype or source.dtype, cast=None, made_contiguous=None)
+            if source.kind in (UNKNOWN, TUPLE):
+                return UNKNOWN_LAYOUT
+            return Layout(FRESH, dtype=dtype or source.dtype)
+        if name in _TORCH_VIEW_FUNCTIONS and node.args and node.args[0].keyword is None and not node.args[0].star:
+            return self._method(node, name, node.args[0].value, env, args=node.args[1:])
+        if name == "where" and len(node.args) == 3:
+            return self._elementwise(*(self.evaluate(a.value, env) for a in node.args))
+        return UNKNOWN_LAYOUT
+
+    @staticmethod
+    def _keyword(node: cst.Call, keyword: str) -> cst.BaseExpression | None:
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value == keyword:
+                return arg.value
+        return None
+
+    def _method(self, node: cst.Call, method: str, receiver: cst.BaseExpression, env, args=None) -> Layout:
+        args = node.args if args is None else args
+        positional = [a.value for a in args if a.keyword is None and not a.star]
+        if method in _CAST_METHODS or method in ("to", "type"):
+            return self._cast(node, method, receiver, positional, env)
+        if method in _SCALAR_METHODS:
+            if method == "stride":
+                return Layout(SCALAR, stride_of=root_name(receiver))
+            return SCALAR_LAYOUT
+        if method in _OTHER_METHODS:
+            return OTHER_LAYOUT
+        base = self.evaluate(receiver, env)
+        if base.kind in (SCALAR, OTHER, NONE, TUPLE):
+            return UNKNOWN_LAYOUT if base.kind != SCALAR else SCALAR_LAYOUT
+        if method == "contiguous":
+            memory_format = self._keyword(node, "memory_format")
+            if memory_format is not None and not self._is_contiguous_format(memory_format):
+                return UNKNOWN_LAYOUT
+            return Layout(FRESH, dtype=base.dtype, made_contiguous=node, size1=base.size1, base_root=base.base_root)
+        if method == "clone":
+            memory_format = self._keyword(node, "memory_format")
+            if base.kind == PERMUTED and (memory_format is None or not self._is_contiguous_format(memory_format)):
+                return replace(base, cast=None, made_contiguous=None)
+            if base.kind == UNKNOWN and memory_format is None:
+                return UNKNOWN_LAYOUT
+            return Layout(FRESH, dtype=base.dtype)
+        if method in _PERMUTING:
+            if self._identity_permutation(method, positional):
+                return base
+            what = "a permutation" if method in ("permute", "movedim", "moveaxis") else "a transpose"
+            return self._view(base, PERMUTED, f"{what} of `{self.text(receiver)}`", node, receiver, inner_unit=False)
+        if method in _BROADCASTING:
+            return self._view(base, BROADCAST, f"a broadcast (stride-0) view of `{self.text(receiver)}`", node, receiver)
+        if method in _GAPPING or method in _DIM0_OK:
+            dim = positional[0] if positional else self._keyword(node, "dim")
+            if method in _DIM0_OK and _int_literal(dim) == 0:
+                if base.kind == FRESH or base.is_view:
+                    return replace(base, made_contiguous=None, cast=None)
+                return Layout(UNKNOWN, params=base.params if base.cast is None else frozenset())
+            return self._view(base, GAPPED, f"a `.{method}()` view of `{self.text(receiver)}`", node, receiver,
+                              inner_unit=method not in ("select", "diagonal"), vector=method in ("select", "diagonal"))
+        if method in _SHAPE_KEEPING:
+            if method == "view" and len(positional) == 1 and self.dtype_of(positional[0]) is not None:
+                return replace(base, dtype=self.dtype_of(positional[0]), made_contiguous=None, cast=None)
+            if base.kind == FRESH or base.is_view:
+                return replace(base, made_contiguous=None, cast=None)
+            return UNKNOWN_LAYOUT
+        if method in _RESHAPING:
+            # reshape / flatten return a view when the strides allow it: a column select stays a
+            # (strided) view; a 2-D gapped or permuted source is usually copied.
+            if base.kind == FRESH:
+                return Layout(FRESH, dtype=base.dtype)
+            if base.kind == GAPPED and base.vector:
+                return replace(base, made_contiguous=None, cast=None,
+                               what=f"{base.what}, reshaped (`.{method}()` keeps it a view)")
+            return UNKNOWN_LAYOUT
+        if method in _FRESH_METHODS:
+            return Layout(FRESH, dtype=base.dtype if method not in ("argmax", "argmin", "nonzero", "argsort") else None)
+        if method in _ELEMENTWISE_METHODS:
+            return self._elementwise(base, *(self.evaluate(a, env) for a in positional))
+        if method.endswith("_") and not method.endswith("__"):
+            return base  # in place: returns the receiver
+        return UNKNOWN_LAYOUT
+
+    @staticmethod
+    def _identity_permutation(method: str, positional: list) -> bool:
+        values = [_int_literal(p) for p in positional]
+        if None in values or not values:
+            return False
+        if method == "permute":
+            return values == list(range(len(values)))
+        return len(values) == 2 and values[0] == values[1]
+
+    def _cast_target(self, node: cst.Call, method: str, target: str | None, positional: list) -> str:
+        if target is not None:
+            return "dtype"
+        if method == "cuda" or self._keyword(node, "device") is not None:
+            return "device"
+        first = positional[0] if positional else None
+        if isinstance(first, (cst.SimpleString, cst.FormattedString)) or "device" in (dotted(first) or "") if first is not None else False:
+            return "device"
+        return "unknown"
+
+    def _cast(self, node: cst.Call, method: str, receiver: cst.BaseExpression, positional: list, env) -> Layout:
+        base = self.evaluate(receiver, env)
+        if method == "type" and not positional and self._keyword(node, "dtype") is None:
+            return OTHER_LAYOUT  # ``t.type()`` is the type name
+        memory_format = self._keyword(node, "memory_format")
+        if memory_format is not None and self._is_contiguous_format(memory_format):
+            return Layout(FRESH, dtype=base.dtype)
+        if method in _CAST_METHODS:
+            target = _CAST_METHODS[method]
+            device_only = target is None
+        else:
+            target = self.dtype_of(self._keyword(node, "dtype"))
+            if target is None and positional:
+                target = self.dtype_of(positional[0])
+                if target is None and len(positional) > 1:
+                    target = self.dtype_of(positional[1])  # ``.to(device, dtype)``
+            device_only = False
+        if base.kind in (SCALAR, OTHER, NONE, TUPLE):
+            return base if base.kind != TUPLE else UNKNOWN_LAYOUT
+        dtype = target or (base.dtype if device_only else None)
+        changes = not device_only and target is not None and base.dtype is not None and target != base.dtype
+        copies = self._keyword(node, "copy") is not None
+        if base.kind == FRESH:
+            return Layout(FRESH, dtype=dtype)
+        if base.kind in (GAPPED, BROADCAST) and (changes or copies):
+            return Layout(FRESH, dtype=dtype)  # a new tensor; preserve_format falls back to contiguous
+        receiver_text = self.text(receiver)
+        text = self.text(node)
+        cast = Cast(node, text[len(receiver_text) :] if text.startswith(receiver_text) else f".{method}(...)",
+                    receiver_text, changes, self._cast_target(node, method, target, positional),
+                    same_dtype=target if target is not None and target == base.dtype else None)
+        if base.is_view:
+            return replace(base, dtype=dtype, cast=cast, made_contiguous=None, params=frozenset())
+        # Unknown layout: the cast is not a contiguity fix; remember it only when the receiver is
+        # a parameter or an attribute itself (the upstream pattern), not a derived value.
+        return Layout(UNKNOWN, dtype=dtype, source=base.source, cast=cast if base.source else None)
+
+
+@dataclass(frozen=True)
+class _IndexEffect:
+    kind: str  # "keep", "gap", "fresh", "unknown"
+    what: str = ""
+    inner_unit: bool = True
+    vector: bool = False
+    size1: bool = False
+
+
+def _classify(classes: list[str]) -> _IndexEffect:
+    """The effect of basic indexing on a contiguous tensor, from the kinds of its index elements.
+
+    Selected dims (ints, size-1 slices) that lead keep contiguity, then one partial slice, then
+    only full slices. Anything selected or cut after a kept dim leaves gaps.
+    """
+    if "adv" in classes:
+        return _IndexEffect("fresh")  # advanced indexing copies
+    state = "lead"
+    gap: str | None = None
+    after_one = False
+    for position, cls in enumerate(classes):
+        if cls == "step":
+            gap = gap or "a step slice"
+            break
+        if cls in ("int", "one"):
+            if state != "lead":
+                gap = gap or ("a last-dim slice" if state == "ellipsis" else "a column slice")
+                break
+            if cls == "one":
+                after_one = True
+            continue
+        if cls == "unk":
+            if state != "lead":
+                return _IndexEffect("unknown")  # an int (a view) or an index tensor (a copy)
+            continue
+        if cls == "part":
+            if state != "lead":
+                gap = gap or "a column-range slice"
+                break
+            state = "part"
+            continue
+        if cls == "full":
+            if state == "lead":
+                state = "full"
+            continue
+        if cls == "ellipsis":
+            state = "ellipsis"
+    if gap is not None:
+        last = classes[-1] if classes else ""
+        single_select = gap in ("a column slice", "a last-dim slice") and last in ("int", "one")
+        inner_unit = not (single_select or (gap == "a step slice" and last == "step"))
+        vector = single_select or (gap == "a step slice" and len(classes) == 1)
+        return _IndexEffect("gap", gap, inner_unit=inner_unit, vector=vector)
+    size1 = after_one and any(c not in ("one", "full") for c in classes[classes.index("one") + 1 :]) if after_one else False
+    return _IndexEffect("keep", size1=size1)
+
+
+@dataclass
+class ClassAttributes:
+    """``self.<attr>`` layouts assigned anywhere in each class of a file (joined over all
+    assignments), so that a method reading ``self.state_indices`` knows what ``__init__`` put there."""
+
+    by_class: dict[int, dict[str, Layout]] = field(default_factory=dict)
+
+    def env_for(self, info: "FunctionInfo") -> dict[str, Layout]:
+        if info.class_node is None:
+            return {}
+        return dict(self.by_class.get(id(info.class_node), {}))
+
+
+def class_attributes(ctx: "FileContext", functions: list["FunctionInfo"], domain_for) -> ClassAttributes:
+    result = ClassAttributes()
+    for info in functions:
+        if info.class_node is None or not info.is_method:
+            continue
+        found = result.by_class.setdefault(id(info.class_node), {})
+        self_name = info.all_params[0] if info.all_params else "self"
+
+        def record(statement: cst.CSTNode, env, found=found, self_name=self_name) -> None:
+            if isinstance(statement, (cst.Assign, cst.AnnAssign)) and statement.value is not None:
+                targets = [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [statement.target]
+                for target in targets:
+                    key = dotted(target) if isinstance(target, cst.Attribute) else None
+                    if key is not None and key.startswith(self_name + ".") and key.count(".") == 1:
+                        value = walker.domain.evaluate(statement.value, env)
+                        attr = "self." + key.split(".", 1)[1]
+                        found[attr] = join(found[attr], value) if attr in found else value
+
+        walker = Walker(domain_for(info), record)
+        walker.walk(info.node.body.body if isinstance(info.node.body, cst.IndentedBlock) else (), {})
+    return result

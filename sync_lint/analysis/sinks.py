@@ -1,0 +1,648 @@
+"""Contiguity sinks: where a tensor must be contiguous, and what reaches those places.
+
+A sink is an argument that is read as if it were contiguous:
+- an argument of a Triton launch ``kernel[grid](...)`` whose parameter the kernel reads as
+  ``ptr + offset`` (``tl.load`` / ``tl.store``), unless the launch also passes the tensor's strides
+  (``x.stride(0)`` among the arguments);
+- an argument of a custom op ``torch.ops.<ns>.<op>(...)``, or of a function named in the
+  ``contiguous-sinks`` option;
+- a parameter of a Python function that checks ``p.is_contiguous()`` / ``p.stride(-1) == 1``
+  (assert, or if-raise), or passes it on unchanged to a sink;
+- the receiver of ``.view(dtype)`` (it needs a unit inner stride) and of a ``.data_ptr()``
+  handed to a call.
+
+Function-level facts go into ``ctx.summary`` (``needs_contiguous`` and ``forwards``) so that the
+project can judge a call in one file into a kernel wrapper in another; every call that hands a
+suspicious value to a function is kept as a ``SinkUse`` with its callee, and the rules turn
+those into findings conditional on the callee's closed summary.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from typing import Iterator
+
+import libcst as cst
+
+from sync_lint.analysis.context import FileContext
+from sync_lint.analysis.flow import Walker
+from sync_lint.analysis.functions import FunctionInfo, module_functions
+from sync_lint.analysis.layout import (
+    GAPPED, PERMUTED, SCALAR, UNKNOWN, VIEWS, Layout, LayoutDomain, class_attributes, code_of, root_name,
+)  # fmt: skip
+from sync_lint.analysis.names import dotted
+from sync_lint.analysis.summaries import ArgKey, Forward
+
+# Words without which a file neither holds a contiguity sink nor a function summary that
+# another file needs; every GPU1xx rule lists them among its triggers.
+SUMMARY_TRIGGERS = ("is_contiguous", "stride(", "triton", "tl.load", "tl.store", "torch.ops", "data_ptr")
+
+_TRITON_DECORATORS = ("triton.jit", "triton.autotune", "triton.heuristics", "triton.runtime.jit")
+_POINTER_CALLS = {"load": "read", "store": "written", "atomic_add": "updated", "atomic_max": "updated",
+                  "atomic_min": "updated", "atomic_cas": "updated", "atomic_xchg": "updated",
+                  "atomic_and": "updated", "atomic_or": "updated", "atomic_xor": "updated"}
+_BLOCK_POINTERS = {"make_block_ptr", "make_tensor_descriptor", "load", "tensor_descriptor"}
+# Callees that never need contiguity (torch itself handles any strides); not worth a pending call.
+_PLAIN_PREFIXES = ("torch.", "triton.", "numpy.", "math.", "builtins.", "typing.", "functools.", "itertools.")
+_BUILTINS = frozenset(dir(__import__("builtins")))
+
+
+@dataclass(frozen=True)
+class SinkUse:
+    """A value of interest handed to a place that may need it contiguous."""
+
+    function: FunctionInfo
+    call: cst.Call  # the launch / call
+    arg: cst.BaseExpression  # the argument expression (an ``IfExp`` branch when split)
+    layout: Layout
+    callee: str | None  # dotted name: the finding depends on its summary (None: a local sink)
+    key: ArgKey | None  # the callee's argument
+    sink: str  # "the custom op `torch.ops._C.foo`" / "`fused_kda_chunk`"
+    reason: str  # why the local sink needs it, for summaries ("passed to the custom op `...`")
+    strides_passed: frozenset[str]  # root names whose strides the same call receives
+    stride_aware: bool = False  # the call also receives this argument's strides
+    writes: bool = False  # the (local) kernel stores through this argument: a copy would lose it
+    note: str = ""  # for a local sink: what it does with a strided tensor (for the message)
+
+
+class LineFinder:
+    """Line numbers without libcst's position metadata (which costs about two parses).
+
+    An expression's line is where its text first occurs after the start of the function it
+    belongs to: exact for the origin lines quoted in messages in practice, and only needed for
+    files with a finding or a summary.
+    """
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.text = ctx.source.text
+        self.module = ctx.module
+        self._newlines: list[int] | None = None
+
+    def def_offsets(self, functions: list[FunctionInfo]) -> dict[int, int]:
+        offsets: dict[int, int] = {}
+        cursor = 0
+        for info in functions:
+            match = re.compile(rf"\bdef\s+{re.escape(info.name)}\b").search(self.text, cursor)
+            if match is not None:
+                cursor = match.start()
+                offsets[id(info.node)] = cursor
+        return offsets
+
+    def line(self, node: cst.CSTNode | None, scope_offset: int = 0) -> int:
+        if node is None:
+            return 0
+        code = self.module.code_for_node(node).strip().splitlines()
+        needle = code[0] if code else ""
+        at = self.text.find(needle, scope_offset) if needle else -1
+        if at < 0:
+            at = self.text.find(needle) if needle else -1
+        return self.text.count("\n", 0, max(at, 0)) + 1
+
+
+def is_triton_kernel(info: FunctionInfo) -> bool:
+    return any(d in _TRITON_DECORATORS or d.endswith(".jit") and "triton" in d for d in info.decorators)
+
+
+def split_branches(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """``None if x is None else x.to(t)``: judge (and fix) each branch on its own."""
+    if isinstance(node, cst.IfExp):
+        return split_branches(node.body) + split_branches(node.orelse)
+    return [node]
+
+
+_SKIPPED_FIELDS = frozenset({
+    "lpar", "rpar", "comma", "leading_lines", "lines_after_decorators", "header", "footer", "semicolon",
+    "equal", "star", "dot", "colon", "operator", "newline", "trailing_whitespace", "asynchronous",
+})  # fmt: skip
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """The child nodes that hold code, without whitespace and punctuation. libcst's own
+    ``children`` runs a visitor that rebuilds the node: far too slow to call per node."""
+    fields = _FIELDS.get(type(node))
+    if fields is None:
+        fields = _FIELDS[type(node)] = tuple(
+            name for name in node.__dataclass_fields__ if name not in _SKIPPED_FIELDS and not name.startswith("whitespace")
+        )
+    for name in fields:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            yield value
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                if isinstance(item, cst.CSTNode):
+                    yield item
+
+
+def _calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
+    """Calls in an expression tree, outer first; lambdas and nested scopes are skipped."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(current, cst.Call):
+            yield current
+        stack.extend(reversed(list(children(current))))
+
+
+def _header_parts(statement: cst.CSTNode) -> list[cst.CSTNode]:
+    """The expressions of one statement that the walker's hook may inspect (not nested bodies)."""
+    if isinstance(statement, cst.BaseSmallStatement):
+        return [statement]
+    if isinstance(statement, (cst.If, cst.While)):
+        return [statement.test]
+    if isinstance(statement, cst.For):
+        return [statement.iter]
+    if isinstance(statement, cst.With):
+        return [item.item for item in statement.items]
+    if isinstance(statement, cst.ExceptHandler):
+        return [statement.type] if statement.type is not None else []
+    if isinstance(statement, cst.Match):
+        return [statement.subject]
+    return []
+
+
+def _call_arguments(call: cst.Call) -> Iterator[tuple[cst.Arg, ArgKey | None]]:
+    position: int | None = 0
+    for arg in call.args:
+        if arg.star:
+            position = None  # positions after ``*args`` are unknown
+            yield arg, None
+            continue
+        if arg.keyword is not None:
+            yield arg, arg.keyword.value
+            continue
+        yield arg, position
+        if position is not None:
+            position += 1
+
+
+class ContiguityAnalysis:
+    """Sink uses and function summaries of one file (``ctx.get(ContiguityAnalysis)``)."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.names = ctx.names
+        self.lines = LineFinder(ctx)
+        self.uses: list[SinkUse] = []
+        self.functions = module_functions(ctx.module, ctx.names)
+        self._offsets = self.lines.def_offsets(self.functions)
+        self._configured = tuple(ctx.settings["contiguous-sinks"])
+        self._module_level = self._module_level_names()
+        # Pointer parameters of this file's kernels that are stored through (for fix safety).
+        self.kernel_writes: dict[str, set[str]] = {}
+        kernels = [info for info in self.functions if is_triton_kernel(info)]
+        for info in kernels:
+            self._kernel_summary(info)
+        plain = [info for info in self.functions if not is_triton_kernel(info)]
+        attributes = class_attributes(ctx, plain, self._domain)
+        for info in plain:
+            self._function(info, attributes.env_for(info))
+
+    # -- set-up -----------------------------------------------------------------------------
+    def _module_level_names(self) -> set[str]:
+        found = set(self.names.imports)
+        for statement in self.ctx.module.body:
+            if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                found.add(statement.name.value)
+        return found
+
+    def offset(self, info: FunctionInfo) -> int:
+        return self._offsets.get(id(info.node), 0)
+
+    def _domain(self, info: FunctionInfo) -> LayoutDomain:
+        int_params = frozenset(
+            p.name.value for p in (*info.node.params.params, *info.node.params.kwonly_params, *info.node.params.posonly_params)
+            if p.annotation is not None and dotted(p.annotation.annotation) == "int"
+        )  # fmt: skip
+        return LayoutDomain(self.ctx, int_params)
+
+    def line(self, node: cst.CSTNode, info: FunctionInfo) -> int:
+        """A line for a summary (no positions: most files with summaries have no finding)."""
+        return self.lines.line(node, self.offset(info))
+
+    def finding_line(self, node: cst.CSTNode | None) -> int:
+        """The exact line of a node, for a message of a finding in this file."""
+        return self.ctx.positions()[node].start.line if node is not None else 0
+
+    # -- Triton kernels ---------------------------------------------------------------------
+    def _kernel_summary(self, info: FunctionInfo) -> None:
+        params = [
+            p.name.value for p in (*info.node.params.posonly_params, *info.node.params.params)
+            if p.annotation is None or "constexpr" not in (code_of(self.ctx.module, p.annotation.annotation))
+        ]  # fmt: skip
+        derived: dict[str, set[str]] = {p: {p} for p in params}
+        assignments: list[tuple[str, cst.BaseExpression]] = []
+        calls: list[cst.Call] = []
+        for node in _walk_body(info.node):
+            if isinstance(node, cst.Assign):
+                for target in node.targets:
+                    if isinstance(target.target, cst.Name):
+                        assignments.append((target.target.value, node.value))
+            elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and isinstance(node.target, cst.Name) and node.value is not None:
+                assignments.append((node.target.value, node.value))
+            elif isinstance(node, cst.Call):
+                calls.append(node)
+        for _ in range(4):  # pointer arithmetic through local names, to a fixpoint
+            changed = False
+            for target, value in assignments:
+                sources = self._pointer_sources(value, derived)
+                if not sources <= derived.setdefault(target, set()):
+                    derived[target] |= sources
+                    changed = True
+            if not changed:
+                break
+        summary = None
+        for call in calls:
+            name = self.names.resolve(call.func) or ""
+            short = name.rsplit(".", 1)[-1]
+            if name.startswith("triton.language.") and short in _POINTER_CALLS:
+                pointer = self._pointer_argument(call)
+                if pointer is None:
+                    continue
+                for param in self._pointer_sources(pointer, derived) & set(params):
+                    summary = summary or self.ctx.summary(info.qualname, info.params)
+                    verb = _POINTER_CALLS[short]
+                    summary.needs_contiguous.setdefault(
+                        param, f"{verb} as `ptr + offset` by the Triton kernel `{info.name}`"
+                    )
+                    if verb != "read":
+                        self.kernel_writes.setdefault(info.qualname, set()).add(param)
+            elif not name.startswith("triton.") and name:
+                # A jit helper called with a pointer: it decides.
+                for arg, key in _call_arguments(call):
+                    if isinstance(arg.value, cst.Name) and arg.value.value in params and key is not None:
+                        summary = summary or self.ctx.summary(info.qualname, info.params)
+                        summary.forwards.append(Forward(arg.value.value, name, key, self.line(call, info)))
+
+    @staticmethod
+    def _pointer_argument(call: cst.Call) -> cst.BaseExpression | None:
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "pointer":
+                return arg.value
+        for arg in call.args:
+            if arg.keyword is None and not arg.star:
+                return arg.value
+        return None
+
+    def _pointer_sources(self, node: cst.BaseExpression, derived: dict[str, set[str]]) -> set[str]:
+        """Parameters an address expression is built on, through additive pointer arithmetic."""
+        if isinstance(node, cst.Name):
+            return set(derived.get(node.value, ()))
+        if isinstance(node, cst.BinaryOperation):
+            if isinstance(node.operator, (cst.Add, cst.Subtract)):
+                return self._pointer_sources(node.left, derived) | self._pointer_sources(node.right, derived)
+            return set()
+        if isinstance(node, cst.Subscript):
+            return self._pointer_sources(node.value, derived)
+        if isinstance(node, cst.IfExp):
+            return self._pointer_sources(node.body, derived) | self._pointer_sources(node.orelse, derived)
+        if isinstance(node, cst.Call):
+            name = self.names.resolve(node.func) or ""
+            if name.rsplit(".", 1)[-1] in _BLOCK_POINTERS:
+                return set()  # block pointers carry their strides; loads give values
+            sources: set[str] = set()
+            if isinstance(node.func, cst.Attribute):  # ``ptr.to(tl.pointer_type(...))``
+                sources |= self._pointer_sources(node.func.value, derived)
+            for arg in node.args:
+                sources |= self._pointer_sources(arg.value, derived)
+            return sources
+        return set()
+
+    # -- Python functions -------------------------------------------------------------------
+    def _function(self, info: FunctionInfo, class_env: dict[str, Layout]) -> None:
+        domain = self._domain(info)
+        env: dict[str, Layout] = dict(class_env)
+        for param in info.params:
+            env[param] = Layout(UNKNOWN, params=frozenset({param}), source="param")
+        facts = _FunctionFacts(self, info, domain)
+        walker = Walker(domain, facts.on_statement)
+        body = info.node.body
+        if isinstance(body, cst.IndentedBlock):
+            walker.walk(body.body, env)
+        elif isinstance(body, cst.SimpleStatementSuite):
+            walker.walk([cst.SimpleStatementLine(body=body.body)], env)
+
+    def callee_of(self, call: cst.Call, info: FunctionInfo, env) -> tuple[str | None, str]:
+        """(dotted callee for a summary look-up, kind): kind is "launch", "op", "configured",
+        "call" or "" (nothing to look up)."""
+        func = call.func
+        if isinstance(func, cst.Subscript) and isinstance(func.value, (cst.Name, cst.Attribute)):
+            if not self._is_global(func.value, info, env):
+                return None, ""
+            return self.names.resolve(func.value), "launch"
+        if not isinstance(func, (cst.Name, cst.Attribute)):
+            return None, ""
+        self_name = info.all_params[0] if info.is_method and info.all_params else None
+        if (
+            self_name is not None and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+            and func.value.value == self_name and info.class_node is not None
+        ):  # fmt: skip
+            class_qualname = info.qualname.rsplit(".", 1)[0]
+            return f"{class_qualname}.{func.attr.value}", "call"
+        name = self.names.resolve(func)
+        if name is None:
+            return None, ""
+        if name.startswith("torch.ops."):
+            return name, "op"
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in self._configured):
+            return name, "configured"
+        if not self._is_global(func, info, env) or name.startswith(_PLAIN_PREFIXES):
+            return None, ""
+        return name, "call"
+
+    def _is_global(self, node: cst.BaseExpression, info: FunctionInfo, env) -> bool:
+        """Does the callee name a module-level function or import, not a local, a parameter or a
+        builtin? (Module-level defs may be masked by the unit pre-filter: any name the function
+        has not bound, per the walker's environment, counts.)"""
+        head = (dotted(node) or "").partition(".")[0]
+        if not head or head in env or head in info.all_params:
+            return False
+        return head not in _BUILTINS or head in self._module_level
+
+
+def _walk_body(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    stack = list(children(node))
+    while stack:
+        current = stack.pop()
+        yield current
+        if not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            stack.extend(children(current))
+
+
+def _interesting(layout: Layout) -> bool:
+    """A value some GPU1xx rule may report at a sink."""
+    return layout.kind in VIEWS or layout.cast is not None
+
+
+class _FunctionFacts:
+    """The walker hook for one function: records summaries and sink uses."""
+
+    def __init__(self, analysis: ContiguityAnalysis, info: FunctionInfo, domain: LayoutDomain) -> None:
+        self.analysis = analysis
+        self.ctx = analysis.ctx
+        self.info = info
+        self.domain = domain
+        self._seen: set[int] = set()
+
+    def summary(self):
+        return self.ctx.summary(self.info.qualname, self.info.params)
+
+    def on_statement(self, statement: cst.CSTNode, env) -> None:
+        if id(statement) in self._seen:
+            return  # loop bodies are walked twice; the second walk is the one that reports
+        self._seen.add(id(statement))
+        self._checks(statement, env)
+        for part in _header_parts(statement):
+            for call in _calls_in(part):
+                self._call(call, env)
+
+    # -- ``assert p.is_contiguous()`` / ``if not p.is_contiguous(): raise`` -------------------
+    def _checks(self, statement: cst.CSTNode, env) -> None:
+        test, negated = None, False
+        if isinstance(statement, cst.Assert):
+            test = statement.test
+        elif isinstance(statement, cst.If) and _raises(statement.body):
+            test, negated = statement.test, True
+        elif isinstance(statement, cst.Expr) and isinstance(statement.value, cst.Call):
+            name = self.analysis.names.resolve(statement.value.func) or ""
+            if name in ("torch._check", "torch._check_value") and statement.value.args:
+                test = statement.value.args[0].value
+        if test is None:
+            return
+        for param, check in _contiguity_checks(test, negated):
+            layout = env.get(param)
+            if layout is None or layout.cast is not None:
+                continue
+            what = "contiguous" if "is_contiguous" in check else "to have stride 1 in its last dim"
+            how = f"checked with `{check}` in `{self.info.name}`, which raises otherwise" if negated else (
+                f"asserted {what} in `{self.info.name}` (`assert {check}`)"
+            )
+            for name in layout.params:
+                self.summary().needs_contiguous.setdefault(name, how)
+
+    # -- calls ------------------------------------------------------------------------------
+    def _call(self, call: cst.Call, env) -> None:
+        analysis = self.analysis
+        func = call.func
+        # ``t.view(torch.int8)``: the receiver needs a unit inner stride.
+        if isinstance(func, cst.Attribute) and func.attr.value == "view" and len(call.args) == 1:
+            if self.domain.dtype_of(call.args[0].value) is not None:
+                self._receiver_sink(func.value, call, env, f"`.view({code_of(self.ctx.module, call.args[0].value)})`",
+                                    "reinterpreted with `.view(dtype)`, which needs the last dim to have stride 1",
+                                    "`.view(dtype)` raises unless the last dim has stride 1",
+                                    need=lambda layout: not layout.inner_unit)
+        callee, kind = analysis.callee_of(call, self.info, env)
+        if not kind:
+            return
+        strides = self._strides_passed(call, env)
+        short = callee.rsplit(".", 1)[-1] if callee else ""
+        note = ""
+        if kind == "op":
+            sink, reason = f"the custom op `{callee}`", f"passed to the custom op `{callee}`"
+            note = "custom ops check `is_contiguous()` and raise, or read it as dense memory"
+        elif kind == "configured":
+            sink, reason = f"`{short}`", f"passed to `{callee}`, a configured contiguous sink"
+            note = "`contiguous-sinks` names it"
+        else:
+            sink, reason = "`{callee}`", ""
+        local = kind in ("op", "configured")
+        writes = analysis.kernel_writes.get(callee or "", set())
+        for arg, key in _call_arguments(call):
+            if arg.star:
+                continue
+            # ``f(t.data_ptr())``: the raw address of ``t`` is handed over.
+            for pointer_call in _data_ptr_calls(arg.value):
+                receiver = pointer_call.func.value  # type: ignore[union-attr]
+                callee_text = code_of(self.ctx.module, func)
+                self._receiver_sink(receiver, call, env, f"`{callee_text}` (through `.data_ptr()`)",
+                                    f"handed to `{callee_text}` as a raw `.data_ptr()`",
+                                    "a raw address is read as dense memory", need=lambda layout: True)
+            for part in split_branches(arg.value):
+                layout = self.domain.evaluate(part, env)
+                aware = self._stride_aware(part, layout, strides)
+                if not aware:
+                    self._record_param(layout, callee, key, kind, reason, call)
+                # Stride-aware uses matter only for GPU103's size-1 case (strides read).
+                if (not aware and _interesting(layout)) or (aware and kind == "launch" and layout.size1):
+                    analysis.uses.append(SinkUse(
+                        self.info, call, part, layout, None if local else callee, key, sink, reason,
+                        strides, stride_aware=aware, writes=self._writes(callee, key, writes), note=note,
+                    ))  # fmt: skip
+
+    def _writes(self, callee: str | None, key: ArgKey | None, writes: set[str]) -> bool:
+        if not writes or callee is None:
+            return False
+        summary = self.ctx.summaries.get(callee)
+        param = summary.param_for(key) if summary is not None and key is not None else None
+        return param in writes
+
+    def _record_param(self, layout: Layout, callee, key, kind: str, reason: str, call: cst.Call) -> None:
+        if not layout.params or layout.cast is not None or layout.kind != UNKNOWN:
+            return
+        for param in layout.params:
+            if kind in ("op", "configured"):
+                self.summary().needs_contiguous.setdefault(param, reason)
+            elif callee is not None and key is not None:
+                self.summary().forwards.append(Forward(param, callee, key, self.analysis.line(call, self.info)))
+
+    def _receiver_sink(self, receiver: cst.BaseExpression, call: cst.Call, env, sink: str, reason: str, note: str,
+                       need) -> None:
+        layout = self.domain.evaluate(receiver, env)
+        if layout.params and layout.kind == UNKNOWN and layout.cast is None:
+            for param in layout.params:
+                self.summary().needs_contiguous.setdefault(param, reason)
+        if _interesting(layout) and (layout.kind not in VIEWS or need(layout)):
+            self.analysis.uses.append(
+                SinkUse(self.info, call, receiver, layout, None, None, sink, reason, frozenset(), note=note)
+            )
+
+    def _strides_passed(self, call: cst.Call, env) -> frozenset[str]:
+        roots: set[str] = set()
+        for arg in call.args:
+            for inner in _calls_in(arg.value):
+                if isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "stride":
+                    root = root_name(inner.func.value)
+                    if root:
+                        roots.add(root)
+            if isinstance(arg.value, cst.Name):
+                layout = env.get(arg.value.value)
+                if layout is not None and layout.kind == SCALAR and layout.stride_of:
+                    roots.add(layout.stride_of)
+        return frozenset(roots)
+
+    @staticmethod
+    def _stride_aware(part: cst.BaseExpression, layout: Layout, strides: frozenset[str]) -> bool:
+        if not strides:
+            return False
+        candidates = {root_name(part), layout.base_root}
+        if layout.cast is not None:
+            candidates.add(root_name(layout.cast.node))
+        return bool(candidates & strides)
+
+
+def _raises(body: cst.BaseSuite) -> bool:
+    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
+    for statement in statements:
+        if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            if any(isinstance(small, cst.Raise) for small in statement.body):
+                return True
+    return False
+
+
+def _contiguity_checks(test: cst.BaseExpression, negated: bool) -> Iterator[tuple[str, str]]:
+    """(name, check text) for ``name.is_contiguous()`` / ``name.stride(-1) == 1`` in a test
+    that fails (assert) or raises (if) when the tensor is not contiguous."""
+    stack: list[tuple[cst.BaseExpression, bool]] = [(test, False)]
+    while stack:
+        node, under_not = stack.pop()
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            stack.append((node.expression, not under_not))
+        elif isinstance(node, cst.BooleanOperation):
+            stack.extend([(node.left, under_not), (node.right, under_not)])
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "is_contiguous":
+            if under_not == negated and isinstance(node.func.value, cst.Name) and not node.args:
+                yield node.func.value.value, f"{node.func.value.value}.is_contiguous()"
+        elif isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+            left, comparison = node.left, node.comparisons[0]
+            wanted = cst.NotEqual if negated != under_not else cst.Equal
+            if (
+                isinstance(comparison.operator, wanted) and isinstance(left, cst.Call)
+                and isinstance(left.func, cst.Attribute) and left.func.attr.value == "stride"
+                and isinstance(left.func.value, cst.Name) and len(left.args) == 1
+                and _literal(left.args[0].value) == -1 and _literal(comparison.comparator) == 1
+            ):  # fmt: skip
+                op = "!=" if wanted is cst.NotEqual else "=="
+                yield left.func.value.value, f"{left.func.value.value}.stride(-1) {op} 1"
+
+
+def _literal(node: cst.BaseExpression) -> int | None:
+    if isinstance(node, cst.Integer):
+        return int(node.value)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Integer):
+        return -int(node.expression.value)
+    return None
+
+
+def _data_ptr_calls(node: cst.BaseExpression) -> Iterator[cst.Call]:
+    """``t.data_ptr()`` used as (part of) an argument value: ``f(t.data_ptr())``, ``f(t.data_ptr() + o)``."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "data_ptr":
+        yield node
+    elif isinstance(node, cst.BinaryOperation):
+        yield from _data_ptr_calls(node.left)
+        yield from _data_ptr_calls(node.right)
+
+
+# -- what each GPU1xx rule reports --------------------------------------------------------------
+
+def cast_relied_on(layout: Layout) -> bool:
+    """GPU101: a cast that may be a no-op stands between a maybe-non-contiguous source and a sink."""
+    if layout.cast is None:
+        return False
+    return layout.kind in VIEWS or (layout.kind == UNKNOWN and layout.source in ("param", "attr"))
+
+
+def plain_view(layout: Layout) -> bool:
+    """GPU102: a known view, with neither a cast nor a `.contiguous()` in its history."""
+    return layout.kind in VIEWS and layout.cast is None and layout.refixed is None
+
+
+def view_after_fix(layout: Layout) -> bool:
+    """GPU103: a view taken of a `.contiguous()` result."""
+    return layout.kind in VIEWS and layout.cast is None and layout.refixed is not None
+
+
+def size1_strides_read(use: SinkUse) -> bool:
+    """GPU103: a view contiguous only through a size-1 dim whose strides the launch reads."""
+    return use.stride_aware and use.layout.size1 and use.layout.kind not in VIEWS
+
+
+def reported(use: SinkUse, verdict) -> bool:
+    return not use.stride_aware and verdict(use.layout)
+
+
+def because(use: SinkUse) -> str:
+    """The clause saying why the sink needs it; ``{reason}`` is filled from the callee's summary."""
+    return " (the argument is {reason})" if use.callee is not None else f" ({use.note})"
+
+
+def contains(root: cst.CSTNode, node: cst.CSTNode) -> bool:
+    stack = [root]
+    while stack:
+        current = stack.pop()
+        if current is node:
+            return True
+        stack.extend(children(current))
+    return False
+
+
+__all__ = [
+    "ContiguityAnalysis", "SinkUse", "SUMMARY_TRIGGERS", "cast_relied_on", "plain_view", "view_after_fix",
+    "size1_strides_read", "reported", "because", "contains", "GAPPED", "PERMUTED",
+]  # fmt: skip
+
+
+def fix_target(use: SinkUse) -> cst.BaseExpression | None:
+    """Where `.contiguous()` goes: the sink argument, unless that may be None (``idx = None if
+    x is None else x.to(torch.int32)``; then the cast or view itself, if it is in this function)."""
+    layout = use.layout
+    if not layout.maybe_none:
+        return use.arg
+    candidate = layout.cast.node if layout.cast is not None else layout.origin
+    if isinstance(candidate, cst.BaseExpression) and contains(use.function.node, candidate):
+        return candidate
+    return None
+
+
+def append_contiguous(node: cst.BaseExpression, unsafe: bool = False):
+    """A fix plan that appends `.contiguous()` to ``node``."""
+    from sync_lint.fixes import make_fix
+
+    def plan(editor):
+        return make_fix("Add `.contiguous()`", "unsafe" if unsafe else "safe", editor.insert_after(node, ".contiguous()"))
+
+    return plan

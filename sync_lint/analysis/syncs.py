@@ -1,0 +1,880 @@
+"""The catalogue of GPU->CPU sync sites of a file, and per-function sync summaries.
+
+For every function, one forward walk (``flow.Walker`` with ``device.DeviceDomain``) finds:
+- explicit syncs: ``.item()``, ``.tolist()``, ``.cpu()``, ``.numpy()``, ``.to("cpu")`` (not
+  ``non_blocking=True``), ``cpu_tensor.copy_(gpu_tensor)``, any ``.synchronize()`` (``torch.cuda``,
+  streams, events; not ``torch.cpu``);
+- implicit syncs: ``int()`` / ``float()`` / ``bool()`` of a GPU tensor, a GPU tensor as an ``if`` /
+  ``while`` / ``assert`` / conditional-expression / comprehension condition or as an operand of
+  ``and`` / ``or`` / ``not``, ``.any()`` / ``.all()`` in a condition, boolean-mask indexing,
+  ``nonzero`` / ``argwhere`` / one-argument ``torch.where`` / ``unique`` / ``masked_select`` /
+  ``repeat_interleave`` with tensor repeats and no ``output_size=``, a GPU tensor used as a
+  Python int (``range(t)``, slice bounds, sizes of ``torch.arange`` / ``empty`` / ``zeros`` ...);
+- calls of functions of the project (``helper(x)``, ``self.helper()`` as ``<module>.<Class>.helper``,
+  ``mod.func()``), which sync if the callee's closed summary says so.
+
+Receivers must be on the GPU (``DEVICE``); unknown receivers of explicit syncs and of the
+tensor-only APIs count as well per ``unknown-device`` (default: only in methods of hot classes);
+implicit syncs through Python protocols (``int(x)``, ``if x:``) need a known GPU tensor, since
+``x`` is then as likely a Python value.
+
+A site in a hot scope (``hot_scopes``) or in a ``torch.cuda.graph`` block is reported unless it is
+inside a sync declaration or a debug-only region (``guards``). Sites in other functions (not cold
+ones) make up the function's summary: ``sync`` (why calling it syncs) and ``sync_calls``; the
+project closes them over the call graph, so a hot call of a helper is reported at the call site.
+
+Stale declarations (GPU203): a declaration block is stale when nothing in it *can* sync, judged
+broadly (anything not known to be host-side, whatever ``unknown-device`` says; any call not known
+to be sync-free: a call of a function of another file keeps the block alive, since its summary
+is not known here; a function of the same file is looked into).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import libcst as cst
+from libcst._nodes.internal import CodegenState
+
+from sync_lint.analysis.device import (
+    ClassAttributes,
+    DeviceDomain,
+    Place,
+    base_class_name,
+    initial_env,
+    is_literal,
+    is_true,
+    keyword,
+    positional,
+)
+from sync_lint.analysis.flow import Walker
+from sync_lint.analysis.functions import FunctionInfo
+from sync_lint.analysis.guards import Declarations, debug_branch, wrap_fix
+from sync_lint.analysis.hot_scopes import Hotness, HotScopes
+from sync_lint.analysis.names import dotted
+from sync_lint.analysis.summaries import SyncCall
+from sync_lint.rules.base import CalleeCondition, Finding
+
+EXPLICIT_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
+DATA_DEPENDENT_METHODS = frozenset({"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select"})
+DATA_DEPENDENT_FUNCTIONS = frozenset({"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select"})
+# Torch functions whose size arguments become Python ints (``full``: only the first).
+SIZE_FUNCTIONS = frozenset({"arange", "empty", "zeros", "ones", "full", "rand", "randn"})
+LIBRARY_ROOTS = frozenset({
+    "torch", "numpy", "math", "triton", "logging", "os", "sys", "typing", "functools", "itertools", "collections",
+    "contextlib", "dataclasses", "time", "random", "re", "json", "copy", "abc", "enum", "warnings", "inspect",
+    "operator", "threading", "asyncio", "weakref", "gc", "pickle", "builtins", "typing_extensions",
+})
+_PROTOCOL_BUILTINS = ("int", "float", "bool", "complex")
+
+# For stale declarations: calls known not to sync (their arguments are still looked at).
+SAFE_BUILTINS = frozenset({
+    "len", "isinstance", "issubclass", "getattr", "hasattr", "setattr", "type", "id", "callable", "super", "zip",
+    "enumerate", "iter", "list", "tuple", "dict", "set", "frozenset", "object", "slice", "range",
+})
+SAFE_METHODS = frozenset({
+    "view", "reshape", "flatten", "unflatten", "unsqueeze", "squeeze", "contiguous", "clone", "detach", "t",
+    "transpose", "permute", "narrow", "select", "expand", "expand_as", "repeat", "index_select", "gather",
+    "scatter", "scatter_", "scatter_add", "scatter_add_", "index_copy_", "index_fill_", "masked_fill",
+    "masked_fill_", "fill_", "zero_", "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "neg", "abs",
+    "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "cumsum", "cumprod", "clamp", "clamp_",
+    "clamp_min", "clamp_max", "int", "long", "float", "half", "bfloat16", "bool", "type_as", "view_as",
+    "reshape_as", "split", "chunk", "unbind", "stride", "size", "dim", "numel", "element_size", "data_ptr",
+    "is_contiguous", "new_empty", "new_zeros", "new_ones", "new_full", "record_stream", "wait_event",
+    "wait_stream", "record", "append", "extend", "insert", "pop", "get", "items", "keys", "values", "update",
+    "setdefault", "discard", "remove", "format", "join", "startswith", "endswith", "lower", "upper", "strip",
+    "replace", "eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or", "logical_not", "isnan", "any",
+    "all", "sort", "argsort", "topk", "flip", "roll", "diff", "pow", "sqrt", "exp", "log", "softmax", "sigmoid",
+    "relu", "matmul", "mm", "bmm", "where", "nan_to_num", "copy", "debug", "info", "warning", "warning_once",
+    "info_once", "debug_once",
+})
+SAFE_TORCH = frozenset({
+    "empty", "zeros", "ones", "full", "arange", "empty_like", "zeros_like", "ones_like", "full_like", "cat",
+    "stack", "concat", "concatenate", "split", "chunk", "cumsum", "sum", "max", "min", "maximum", "minimum",
+    "clamp", "where", "gather", "index_select", "searchsorted", "bucketize", "matmul", "mm", "bmm", "softmax",
+    "exp", "log", "sqrt", "narrow", "flatten", "reshape", "transpose", "permute", "sort", "argsort", "topk",
+    "logical_and", "logical_or", "logical_not", "eq", "ne", "gt", "lt", "ge", "le", "isin", "no_grad",
+    "inference_mode", "is_tensor", "get_default_dtype", "broadcast_to", "diff", "div", "mul", "add", "sub",
+    "floor_divide", "remainder", "from_numpy", "device", "dtype", "finfo", "iinfo", "Size", "current_stream",
+    "Event", "Stream", "stream", "is_available", "current_device", "empty_strided", "randn", "rand",
+    "nullcontext",
+})
+
+
+@dataclass(frozen=True)
+class Flags:
+    """Where a statement sits in its function."""
+
+    wrap: cst.CSTNode  # the statement a declaration would wrap (in a block of statements)
+    declared: bool = False
+    debug: bool = False
+    loop: bool = False
+    graph: bool = False
+    blocks: tuple[cst.With, ...] = ()  # enclosing declaration blocks
+
+
+@dataclass(frozen=True)
+class DeclarationBlock:
+    node: cst.With
+    item: int  # index of the declaring item
+    conditional: bool  # ``with cm:`` where ``cm = ... gpu_sync_allowed() ...``
+    function: FunctionInfo
+
+
+@dataclass
+class SyncSite:
+    node: cst.CSTNode  # the span reported
+    kind: str  # "explicit" | "implicit" | "call"
+    template: str  # what it is; ``{code}`` stands for ``subject``'s source
+    subject: cst.CSTNode | None
+    statement: cst.CSTNode  # the statement a declaration would wrap
+    anchor: cst.CSTNode  # the simple statement / compound header it is in
+    scope: str | None  # the hot scope ("hot path `B.build`"), None outside hot code
+    in_loop: bool
+    declared: bool
+    debug: bool
+    callee: str | None = None
+
+    @property
+    def undeclared(self) -> bool:
+        return not self.declared and not self.debug
+
+
+@dataclass
+class _Hit:
+    node: cst.CSTNode
+    kind: str
+    template: str
+    subject: cst.CSTNode | None
+    in_loop: bool
+    callee: str | None = None
+
+
+class _Contexts:
+    """A pre-pass over a function body: ``Flags`` for every statement the walker reports, and the
+    function's declaration blocks."""
+
+    def __init__(self, info: FunctionInfo, declarations: Declarations, hot: HotScopes, context_names: set[str]) -> None:
+        self.flags: dict[int, Flags] = {}
+        self.blocks: list[DeclarationBlock] = []
+        self.has_graph = False
+        self._info = info
+        self._declarations = declarations
+        self._hot = hot
+        self._context_names = context_names
+        body = info.node.body
+        if isinstance(body, cst.IndentedBlock):
+            self._statements(body.body, Flags(wrap=info.node))
+        else:
+            for small in body.body:
+                self._record(small, Flags(wrap=info.node))
+
+    def _record(self, node: cst.CSTNode, flags: Flags) -> None:
+        self.flags[id(node)] = flags
+
+    def _statements(self, body, flags: Flags) -> None:
+        for statement in body:
+            self._statement(statement, replace(flags, wrap=statement))
+
+    def _suite(self, suite, flags: Flags) -> None:
+        if isinstance(suite, (cst.Else, cst.Finally)):
+            suite = suite.body
+        if isinstance(suite, cst.IndentedBlock):
+            self._statements(suite.body, flags)
+        elif isinstance(suite, cst.SimpleStatementSuite):
+            for small in suite.body:
+                self._record(small, flags)
+
+    def _statement(self, node: cst.CSTNode, flags: Flags) -> None:
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                self._record(small, flags)
+        elif isinstance(node, cst.If):
+            self._if(node, flags)
+        elif isinstance(node, cst.For):
+            self._record(node, flags)
+            self._suite(node.body, replace(flags, loop=True))
+            if node.orelse is not None:
+                self._suite(node.orelse, flags)
+        elif isinstance(node, cst.While):
+            looping = replace(flags, loop=True)
+            self._record(node, looping)
+            self._suite(node.body, looping)
+            if node.orelse is not None:
+                self._suite(node.orelse, flags)
+        elif isinstance(node, cst.With):
+            self._record(node, flags)
+            inner = flags
+            index = self._declarations.declaring_item(node, self._context_names) if self._declarations.mentioned else None
+            if index is not None:
+                conditional = not isinstance(node.items[index].item, cst.Call)
+                self.blocks.append(DeclarationBlock(node, index, conditional, self._info))
+                inner = replace(inner, declared=True, blocks=(*inner.blocks, node))
+            if self._hot.is_graph_block(node):
+                self.has_graph = True
+                inner = replace(inner, graph=True)
+            self._suite(node.body, inner)
+        elif isinstance(node, (cst.Try, cst.TryStar)):
+            self._suite(node.body, flags)
+            for handler in node.handlers:
+                self._record(handler, flags)
+                self._suite(handler.body, flags)
+            if node.orelse is not None:
+                self._suite(node.orelse, flags)
+            if node.finalbody is not None:
+                self._suite(node.finalbody, flags)
+        elif isinstance(node, cst.Match):
+            self._record(node, flags)
+            for case in node.cases:
+                self._suite(case.body, flags)
+
+    def _if(self, node: cst.If, flags: Flags) -> None:
+        branch = debug_branch(node.test)
+        debugging = replace(flags, debug=True)
+        self._record(node, debugging if branch == "body" else flags)
+        self._suite(node.body, debugging if branch == "body" else flags)
+        orelse_flags = debugging if branch == "orelse" else flags
+        if isinstance(node.orelse, cst.If):
+            self._if(node.orelse, orelse_flags)
+        elif node.orelse is not None:
+            self._suite(node.orelse, orelse_flags)
+
+
+class _LineState(CodegenState):
+    """Code generation that only counts lines, recording where statements start (cheaper than
+    libcst's PositionProvider, which tracks every token)."""
+
+    def __init__(self, module: cst.Module) -> None:
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.line = 1
+        self.lines: dict[int, int] = {}
+
+    def add_token(self, value: str) -> None:
+        self.line += value.count("\n")
+
+    def add_indent_tokens(self) -> None:
+        pass
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.ExceptHandler)):
+            self.lines[id(node)] = self.line + len(getattr(node, "leading_lines", ()))
+
+
+class _Scanner:
+    """Finds sync sites in the expressions of one statement (``broad``: anything that may sync)."""
+
+    def __init__(self, analysis: "SyncAnalysis", info: FunctionInfo, domain: DeviceDomain, report_unknown: bool,
+                 broad: bool = False) -> None:
+        self.analysis = analysis
+        self.ctx = analysis.ctx
+        self.names = analysis.ctx.names
+        self.info = info
+        self.domain = domain
+        self.report_unknown = report_unknown
+        self.broad = broad
+        self.hits: list[_Hit] = []
+        self._binder = Walker(domain)
+        self._nested = {
+            s.name.value for s in (info.node.body.body if isinstance(info.node.body, cst.IndentedBlock) else ())
+            if isinstance(s, cst.FunctionDef)
+        }
+
+    # -- entry points ---------------------------------------------------------------------------
+    def scan(self, node: cst.CSTNode, env, in_loop: bool) -> list[_Hit]:
+        self.hits = []
+        self._loop = in_loop
+        for expression, condition, store in self._roots(node):
+            if store:
+                self._target(expression, env)
+            else:
+                self.visit(expression, env, condition, False)
+        return self.hits
+
+    def may_sync(self, node: cst.CSTNode, env) -> bool:
+        return bool(self.scan(node, env, False))
+
+    def _roots(self, node: cst.CSTNode):
+        """(expression, condition label, is-a-store-target) for what a statement evaluates."""
+        if isinstance(node, cst.Expr):
+            yield node.value, None, False
+        elif isinstance(node, cst.Assign):
+            yield node.value, None, False
+            for target in node.targets:
+                yield target.target, None, True
+        elif isinstance(node, cst.AugAssign):
+            yield node.value, None, False
+            yield node.target, None, False
+        elif isinstance(node, cst.AnnAssign):
+            if node.value is not None:
+                yield node.value, None, False
+            yield node.target, None, True
+        elif isinstance(node, cst.Return):
+            if node.value is not None:
+                yield node.value, None, False
+        elif isinstance(node, cst.Assert):
+            yield node.test, "an `assert` condition", False
+            if node.msg is not None and self.broad:  # evaluated only when the assertion fails
+                yield node.msg, None, False
+        elif isinstance(node, cst.Raise):
+            if node.exc is not None and self.broad:  # an error path, not a per-step cost
+                yield node.exc, None, False
+        elif isinstance(node, cst.If):
+            yield node.test, "an `if` condition", False
+        elif isinstance(node, cst.While):
+            yield node.test, "a `while` condition", False
+        elif isinstance(node, cst.For):
+            yield node.iter, None, False
+        elif isinstance(node, cst.With):
+            for item in node.items:
+                if not self.analysis.declarations.is_declaration_call(item.item):
+                    yield item.item, None, False
+        elif isinstance(node, cst.Match):
+            yield node.subject, None, False
+        elif isinstance(node, cst.ExceptHandler):
+            if node.type is not None:
+                yield node.type, None, False
+
+    # -- reporting ------------------------------------------------------------------------------
+    def _hit(self, node, kind: str, template: str, subject=None, loop: bool = False, callee: str | None = None) -> None:
+        self.hits.append(_Hit(node, kind, template, subject, self._loop or loop, callee))
+
+    def _candidate(self, node, loop: bool = False) -> None:
+        self._hit(node, "candidate", "", None, loop)
+
+    def _device_ish(self, place: Place, tensor: bool = False) -> bool:
+        """On the GPU, or unknown where unknown devices count (``tensor``: and certainly a tensor)."""
+        return place.is_device or (place.is_unknown and self.report_unknown and (place.tensor or not tensor))
+
+    @staticmethod
+    def _maybe_device(place: Place) -> bool:
+        """Broad mode: not known to be host-side."""
+        return not place.is_host or (place.items is not None and any(not p.is_host for p in place.items))
+
+    # -- expressions ----------------------------------------------------------------------------
+    def visit(self, node: cst.BaseExpression, env, condition: str | None, loop: bool) -> None:
+        if isinstance(node, cst.Lambda):
+            return
+        if isinstance(node, cst.BooleanOperation):
+            label = "an operand of `and`" if isinstance(node.operator, cst.And) else "an operand of `or`"
+            self.visit(node.left, env, condition or label, loop)
+            self.visit(node.right, env, condition, loop)
+            return
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+            self.visit(node.expression, env, "an operand of `not`", loop)
+            return
+        if isinstance(node, cst.IfExp):
+            self.visit(node.test, env, "a conditional-expression test", loop)
+            self.visit(node.body, env, condition, loop)
+            self.visit(node.orelse, env, condition, loop)
+            return
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            self._comprehension(node, env, loop)
+            return
+        if isinstance(node, (cst.Await, cst.Yield)) and self.broad:
+            self._candidate(node, loop)
+        if condition is not None:
+            self._condition(node, env, condition, loop)
+        if isinstance(node, cst.Call):
+            self._call(node, env, loop)
+            if isinstance(node.func, cst.Attribute):
+                self.visit(node.func.value, env, None, loop)
+            for arg in node.args:
+                self.visit(arg.value, env, None, loop)
+            return
+        if isinstance(node, cst.Subscript):
+            self._subscript(node, env, loop, store=False)
+            self.visit(node.value, env, None, loop)
+            self._slice_children(node, env, loop)
+            return
+        for child in _expression_children(node):
+            self.visit(child, env, None, loop)
+
+    def _slice_children(self, node: cst.Subscript, env, loop: bool) -> None:
+        for element in node.slice:
+            part = element.slice
+            if isinstance(part, cst.Index):
+                self.visit(part.value, env, None, loop)
+            else:
+                for bound in (part.lower, part.upper, part.step):
+                    if bound is not None:
+                        self.visit(bound, env, None, loop)
+
+    def _target(self, node: cst.BaseExpression, env) -> None:
+        """A store target: its sub-expressions are evaluated (``out[:n] = ...``), a mask is not a sync."""
+        if isinstance(node, (cst.Tuple, cst.List)):
+            for element in node.elements:
+                self._target(element.value, env)
+        elif isinstance(node, cst.StarredElement):
+            self._target(node.value, env)
+        elif isinstance(node, cst.Subscript):
+            self._subscript(node, env, False, store=True)
+            self.visit(node.value, env, None, False)
+            self._slice_children(node, env, False)
+        elif isinstance(node, cst.Attribute):
+            self.visit(node.value, env, None, False)
+
+    def _comprehension(self, node, env, loop: bool) -> None:
+        local = dict(env)
+        clause = node.for_in
+        first = True
+        while clause is not None:
+            self.visit(clause.iter, local, None, loop or not first)
+            self._binder.bind(clause.target, self.domain.element(self.domain.evaluate(clause.iter, local), 0), local)
+            for test in clause.ifs:
+                self.visit(test.test, local, "a comprehension condition", True)
+            clause = clause.inner_for_in
+            first = False
+        if isinstance(node, cst.DictComp):
+            self.visit(node.key, local, None, True)
+            self.visit(node.value, local, None, True)
+        else:
+            self.visit(node.elt, local, None, True)
+
+    def _condition(self, node: cst.BaseExpression, env, label: str, loop: bool) -> None:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("any", "all") \
+                and self.domain.library_name(node.func) is None:
+            receiver = self.domain.evaluate(node.func.value, env)
+            if self.broad:
+                if self._maybe_device(receiver):
+                    self._candidate(node, loop)
+            elif self._device_ish(receiver):
+                self._hit(node, "implicit", f"`.{node.func.attr.value}()` in {label}", None, loop)
+            return
+        if is_literal(node):
+            return
+        place = self.domain.evaluate(node, env)
+        if self.broad:
+            if self._maybe_device(place):
+                self._candidate(node, loop)
+        elif self._device_ish(place, tensor=True):
+            self._hit(node, "implicit", f"the tensor `{{code}}` used as {label}", node, loop)
+
+    def _subscript(self, node: cst.Subscript, env, loop: bool, store: bool) -> None:
+        for element in node.slice:
+            part = element.slice
+            if isinstance(part, cst.Index):
+                if is_literal(part.value):
+                    continue
+                place = self.domain.evaluate(part.value, env)
+                if self.broad:
+                    if not store and self._maybe_device(place):
+                        self._candidate(part.value, loop)
+                elif not store and place.mask and self._device_ish(place, tensor=True):
+                    self._hit(node, "implicit", "boolean-mask indexing `{code}`", node, loop)
+                continue
+            for bound in (part.lower, part.upper, part.step):
+                if bound is None or is_literal(bound):
+                    continue
+                place = self.domain.evaluate(bound, env)
+                if self.broad:
+                    if self._maybe_device(place):
+                        self._candidate(bound, loop)
+                elif self._device_ish(place, tensor=True):
+                    self._hit(bound, "implicit", "the tensor `{code}` used as a slice bound", bound, loop)
+
+    # -- calls ----------------------------------------------------------------------------------
+    def _call(self, node: cst.Call, env, loop: bool) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "synchronize":
+            resolved = self.names.resolve(func) if self.names.is_imported(func) else ""
+            if not (resolved or "").startswith("torch.cpu."):
+                self._hit(node, "explicit", "`{code}`", node, loop)
+            return
+        if self.analysis.declarations.is_declaration_call(node):
+            return
+        callee = self._callee(func, env)
+        if callee is not None:
+            if self.broad:
+                if self.analysis.function_may_sync(callee):
+                    self._candidate(node, loop)
+            else:
+                self._hit(node, "call", "", None, loop, callee)
+            return
+        library = self.domain.library_name(func)
+        if library is not None:
+            self._library_call(library, node, env, loop)
+        elif isinstance(func, cst.Attribute):
+            self._method_call(func.attr.value, func.value, node, env, loop)
+        elif isinstance(func, cst.Name) and self._is_builtin(func.value, env):
+            self._builtin_call(func.value, node, env, loop)
+        elif self.broad:
+            self._candidate(node, loop)
+
+    def _is_builtin(self, name: str, env) -> bool:
+        return name not in env and name not in self.names.imports and name not in self.analysis.module_names
+
+    def _method_call(self, method: str, receiver_node, node: cst.Call, env, loop: bool) -> None:
+        receiver = self.domain.evaluate(receiver_node, env)
+        non_blocking = is_true(keyword(node, "non_blocking"))
+        if method in EXPLICIT_METHODS:
+            if self.broad:
+                if self._maybe_device(receiver):
+                    self._candidate(node, loop)
+            elif self._device_ish(receiver):
+                self._hit(node, "explicit", f"`.{method}()` on `{{code}}`", receiver_node, loop)
+        elif method == "to":
+            target = self.domain.device_argument(node, env)
+            if self.broad:
+                if target is not None or any(not self.domain._is_dtype(a) for a in positional(node)):
+                    self._candidate(node, loop)
+            elif target is not None and target.is_host and not non_blocking and self._device_ish(receiver):
+                self._hit(node, "explicit", "`.to(\"cpu\")` of `{code}`", receiver_node, loop)
+        elif method == "copy_":
+            if self.broad:
+                self._candidate(node, loop)
+            else:
+                args = positional(node)
+                if args and receiver.is_host and not non_blocking and self.domain.evaluate(args[0], env).is_device:
+                    self._hit(node, "explicit", "a blocking `.copy_()` of a GPU tensor into the CPU tensor `{code}`", receiver_node, loop)
+        elif method in DATA_DEPENDENT_METHODS:
+            if self.broad:
+                if self._maybe_device(receiver):
+                    self._candidate(node, loop)
+            elif self._device_ish(receiver):
+                self._hit(node, "implicit", f"`.{method}()` of `{{code}}` (its output size depends on the data)",
+                          receiver_node, loop)
+        elif method == "repeat_interleave":
+            args = positional(node)
+            repeats = keyword(node, "repeats") or (args[0] if args else None)
+            self._repeat_interleave(node, repeats, receiver, env, loop)
+        elif self.broad and method not in SAFE_METHODS:
+            self._candidate(node, loop)
+
+    def _repeat_interleave(self, node: cst.Call, repeats, receiver: Place, env, loop: bool) -> None:
+        if repeats is None or keyword(node, "output_size") is not None or is_literal(repeats):
+            return
+        place = self.domain.evaluate(repeats, env)
+        if self.broad:
+            if self._maybe_device(place):
+                self._candidate(node, loop)
+        elif self._device_ish(place, tensor=True) and not receiver.is_host:
+            self._hit(node, "implicit", "`repeat_interleave` with tensor repeats and no `output_size=`", None, loop)
+
+    def _library_call(self, name: str, node: cst.Call, env, loop: bool) -> None:
+        if not name.startswith("torch."):
+            return
+        short = name.rsplit(".", 1)[-1]
+        args = positional(node)
+        has_keywords = any(arg.keyword is not None for arg in node.args)
+        if short in DATA_DEPENDENT_FUNCTIONS or (short == "where" and len(args) == 1 and not has_keywords):
+            first = args[0] if args else keyword(node, "input") or keyword(node, "condition")
+            place = self.domain.evaluate(first, env) if first is not None else Place("unknown")
+            if self.broad:
+                self._candidate(node, loop)
+            elif self._device_ish(place):
+                self._hit(node, "implicit", f"`torch.{short}()` (its output size depends on the data)", None, loop)
+        elif short == "repeat_interleave":
+            repeats = keyword(node, "repeats") or (args[1] if len(args) > 1 else args[0] if args else None)
+            source = self.domain.evaluate(args[0], env) if len(args) > 1 else Place("unknown")
+            self._repeat_interleave(node, repeats, source, env, loop)
+        elif short in SIZE_FUNCTIONS and name.count(".") == 1:
+            sizes = args[:1] if short == "full" else args
+            for size in _flatten(sizes):
+                if is_literal(size):
+                    continue
+                place = self.domain.evaluate(size, env)
+                if self.broad:
+                    if self._maybe_device(place):
+                        self._candidate(size, loop)
+                elif self._device_ish(place, tensor=True):
+                    self._hit(size, "implicit", f"the tensor `{{code}}` used as a Python int in `torch.{short}()`",
+                              size, loop)
+        elif self.broad and not (short in SAFE_TORCH or name.startswith("torch.nn.functional.")):
+            self._candidate(node, loop)
+
+    def _builtin_call(self, name: str, node: cst.Call, env, loop: bool) -> None:
+        args = positional(node)
+        if name in _PROTOCOL_BUILTINS and len(args) == 1:
+            place = self.domain.evaluate(args[0], env)
+            if self.broad:
+                if not is_literal(args[0]) and self._maybe_device(place):
+                    self._candidate(node, loop)
+            elif self._device_ish(place, tensor=True):
+                self._hit(node, "implicit", f"`{name}()` of the tensor `{{code}}`", args[0], loop)
+            return
+        if name == "range":
+            for arg in args:
+                if is_literal(arg):
+                    continue
+                place = self.domain.evaluate(arg, env)
+                if self.broad:
+                    if self._maybe_device(place):
+                        self._candidate(arg, loop)
+                elif self._device_ish(place, tensor=True):
+                    self._hit(arg, "implicit", "the tensor `{code}` used as a Python int in `range()`", arg, loop)
+            return
+        if self.broad and name not in SAFE_BUILTINS:
+            if any(not is_literal(a) and self._maybe_device(self.domain.evaluate(a, env)) for a in args):
+                self._candidate(node, loop)
+
+    # -- callees --------------------------------------------------------------------------------
+    def _callee(self, func: cst.BaseExpression, env) -> str | None:
+        """The dotted name of a project function this call runs, if it can be told."""
+        names = self.names
+        module = names.module_name
+        if isinstance(func, cst.Name):
+            name = func.value
+            if name in env:
+                return None
+            if name in self._nested:
+                return f"{self.info.qualname}.{name}"
+            if name in names.imports:
+                full = names.resolve(func) or ""
+                return None if full.split(".")[0] in LIBRARY_ROOTS else full
+            if name in self.analysis.module_functions:
+                return f"{module}.{name}" if module else name
+            return None
+        if not isinstance(func, cst.Attribute):
+            return None
+        base = func.value
+        method = func.attr.value
+        if isinstance(base, cst.Name) and base.value in ("self", "cls") and self.info.class_node is not None:
+            return self.analysis.method_target(self.info.qualname.rsplit(".", 1)[0], self.info.class_node, method)
+        if isinstance(base, cst.Call) and isinstance(base.func, cst.Name) and base.func.value == "super" \
+                and self.info.class_node is not None:
+            return self.analysis.base_method_target(self.info.class_node, method)
+        written = dotted(func)
+        if written is None:
+            return None
+        head = written.split(".")[0]
+        if head in env:
+            return None
+        if head in names.imports:
+            full = names.resolve(func) or ""
+            return None if full.split(".")[0] in LIBRARY_ROOTS else full
+        if head in self.analysis.module_classes:
+            return f"{module}.{written}" if module else written
+        return None
+
+
+def _flatten(nodes):
+    for node in nodes:
+        if isinstance(node, (cst.Tuple, cst.List)):
+            yield from _flatten(e.value for e in node.elements)
+        else:
+            yield node
+
+
+_WRAPPERS = (cst.Arg, cst.Element, cst.DictElement, cst.StarredDictElement, cst.SubscriptElement, cst.Index,
+             cst.Slice, cst.FormattedStringExpression, cst.ComparisonTarget, cst.StarredElement)
+
+
+def _expression_children(node: cst.CSTNode):
+    for child in node.children:
+        if isinstance(child, cst.BaseExpression):
+            yield child
+        elif isinstance(child, _WRAPPERS) or isinstance(child, cst.BaseFormattedStringContent):
+            yield from _expression_children(child)
+
+
+class SyncAnalysis:
+    """Every sync site of a file, its stale declarations, and the functions' sync summaries."""
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx
+        self.hot = ctx.get(HotScopes)
+        self.declarations = ctx.get(Declarations)
+        self.policy = ctx.settings["unknown-device"]
+        self.sites: list[SyncSite] = []
+        self.stale: list[DeclarationBlock] = []
+        self.functions = {info.qualname: info for info in self.hot.functions}
+        self.module_functions = {s.name.value for s in ctx.module.body if isinstance(s, cst.FunctionDef)}
+        self.module_classes = {s.name.value for s in ctx.module.body if isinstance(s, cst.ClassDef)}
+        self.module_names = self.module_functions | self.module_classes
+        self._lines: dict[int, int] | None = None
+        self._may_sync: dict[str, bool] = {}
+        self._attributes: ClassAttributes | None = None
+        for info in self.hot.functions:
+            self._analyse(info)
+
+    # -- queries for the rules ------------------------------------------------------------------
+    def hot_sites(self, kinds: tuple[str, ...], undeclared: bool = True) -> list[SyncSite]:
+        return [s for s in self.sites if s.kind in kinds and (s.undeclared if undeclared else not s.debug)]
+
+    def describe(self, site: SyncSite) -> str:
+        if site.subject is None or "{code}" not in site.template:
+            return site.template
+        code = self.ctx.module.code_for_node(site.subject).strip()
+        if len(code) > 48 or "\n" in code:
+            code = code.replace("\n", " ")[:45] + "..."
+        return site.template.replace("{code}", code)
+
+    def describe_declaration(self, block: DeclarationBlock) -> str:
+        """``with gpu_sync_allowed():`` as written (shortened)."""
+        code = self.ctx.module.code_for_node(block.node.items[block.item].item).strip()
+        return f"with {code if len(code) <= 48 else code[:45] + '...'}:"
+
+    def line(self, node: cst.CSTNode) -> int:
+        if self._lines is None:
+            state = _LineState(self.ctx.module)
+            self.ctx.module._codegen(state)
+            self._lines = state.lines
+        return self._lines.get(id(node), 0)
+
+    # -- per function ---------------------------------------------------------------------------
+    def _class_attributes(self, info: FunctionInfo):
+        if info.class_node is None:
+            return {}
+        if self._attributes is None:
+            self._attributes = self.ctx.get(ClassAttributes)
+        return self._attributes.of(info.class_node.name.value)
+
+    def _analyse(self, info: FunctionInfo) -> None:
+        hot = self.hot.of(info)
+        declarations = self.declarations
+        context_names = declarations.context_names(info.node) if declarations.mentioned else set()
+        contexts = _Contexts(info, declarations, self.hot, context_names)
+        if not hot.cold or contexts.has_graph:
+            self._find_sites(info, hot, contexts)
+        if contexts.blocks:
+            self._find_stale(info, contexts)
+
+    def _find_sites(self, info: FunctionInfo, hot: Hotness, contexts: _Contexts) -> None:
+        report_unknown = self.policy == "always" or (self.policy == "hot-classes" and hot.hot_class)
+        domain = DeviceDomain(self.ctx.names, self._class_attributes(info))
+        scanner = _Scanner(self, info, domain, report_unknown)
+        decorated = self.declarations.mentioned and self.declarations.decorates(info.node)
+        short = f"{info.class_name}.{info.name}" if info.class_name else info.name
+        graph_scope = f"code captured by `torch.cuda.graph` in `{short}`"
+
+        def on_statement(node, env) -> None:
+            flags = contexts.flags.get(id(node))
+            if flags is None or (hot.cold and not flags.graph):
+                return
+            for hit in scanner.scan(node, env, flags.loop):
+                site = SyncSite(
+                    node=hit.node, kind=hit.kind, template=hit.template, subject=hit.subject,
+                    statement=flags.wrap, anchor=node,
+                    scope=hot.reason or (graph_scope if flags.graph else None),
+                    in_loop=hit.in_loop, declared=flags.declared or decorated, debug=flags.debug, callee=hit.callee,
+                )
+                if site.scope is not None:
+                    self.sites.append(site)
+                elif site.undeclared:
+                    self._summarise(info, site)
+
+        # Tensors a CUDA graph captures live on the GPU, as do a forward's.
+        on_device = hot.tensors_on_device or contexts.has_graph
+        _walk(Walker(domain, on_statement), info.node, initial_env(info.node.params, on_device))
+
+    def _summarise(self, info: FunctionInfo, site: SyncSite) -> None:
+        summary = self.ctx.summary(info.qualname, info.params)
+        if site.kind == "call":
+            if site.callee != info.qualname:
+                summary.sync_calls.append(SyncCall(site.callee, self.line(site.anchor)))
+        elif summary.sync is None:
+            summary.sync = f"syncs with {self.describe(site)} (line {self.line(site.anchor)})"
+
+    # -- stale declarations ---------------------------------------------------------------------
+    def _find_stale(self, info: FunctionInfo, contexts: _Contexts) -> None:
+        live: set[int] = set()
+        domain = DeviceDomain(self.ctx.names, self._class_attributes(info))
+        scanner = _Scanner(self, info, domain, report_unknown=True, broad=True)
+
+        def on_statement(node, env) -> None:
+            flags = contexts.flags.get(id(node))
+            if flags is None or not flags.blocks or all(id(b) in live for b in flags.blocks):
+                return
+            if scanner.may_sync(node, env):
+                live.update(id(b) for b in flags.blocks)
+
+        _walk(Walker(domain, on_statement), info.node, initial_env(info.node.params, False))
+        self.stale.extend(block for block in contexts.blocks if id(block.node) not in live)
+
+    def function_may_sync(self, qualname: str) -> bool:
+        """Broadly: may calling this function sync? Unknown (other files') functions may."""
+        if qualname in self._may_sync:
+            return self._may_sync[qualname]
+        info = self.functions.get(qualname)
+        if info is None:
+            return True
+        self._may_sync[qualname] = True  # while looking (recursion): assume it may
+        found = False
+        domain = DeviceDomain(self.ctx.names, self._class_attributes(info))
+        scanner = _Scanner(self, info, domain, report_unknown=True, broad=True)
+
+        def on_statement(node, env) -> None:
+            nonlocal found
+            if not found and not isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                    found = scanner.may_sync(node, env)
+
+        _walk(Walker(domain, on_statement), info.node, initial_env(info.node.params, False))
+        self._may_sync[qualname] = found
+        return found
+
+    # -- method resolution ----------------------------------------------------------------------
+    def method_target(self, class_qualname: str, class_node: cst.ClassDef, method: str, depth: int = 0) -> str | None:
+        """``self.<method>`` of ``class_node``: defined there, in a base of this file, or (as a guess
+        the project index may confirm) in its first base of another file."""
+        if _defines(class_node, method):
+            return f"{class_qualname}.{method}"
+        if depth > 8:
+            return None
+        return self.base_method_target(class_node, method, depth)
+
+    def base_method_target(self, class_node: cst.ClassDef, method: str, depth: int = 0) -> str | None:
+        names = self.ctx.names
+        for arg in class_node.bases:
+            if arg.keyword is not None:
+                continue
+            written = base_class_name(arg.value)
+            if not written:
+                continue
+            resolved = names.resolve_dotted(written)
+            local = self.hot._classes.get(resolved)
+            if local is not None:
+                found = self.method_target(resolved, local, method, depth + 1)
+                if found is not None:
+                    return found
+                continue
+            if resolved.split(".")[0] in LIBRARY_ROOTS or written in ("object", "Generic", "ABC", "Protocol"):
+                continue
+            return f"{resolved}.{method}"
+        return None
+
+
+def _defines(class_node: cst.ClassDef, method: str) -> bool:
+    body = class_node.body.body if isinstance(class_node.body, cst.IndentedBlock) else ()
+    return any(isinstance(s, cst.FunctionDef) and s.name.value == method for s in body)
+
+
+def _walk(walker: Walker, function: cst.FunctionDef, env) -> None:
+    body = function.body
+    if isinstance(body, cst.IndentedBlock):
+        walker.walk(body.body, env)
+    else:  # ``def f(x): return x.item()``
+        for small in body.body:
+            env = walker.small(small, env)
+
+
+# -- what the GPU2xx rules share -----------------------------------------------------------------
+
+# Hot-scope markers (default patterns): a file with none and no sync word has nothing to report.
+HOT_TRIGGERS = ("MetadataBuilder", "def forward", "torch.compile", "cuda.graph", "support_torch_compile")
+EXPLICIT_TRIGGERS = (".item(", ".tolist(", ".cpu(", ".numpy(", "synchronize", '"cpu"', "'cpu'", ".copy_(")
+IMPLICIT_TRIGGERS = (
+    "nonzero", "argwhere", "unique", "masked_select", "repeat_interleave", "where(", "device", ".cuda(", "_gpu",
+    ".gpu",
+)
+
+
+UNDECLARED = "undeclared GPU->CPU sync"
+DECLARE_FIX = "Declare the intended sync: wrap the statement in `with gpu_sync_allowed():`"
+
+
+def declared_findings(ctx, kinds: tuple[str, ...]):
+    """Findings for the undeclared hot sync sites of ``kinds``, with the wrap-in-a-declaration
+    fix (GPU201: explicit syncs and calls of syncing functions; GPU202: implicit syncs)."""
+    analysis = ctx.get(SyncAnalysis)
+    for site in analysis.hot_sites(kinds):
+        condition = CalleeCondition("sync", site.callee) if site.kind == "call" else None
+        yield Finding(site.node, site_message(analysis, site, UNDECLARED), wrap_fix(ctx, site.statement, DECLARE_FIX),
+                      condition)
+
+
+def site_message(analysis: SyncAnalysis, site: SyncSite, lead: str) -> str:
+    """``<lead> in <scope>: <what>``; a call site names the callee and why it syncs (filled in
+    from its summary project-wide)."""
+    if site.kind == "call":
+        return f"{lead} in {site.scope}: `{{callee}}()` {{reason}}"
+    return f"{lead} in {site.scope}: {analysis.describe(site)}"

@@ -1,0 +1,143 @@
+"""GPU101: a cast relied on to make a tensor contiguous before a kernel."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from sync_lint.analysis.context import FileContext
+from sync_lint.analysis.layout import PERMUTED
+from sync_lint.analysis.sinks import (
+    SUMMARY_TRIGGERS, ContiguityAnalysis, SinkUse, append_contiguous, because, cast_relied_on, fix_target, reported,
+)  # fmt: skip
+from sync_lint.rules.base import CalleeCondition, Finding, Rule
+
+CAST_TRIGGERS = (".to(", ".int()", ".long()", ".float()", ".half()", ".bfloat16()", ".double()", ".type(", ".cuda(")
+
+
+class CastAsContiguityFix(Rule):
+    code = "GPU101"
+    name = "cast-as-contiguity-fix"
+    summary = "A cast that may be a no-op is relied on to hand a contiguous tensor to a kernel."
+    what = (
+        "A tensor that may be a strided view (a column slice, a transpose, a broadcast, or a parameter or "
+        "attribute of unknown layout) is cast (`.to(dtype)`, `.to(device)`, `.int()`, `.long()`, `.float()`, "
+        "`.half()`, `.bfloat16()`, `.type(...)`, `.cuda()`) and handed to something that needs a contiguous "
+        "tensor, with no `.contiguous()` in between: a Triton kernel that reads the argument as `ptr + offset`, "
+        "a `torch.ops` custom op, a function that checks `is_contiguous()` (in any checked file), "
+        "`.view(dtype)`, a raw `.data_ptr()`, or a sink named in `contiguous-sinks`. A cast of a source known "
+        "to be fresh, a cast that certainly changes the dtype of a gapped view, and a launch that also passes "
+        "the tensor's strides are not reported."
+    )
+    why = (
+        "A cast returns its input itself when there is nothing to convert (`x.to(torch.int32)` of an int32 "
+        "tensor is `x`, strides included), and a dtype-changing cast of a permuted view keeps the permuted "
+        "strides. So the cast fixes the layout only on the inputs the author tried. On the others the "
+        "kernel reads `ptr + i` through a strided view: a Triton kernel silently reads (and stores to) the "
+        "wrong elements, e.g. other requests' state slots; a checked boundary raises "
+        "`ValueError: ... must be contiguous`."
+    )
+    example = (
+        "state_indices = block_table[:, 0]          # int32 column: stride = row width\n"
+        "fused_kda_chunk(q, k, v, g, beta, state, state_indices.to(torch.int32), cu_seqlens)\n"
+        "# fixed:\n"
+        "fused_kda_chunk(q, k, v, g, beta, state, state_indices.to(torch.int32).contiguous(), cu_seqlens)"
+    )
+    fix_safety = (
+        "Safe: appends `.contiguous()` to the argument, which copies only when the tensor is not contiguous "
+        "and never changes values. Marked unsafe when the kernel stores through that argument (a copy would "
+        "lose the writes)."
+    )
+    fix_applicability = "safe"
+    triggers = CAST_TRIGGERS + SUMMARY_TRIGGERS
+    valid = (
+        # A fresh tensor: the cast cannot leave a view behind.
+        "import torch\n"
+        "import triton\n"
+        "import triton.language as tl\n\n"
+        "@triton.jit\n"
+        "def copy_kernel(src_ptr, dst_ptr, n: tl.constexpr):\n"
+        "    offs = tl.arange(0, n)\n"
+        "    tl.store(dst_ptr + offs, tl.load(src_ptr + offs))\n\n"
+        "def run(n):\n"
+        "    idx = torch.arange(n)\n"
+        "    out = torch.empty(n, dtype=torch.int32)\n"
+        "    copy_kernel[(1,)](idx.to(torch.int32), out, n)\n",
+        # `.contiguous()` after the cast, and a stride-aware launch.
+        "import triton\n"
+        "import triton.language as tl\n\n"
+        "@triton.jit\n"
+        "def gather_kernel(idx_ptr, out_ptr, stride):\n"
+        "    i = tl.program_id(0)\n"
+        "    tl.store(out_ptr + i, tl.load(idx_ptr + i * stride))\n\n"
+        "def run(block_table, out):\n"
+        "    col = block_table[:, 0]\n"
+        "    gather_kernel[(out.numel(),)](col.to(torch.int32).contiguous(), out, 1)\n"
+        "    gather_kernel[(out.numel(),)](col.to(torch.int32), out, col.stride(0))\n",
+        # A prefix of a 1-D tensor is contiguous.
+        "import torch\n\n"
+        "def run(query_start_loc, num_reqs, out):\n"
+        "    cu_seqlens = query_start_loc[: num_reqs + 1].to(torch.int32)\n"
+        "    torch.ops._C.varlen_fwd(out, cu_seqlens)\n",
+    )
+    invalid = (
+        "import torch\n"
+        "import triton\n"
+        "import triton.language as tl\n\n"
+        "@triton.jit\n"
+        "def gather_kernel(idx_ptr, out_ptr):\n"
+        "    i = tl.program_id(0)\n"
+        "    tl.store(out_ptr + i, tl.load(idx_ptr + i))\n\n"
+        "def run(block_table, out):\n"
+        "    state_indices = block_table[:, 0]\n"
+        "    gather_kernel[(out.numel(),)](state_indices.to(torch.int32), out)  # expect: GPU101\n",
+        "import torch\n\n"
+        "def rms_norm(out, x, weight, eps):\n"
+        "    torch.ops._C.rms_norm(out, x.t().to(torch.bfloat16), weight, eps)  # expect: GPU101\n",
+    )
+
+    def check(self, ctx: FileContext) -> Iterable[Finding]:
+        analysis = ctx.get(ContiguityAnalysis)
+        seen: set[int] = set()
+        for use in analysis.uses:
+            if not reported(use, cast_relied_on):
+                continue
+            target = fix_target(use)
+            node = target if target is not None else use.arg
+            if id(node) in seen or (use.callee is not None and use.key is None):
+                continue
+            seen.add(id(node))
+            yield Finding(
+                node=node,
+                message=self._message(use, analysis),
+                fix=append_contiguous(target, unsafe=use.writes) if target is not None else None,
+                if_callee=CalleeCondition("contiguity", use.callee, use.key) if use.callee is not None else None,
+            )
+
+    @staticmethod
+    def _message(use: SinkUse, analysis: ContiguityAnalysis) -> str:
+        layout = use.layout
+        cast = layout.cast
+        assert cast is not None
+        if layout.kind == PERMUTED:
+            effect = "keeps the permuted strides (even when it converts)"
+        elif cast.target == "device":
+            effect = "is a no-op when the tensor is already on that device"
+        elif cast.same_dtype is not None:
+            effect = f"is a no-op (the tensor is already `{cast.same_dtype}`)"
+        elif cast.target == "dtype":
+            effect = "is a no-op when the dtype already matches"
+        else:
+            effect = "is a no-op when there is nothing to convert"
+        sink = use.sink
+        if layout.kind == "unknown":
+            kind = "a parameter" if layout.source == "param" else "an attribute"
+            return (
+                f"`{cast.source_text}` is {kind} of unknown layout and may be a strided view; `{cast.text}` "
+                f"{effect} and is no contiguity fix, so {sink} may receive a non-contiguous tensor{because(use)}. "
+                "Add `.contiguous()`."
+            )
+        line = analysis.finding_line(layout.origin)
+        return (
+            f"`{cast.source_text}` is {layout.what} (line {line}); `{cast.text}` {effect}, so {sink} "
+            f"receives a non-contiguous tensor{because(use)}. Add `.contiguous()`."
+        )

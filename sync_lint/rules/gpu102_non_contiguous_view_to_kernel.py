@@ -1,0 +1,106 @@
+"""GPU102: a known strided view handed to something that needs a contiguous tensor."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from sync_lint.analysis.context import FileContext
+from sync_lint.analysis.sinks import (
+    SUMMARY_TRIGGERS, ContiguityAnalysis, append_contiguous, because, fix_target, plain_view, reported,
+)  # fmt: skip
+from sync_lint.rules.base import CalleeCondition, Finding, Rule
+
+VIEW_TRIGGERS = (
+    "[:", "[...", "...]", "::", ":, ", ".t()", ".T", ".mT", ".mH", "transpose", "permute", "movedim",
+    "moveaxis", "swapaxes", "swapdims", "expand", "broadcast_to", "select(", "narrow(", "unfold(",
+    "diagonal(", "as_strided",
+)  # fmt: skip
+
+
+class NonContiguousViewToKernel(Rule):
+    code = "GPU102"
+    name = "non-contiguous-view-to-kernel"
+    summary = "A strided view reaches a kernel or op that needs a contiguous tensor."
+    what = (
+        "A gapped view (`x[:, i]`, `x[:, :k]`, `x[..., i]`, step slices, `select`/`narrow` off dim 0, "
+        "`unfold`, `diagonal`, `as_strided`), a permuted view (`t`, `T`, `mT`, `transpose`, `permute`, "
+        "`movedim`, `swapaxes`) or a broadcast view (`expand`, `broadcast_to`) handed, with no cast and no "
+        "`.contiguous()`, to a Triton kernel that reads it as `ptr + offset`, a `torch.ops` custom op, a "
+        "function that checks `is_contiguous()` or passes it on to such a sink (in any checked file), "
+        "`.view(dtype)`, a raw `.data_ptr()`, or a sink named in `contiguous-sinks`. Views that keep "
+        "contiguity (`x[i]`, `x[:n]`, `x[1:]`, `x[i, :k]`, `x[:1, 0]`) and launches that also pass the "
+        "strides are not reported."
+    )
+    why = (
+        "A Triton kernel that loads `ptr + i` assumes stride 1: given a column of `block_table` it reads "
+        "every row's first element as if they were adjacent, i.e. the wrong values, with no error; a store "
+        "through such indices overwrites other requests' data. C++/CUDA ops and checked Python boundaries "
+        "raise `... must be contiguous`."
+    )
+    example = (
+        "slots = block_table[:, 0]\n"
+        "copy_blocks_kernel[(n,)](slots, cache)            # reads block_table[0, 0..n), not the column\n"
+        "# fixed:\n"
+        "copy_blocks_kernel[(n,)](slots.contiguous(), cache)"
+    )
+    fix_safety = (
+        "Safe: appends `.contiguous()` to the argument (a copy with the same values). Marked unsafe when "
+        "the kernel stores through that argument, since the writes would go to the copy."
+    )
+    fix_applicability = "safe"
+    triggers = VIEW_TRIGGERS + SUMMARY_TRIGGERS
+    valid = (
+        "import torch\n\n"
+        "def launch(x, out, n):\n"
+        "    torch.ops._C.silu(out, x[:n])          # a prefix of rows stays contiguous\n"
+        "    torch.ops._C.silu(out, x[:, 0].contiguous())\n"
+        "    torch.ops._C.silu(out, x[:, 0] * 2)    # arithmetic gives a fresh tensor\n",
+        "import triton\n"
+        "import triton.language as tl\n\n"
+        "@triton.jit\n"
+        "def col_kernel(x_ptr, out_ptr, stride_x):\n"
+        "    i = tl.program_id(0)\n"
+        "    tl.store(out_ptr + i, tl.load(x_ptr + i * stride_x))\n\n"
+        "def run(x, out):\n"
+        "    col_kernel[(out.numel(),)](x[:, 0], out, x.stride(0))  # stride-aware\n",
+    )
+    invalid = (
+        "import triton\n"
+        "import triton.language as tl\n\n"
+        "@triton.jit\n"
+        "def col_kernel(x_ptr, out_ptr):\n"
+        "    i = tl.program_id(0)\n"
+        "    tl.store(out_ptr + i, tl.load(x_ptr + i))\n\n"
+        "def run(block_table, out):\n"
+        "    slots = block_table[:, 0]\n"
+        "    col_kernel[(out.numel(),)](slots, out)  # expect: GPU102\n",
+        "import torch\n\n"
+        "def gemm(a, b, out):\n"
+        "    torch.ops._C.cutlass_mm(out, a, b.t())  # expect: GPU102\n",
+    )
+
+    def check(self, ctx: FileContext) -> Iterable[Finding]:
+        analysis = ctx.get(ContiguityAnalysis)
+        seen: set[int] = set()
+        for use in analysis.uses:
+            if not reported(use, plain_view):
+                continue
+            target = fix_target(use)
+            node = target if target is not None else use.arg
+            if id(node) in seen or (use.callee is not None and use.key is None):
+                continue
+            seen.add(id(node))
+            layout = use.layout
+            line = analysis.finding_line(layout.origin)
+            arg = ctx.module.code_for_node(use.arg).strip()
+            named = f"`{arg}` is {layout.what}" if len(arg) <= 48 else f"the argument is {layout.what}"
+            message = (
+                f"{named} (line {line}), not contiguous, so {use.sink} receives a strided view"
+                f"{because(use)}. Add `.contiguous()`."
+            )
+            yield Finding(
+                node=node,
+                message=message,
+                fix=append_contiguous(target, unsafe=use.writes) if target is not None else None,
+                if_callee=CalleeCondition("contiguity", use.callee, use.key) if use.callee is not None else None,
+            )

@@ -1,0 +1,106 @@
+"""GPU103: `.contiguous()` applied, then undone (or made meaningless) before the sink."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from sync_lint.analysis.context import FileContext
+from sync_lint.analysis.layout import code_of
+from sync_lint.analysis.sinks import (
+    SUMMARY_TRIGGERS, ContiguityAnalysis, append_contiguous, because, fix_target, reported, size1_strides_read,
+    view_after_fix,
+)  # fmt: skip
+from sync_lint.rules.base import CalleeCondition, Finding, Rule
+
+
+class ContiguityLostAfterFix(Rule):
+    code = "GPU103"
+    name = "contiguity-lost-after-fix"
+    summary = "`.contiguous()` comes before a view, so the kernel still gets a strided tensor."
+    what = (
+        "`.contiguous()` followed by a view op before the tensor reaches a contiguity sink "
+        "(`x.contiguous()[:, 0]`, `x.contiguous().t()`, `y = x.contiguous(); k[grid](y[..., 0])`), and a "
+        "view that is contiguous only through a size-1 dim (`bt[:1, 0]`, with or without `.contiguous()`) "
+        "whose strides a Triton launch reads (`t.stride(0)` among its arguments); the size-1 case is "
+        "reported only with `preview` on, since a kernel that never steps along that dim is unaffected."
+    )
+    why = (
+        "The view op after `.contiguous()` makes a strided view again, so the kernel reads `ptr + i` "
+        "through gaps (silently wrong values) or the op raises `must be contiguous`: the fix is in the "
+        "wrong place. A view with a size-1 dim already passes `is_contiguous()`, so `.contiguous()` returns "
+        "it unchanged and its `stride(0)` is still the parent's row width: a kernel that uses that stride "
+        "as the row length of a compact tensor indexes out of place."
+    )
+    example = (
+        "k[grid](x.contiguous()[:, 0], out)\n"
+        "# fixed:\n"
+        "k[grid](x[:, 0].contiguous(), out)   # or x.contiguous()[:, 0].contiguous()"
+    )
+    fix_safety = (
+        "Safe for a view after `.contiguous()`: appends `.contiguous()` to the sink argument (the earlier "
+        "call is then redundant and may be removed by hand). No fix for the size-1 case: `.contiguous()` "
+        "does not change those strides."
+    )
+    fix_applicability = "safe"
+    triggers = ("contiguous(",) + SUMMARY_TRIGGERS
+    valid = (
+        "import torch\n\n"
+        "def launch(x, out):\n"
+        "    torch.ops._C.silu(out, x[:, 0].contiguous())\n"
+        "    torch.ops._C.silu(out, x.contiguous()[0])  # a leading select stays contiguous\n",
+    )
+    invalid = (
+        "import triton\n"
+        "import triton.language as tl\n\n"
+        "@triton.jit\n"
+        "def col_kernel(x_ptr, out_ptr):\n"
+        "    i = tl.program_id(0)\n"
+        "    tl.store(out_ptr + i, tl.load(x_ptr + i))\n\n"
+        "def run(block_table, out):\n"
+        "    col_kernel[(out.numel(),)](block_table.contiguous()[:, 0], out)  # expect: GPU103\n",
+        "import torch\n\n"
+        "def gemm(a, b, out):\n"
+        "    b = b.contiguous()\n"
+        "    torch.ops._C.cutlass_mm(out, a, b.t())  # expect: GPU103\n",
+    )
+
+    def check(self, ctx: FileContext) -> Iterable[Finding]:
+        analysis = ctx.get(ContiguityAnalysis)
+        # The size-1 case is often harmless (a kernel that never steps along that dim): it is
+        # reported only with `preview` on.
+        preview = bool(ctx.settings["preview"])
+        seen: set[int] = set()
+        for use in analysis.uses:
+            if use.callee is not None and use.key is None:
+                continue
+            layout = use.layout
+            if reported(use, view_after_fix):
+                target = fix_target(use)
+                node = target if target is not None else use.arg
+                if id(node) in seen:
+                    continue
+                seen.add(id(node))
+                assert layout.refixed is not None
+                fixed_at = analysis.finding_line(layout.refixed)
+                message = (
+                    f"`.contiguous()` (line {fixed_at}) comes before {layout.what}, which is a strided view "
+                    f"again, so {use.sink} receives a non-contiguous tensor{because(use)}. Call "
+                    "`.contiguous()` after the view."
+                )
+                yield Finding(
+                    node=node, message=message,
+                    fix=append_contiguous(target, unsafe=use.writes) if target is not None else None,
+                    if_callee=CalleeCondition("contiguity", use.callee, use.key) if use.callee is not None else None,
+                )  # fmt: skip
+            elif preview and size1_strides_read(use) and id(use.arg) not in seen:
+                seen.add(id(use.arg))
+                arg = code_of(ctx.module, use.arg)
+                made = " and `.contiguous()` returns it unchanged" if layout.made_contiguous is not None else ""
+                message = (
+                    f"`{arg}` is contiguous only through a size-1 dim: it passes `is_contiguous()`{made}, yet "
+                    f"its strides, which {use.sink} receives, are still those of the tensor it was sliced from."
+                )
+                yield Finding(
+                    node=use.arg, message=message,
+                    if_callee=CalleeCondition("contiguity", use.callee, use.key) if use.callee is not None else None,
+                )  # fmt: skip

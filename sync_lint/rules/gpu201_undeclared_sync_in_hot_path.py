@@ -1,0 +1,96 @@
+"""GPU201: an explicit GPU->CPU sync on the per-step hot path, not declared."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from sync_lint.analysis.context import FileContext
+from sync_lint.analysis.syncs import EXPLICIT_TRIGGERS, HOT_TRIGGERS, declared_findings
+from sync_lint.rules.base import Finding, Rule
+
+class UndeclaredSyncInHotPath(Rule):
+    code = "GPU201"
+    name = "undeclared-sync-in-hot-path"
+    summary = "An explicit GPU->CPU sync on the per-step hot path, outside a sync declaration."
+    what = (
+        "`.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `.to(\"cpu\")`, a blocking `cpu_tensor.copy_(gpu_tensor)`, "
+        "`torch.cuda.synchronize()` and stream / event `.synchronize()` on a tensor that may live on the GPU, in "
+        "a hot scope: the `build` / `_build_*` / `build_for_cudagraph_capture` methods of `*MetadataBuilder` "
+        "classes, `forward` of `nn.Module` subclasses, `torch.compile`d functions, code inside "
+        "`with torch.cuda.graph(...)`, and `hot-functions`. A call of a function (of any checked file) that syncs "
+        "is reported at the hot call site, naming the function and its sync. Not reported: syncs inside "
+        "`with gpu_sync_allowed():` (see `sync-declarations`) or a debug-only branch (`if envs.VLLM_DEBUG:`, "
+        "`if self.debug:`, `if __debug__:`), CPU-side receivers (`*_cpu`, `*_np`, `*_host`, `device=\"cpu\"`, "
+        "`pin_memory=True`, results of `.cpu()` / `.numpy()` / `.tolist()`, numpy arrays, Python values), "
+        "shape arithmetic (`x.shape[0]`, `x.size(0)`, `x.numel()`, `len(x)`), and cold code (`__init__`, weight "
+        "loading, warm-up, capture set-up: `cold-function-patterns`). A receiver of unknown device is reported "
+        "in metadata builders only (`unknown-device`)."
+    )
+    why = (
+        "The host waits for the GPU to drain its queue, every step: the CPU can no longer run ahead to prepare "
+        "the next launches, so the GPU idles (a stall per step, worse per layer). An engine that arms "
+        "`torch.cuda.set_sync_debug_mode(\"error\")` after warm-up (the post-warm-up sync check) fails every "
+        "request with \"called a synchronizing CUDA operation\"; inside CUDA-graph capture the sync is illegal "
+        "and the capture fails (`cudaErrorStreamCaptureUnsupported`); under `torch.compile` `.item()` is a graph "
+        "break. A sync that is truly needed (the host must size an allocation) must be declared with "
+        "`with gpu_sync_allowed():`, a no-op unless the check is on."
+    )
+    example = (
+        "class AiterMLAMetadataBuilder(MLAMetadataBuilder):\n"
+        "    def _build_fp8_prefill_ps_metadata(self, ...):\n"
+        "        num_partial_tiles = int(self.fp8_ps_reduce_indptr[-1].item())   # GPU201\n"
+        "# fixed:\n"
+        "        with gpu_sync_allowed():\n"
+        "            num_partial_tiles = int(self.fp8_ps_reduce_indptr[-1].item())"
+    )
+    fix_safety = (
+        "Unsafe (only with `--unsafe-fixes`), and only when `sync-guard = \"package.module:gpu_sync_allowed\"` "
+        "is configured: wraps the smallest enclosing statement in `with gpu_sync_allowed():` and imports it. "
+        "It declares the sync rather than removing it; whether the sync is acceptable (or should read a host "
+        "copy instead) is the author's call."
+    )
+    fix_applicability = "unsafe"
+    triggers = EXPLICIT_TRIGGERS + HOT_TRIGGERS
+    valid = (
+        # Host copies: `.item()` / `.tolist()` on CPU tensors are free.
+        "class FlashMetadataBuilder:\n"
+        "    def build(self, common):\n"
+        "        seq_lens = common.seq_lens_cpu.tolist()\n"
+        "        num_tokens = common.query_start_loc_cpu[-1].item()\n"
+        "        return seq_lens, num_tokens\n",
+        # Declared, debug-only, shape arithmetic, and cold set-up.
+        "import torch\n"
+        "from vllm.utils.gpu_sync_debug import gpu_sync_allowed\n\n"
+        "class MLAMetadataBuilder:\n"
+        "    def __init__(self, device):\n"
+        "        self.indptr = torch.zeros(8, device=device)\n"
+        "        self.capacity = int(self.indptr[-1].item())\n\n"
+        "    def build(self, common):\n"
+        "        with gpu_sync_allowed():\n"
+        "            n = int(self.indptr[-1].item())\n"
+        "        if self.debug:\n"
+        "            print(self.indptr.tolist())\n"
+        "        return n, common.seq_lens.shape[0], common.seq_lens.numel()\n",
+        # Not hot: a plain function no hot scope calls.
+        "import torch\n\n"
+        "def summarize(x):\n"
+        "    return torch.zeros(4, device='cuda').tolist()\n",
+    )
+    invalid = (
+        "class AiterMLAMetadataBuilder(MLAMetadataBuilder):\n"
+        "    def _build_fp8_prefill_ps_metadata(self, common):\n"
+        "        num_partial_tiles = int(self.fp8_ps_reduce_indptr[-1].item())  # expect: GPU201\n"
+        "        return num_partial_tiles\n",
+        # A helper that syncs, reported where the hot scope calls it.
+        "import torch\n\n"
+        "def host_lens(device):\n"
+        "    return torch.ones(4, device=device).tolist()\n\n"
+        "class Model(torch.nn.Module):\n"
+        "    def forward(self, x: torch.Tensor):\n"
+        "        lens = host_lens(x.device)  # expect: GPU201\n"
+        "        torch.cuda.synchronize()  # expect: GPU201\n"
+        "        return x.cpu(), lens  # expect: GPU201\n",
+    )
+
+    def check(self, ctx: FileContext) -> Iterable[Finding]:
+        return declared_findings(ctx, ("explicit", "call"))

@@ -1,0 +1,87 @@
+"""GPU202: an implicit GPU->CPU sync (no sync keyword) on the per-step hot path."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from sync_lint.analysis.context import FileContext
+from sync_lint.analysis.syncs import HOT_TRIGGERS, IMPLICIT_TRIGGERS, declared_findings
+from sync_lint.rules.base import Finding, Rule
+
+
+class ImplicitSyncInHotPath(Rule):
+    code = "GPU202"
+    name = "implicit-sync-in-hot-path"
+    summary = "A GPU->CPU sync without a sync keyword (a Python conversion, a condition, a data-dependent shape) on the hot path."
+    what = (
+        "In a hot scope (see GPU201), outside a sync declaration or debug-only branch: `int()` / `float()` / "
+        "`bool()` of a tensor; a tensor as an `if` / `while` / `assert` condition, a conditional-expression "
+        "test, or an operand of `and` / `or` / `not`; `.any()` / `.all()` in a condition; boolean-mask "
+        "indexing `x[mask]`; `torch.nonzero` / `.nonzero()` / `argwhere`, one-argument `torch.where(cond)`, "
+        "`torch.unique`, `masked_select`, `repeat_interleave` with tensor repeats and no `output_size=`; a "
+        "device scalar used as a Python int (`range(t)`, a slice bound `x[:t]`, a size of `torch.arange(t)` / "
+        "`torch.empty(t)`). The tensor must be known to be on the GPU, or, in metadata builders "
+        "(`unknown-device`), certainly a tensor of unknown device (a torch op's result, `x[1:] - x[:-1]`, "
+        "`x[:, 0]`, `x.sum()`): an unknown value that may be a Python int is never reported. CPU-side values "
+        "and shape arithmetic are never reported."
+    )
+    why = (
+        "Each of these needs a value (or an output size) that only the GPU knows, so PyTorch copies it to the "
+        "host and waits (`aten._local_scalar_dense`, `aten.nonzero`): the same stall per step as `.item()`, "
+        "the same failure of the post-warm-up sync check, the same broken CUDA-graph capture, but invisible "
+        "in review because no sync keyword appears. About a third of real sync fixes are of this kind."
+    )
+    example = (
+        "is_prefill = query_lens > 1\n"
+        "num_prefills = int(is_prefill.sum())          # GPU202\n"
+        "if is_prefill.any():                          # GPU202\n"
+        "    idx = torch.nonzero(is_prefill)           # GPU202\n"
+        "decode_slots = state_indices[~is_prefill]     # GPU202\n"
+        "# fixed: count on the host copy, slice instead of masking\n"
+        "num_prefills = int((query_lens_cpu > 1).sum())\n"
+        "decode_slots = state_indices[:num_decodes]"
+    )
+    fix_safety = (
+        "Unsafe, and only with `sync-guard` configured: wraps the statement in `with gpu_sync_allowed():` (plus "
+        "the import). The better fix (a host copy, a static `output_size=`, slicing instead of a mask) changes "
+        "the code's logic and is left to the author."
+    )
+    fix_applicability = "unsafe"
+    triggers = IMPLICIT_TRIGGERS + HOT_TRIGGERS
+    valid = (
+        # Host-side counts and shape arithmetic.
+        "class GDNAttentionMetadataBuilder:\n"
+        "    def build(self, common):\n"
+        "        query_lens_cpu = common.query_start_loc_cpu[1:] - common.query_start_loc_cpu[:-1]\n"
+        "        num_prefills = int((query_lens_cpu > 1).sum())\n"
+        "        if common.num_reqs and common.seq_lens.shape[0] > 1:\n"
+        "            return num_prefills, range(common.seq_lens.size(0))\n"
+        "        return num_prefills, int(common.max_query_len)\n",
+        # `repeat_interleave` with a static output size; three-argument `torch.where`.
+        "import torch\n\n"
+        "class Model(torch.nn.Module):\n"
+        "    def forward(self, x: torch.Tensor, repeats: torch.Tensor):\n"
+        "        y = x.repeat_interleave(repeats, output_size=x.shape[0] * 2)\n"
+        "        return torch.where(x > 0, x, y[: x.shape[0]])\n",
+    )
+    invalid = (
+        "import torch\n\n"
+        "class GDNAttentionMetadataBuilder:\n"
+        "    def build(self, common):\n"
+        "        query_lens = common.query_start_loc[1:] - common.query_start_loc[:-1]\n"
+        "        is_prefill = query_lens > 1\n"
+        "        num_prefills = int(is_prefill.sum())  # expect: GPU202\n"
+        "        if is_prefill.any():  # expect: GPU202\n"
+        "            idx = torch.nonzero(is_prefill)  # expect: GPU202\n"
+        "        return common.block_table_tensor[:, 0][~is_prefill]  # expect: GPU202\n",
+        "import torch\n\n"
+        "class Sampler(torch.nn.Module):\n"
+        "    def forward(self, logits: torch.Tensor):\n"
+        "        n = logits.argmax(-1).max()\n"
+        "        for i in range(n):  # expect: GPU202\n"
+        "            pass\n"
+        "        return logits[:n]  # expect: GPU202\n",
+    )
+
+    def check(self, ctx: FileContext) -> Iterable[Finding]:
+        return declared_findings(ctx, ("implicit",))

@@ -1,0 +1,347 @@
+"""The fast paths must find exactly what the plain path finds.
+
+Plain path: serial, no cache, every file parsed whole (``Linter(fast=False)``) and the text
+pre-filter off (``prefilter.may_match`` always True). Each fast path is compared with it on the
+fixtures and on a generated corpus above the parallel threshold: a process pool (``jobs=2``), the
+cache (cold, then warm: the warm run must not lint anything), the pre-filter, and the
+function-level masking (``fast=True``).
+
+The real rules run, plus two probe rules registered here so that the comparison never becomes
+vacuous whatever the GPU rules do: GPU991 flags ``.item()`` calls (a local finding) and records a
+``sync`` summary for each top-level function that makes one; GPU992 flags every call by name, in
+any function, conditionally on the callee's summary (a cross-file finding, the case the masking's
+caller rounds exist for).
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from sync_lint.api import make_settings
+from sync_lint.pipeline import prefilter, runner
+from sync_lint.pipeline import lint_file as lint_file_stage
+from sync_lint.pipeline.discover import DEFAULT_EXCLUDE, Discovery
+from sync_lint.rules import all_rules
+from sync_lint.rules.base import CalleeCondition, Finding, Rule
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+OPTIONS = {"sync_guard": "reference_kernels.sync_check:gpu_sync_allowed"}
+
+
+class _Calls(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.depth = 0
+        self.function: list[str] = []
+        self.item_calls: list[cst.Call] = []
+        self.named_calls: list[tuple[cst.Call, str]] = []
+        self.syncing: dict[str, tuple[str, ...]] = {}
+        self._stack: list[tuple[str, tuple[str, ...], bool]] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        params = tuple(p.name.value for p in node.params.params)
+        self._stack.append((node.name.value, params, len(self._stack) == 0 and self.depth == 0))
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._stack.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.depth += 1
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self.depth -= 1
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._stack:
+            return
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "item":
+            self.item_calls.append(node)
+            name, params, top_level = self._stack[0]
+            if self._stack[0][2]:
+                self.syncing[name] = params
+        elif isinstance(node.func, cst.Name):
+            self.named_calls.append((node, node.func.value))
+
+
+class _CallsAnalysis:
+    def __init__(self, ctx) -> None:
+        self.visitor = _Calls()
+        ctx.module.visit(self.visitor)
+
+
+class ProbeItemCall(Rule):
+    code = "GPU991"
+    name = "probe-item-call"
+    summary = "Probe: an `.item()` call inside a function."
+    what = why = example = fix_safety = "Test probe."
+    triggers = (".item()",)
+
+    def check(self, ctx):
+        calls = ctx.get(_CallsAnalysis).visitor
+        for name, params in calls.syncing.items():
+            ctx.summary(f"{ctx.module_name}.{name}", params).sync = "calls `.item()`"
+        for node in calls.item_calls:
+            yield Finding(node, "probe: `.item()` call")
+
+
+class ProbeSyncingCallee(Rule):
+    code = "GPU992"
+    name = "probe-syncing-callee"
+    summary = "Probe: a call of a function whose summary says it syncs."
+    what = why = example = fix_safety = "Test probe."
+    triggers = (".item()",)
+
+    def check(self, ctx):
+        for node, name in ctx.get(_CallsAnalysis).visitor.named_calls:
+            callee = ctx.names.resolve(node.func)
+            if callee:
+                yield Finding(node, "probe: `{callee}` {reason}", if_callee=CalleeCondition("sync", callee))
+
+
+PROBES = (ProbeItemCall, ProbeSyncingCallee)
+
+
+@pytest.fixture(autouse=True)
+def with_probes(monkeypatch):
+    rules = tuple(sorted(all_rules() + PROBES, key=lambda rule: rule.code))
+    monkeypatch.setattr(runner, "all_rules", lambda: rules)
+
+
+# -- corpora -------------------------------------------------------------------------------------
+HELPER = '''\
+import torch
+
+
+def sync_helper_{i}(x):
+    return int(x.sum().item())
+
+
+def pure_helper_{i}(x):
+    return x + 1
+'''
+
+USER_HEAD = '''\
+import torch
+import triton
+import triton.language as tl
+
+from gen.helpers_{j} import pure_helper_{j}, sync_helper_{j}
+'''
+
+USER_PARTS = [
+    '''
+@triton.jit
+def _copy_kernel_{i}(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=mask), mask=mask)
+
+
+def launch_copy_{i}(src, dst):
+    _copy_kernel_{i}[(triton.cdiv(src.numel(), 128),)](src, dst, src.numel(), BLOCK=128)
+''',
+    '''
+def calls_helper_{i}(x):
+    return sync_helper_{j}(x)
+
+
+def calls_pure_{i}(x):
+    return pure_helper_{j}(x)
+''',
+    '''
+def indirect_{i}(x):
+    y = calls_helper_{i}(x)
+    return y
+''',
+    '''
+class Fake{i}MetadataBuilder:
+    def __init__(self, device):
+        self.device = device
+        self.buf = torch.zeros(16, 4, device=device)
+        self.counts = torch.zeros(8, dtype=torch.int32, device=device)
+
+    def build(self, common_prefix_len, common):
+        total = self.counts.sum().item()
+        lens = common.seq_lens.tolist()
+        launch_copy_{i}(self.buf[:, 0], self.buf[:, 1])
+        return total, lens
+
+    def helper(self):
+        return self.counts.max()
+''',
+    '''
+TEMPLATE_{i} = """
+def not_code():
+    x.item()
+"""
+
+
+def uses_template_{i}():
+    return TEMPLATE_{i}.count("item")
+''',
+    '''
+@torch.compile
+def decorated_{i}(x):
+    return sync_helper_{j}(x)
+''',
+    '''
+if torch.cuda.is_available():
+
+    def conditional_{i}(x):
+        return x.item()
+''',
+    '''
+def loop_{i}(xs):
+    out = []
+    for x in xs:
+        out.append(x.item())
+    return out
+''',
+]
+
+
+def generated_module(rng: random.Random, i: int, helpers: int) -> str:
+    j = rng.randrange(helpers)
+    parts = [part for part in USER_PARTS if rng.random() < 0.7]
+    if USER_PARTS[2] in parts and USER_PARTS[1] not in parts:
+        parts.insert(0, USER_PARTS[1])
+    if USER_PARTS[3] in parts and USER_PARTS[0] not in parts:
+        parts.insert(0, USER_PARTS[0])
+    text = USER_HEAD.format(i=i, j=j) + "".join(part.format(i=i, j=j) for part in parts)
+    return text.replace("\n", "\r\n") if rng.random() < 0.15 else text
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory) -> Path:
+    """Fixture copies in several packages, and generated engine-like modules: above the threshold."""
+    root = tmp_path_factory.mktemp("corpus")
+    for copy in range(2):
+        for folder in ("gpu1xx", "gpu2xx"):
+            shutil.copytree(FIXTURES / folder, root / f"copy{copy}" / folder)
+        (root / f"copy{copy}" / "__init__.py").write_text("")
+    gen = root / "gen"
+    gen.mkdir()
+    (gen / "__init__.py").write_text("")
+    rng = random.Random(20261203)
+    helpers = 6
+    for i in range(helpers):
+        (gen / f"helpers_{i}.py").write_text(HELPER.format(i=i))
+    for i in range(30):
+        (gen / f"user_{i}.py").write_bytes(generated_module(rng, i, helpers).encode())
+    files = python_files(root)
+    assert len(files) > runner.PARALLEL_THRESHOLD + 5, len(files)
+    return root
+
+
+def python_files(root: Path) -> list[str]:
+    return Discovery(DEFAULT_EXCLUDE, root).files([str(root)])
+
+
+def key(diagnostics) -> list[tuple]:
+    return sorted((d.path, d.line, d.col, d.end_line, d.end_col, d.code, d.message, d.fix) for d in diagnostics)
+
+
+def plain(files: list[str], monkeypatch) -> list[tuple]:
+    with monkeypatch.context() as patch:
+        patch.setattr(prefilter, "may_match", lambda rule, text: True)
+        linter = runner.Linter(make_settings(**OPTIONS), fast=False)
+        return key(linter.run(files, jobs=1).diagnostics)
+
+
+def fast(files: list[str], jobs: int = 1, cache_dir: str | None = None) -> list[tuple]:
+    linter = runner.Linter(make_settings(**OPTIONS), cache_dir=cache_dir, fast=True)
+    return key(linter.run(files, jobs=jobs).diagnostics)
+
+
+@pytest.fixture(scope="module")
+def corpus_files(corpus) -> list[str]:
+    return python_files(corpus)
+
+
+@pytest.fixture(scope="module")
+def corpus_plain(corpus_files) -> list[tuple]:
+    patch = pytest.MonkeyPatch()
+    try:
+        rules = tuple(sorted(all_rules() + PROBES, key=lambda rule: rule.code))
+        patch.setattr(runner, "all_rules", lambda: rules)
+        return plain(corpus_files, patch)
+    finally:
+        patch.undo()
+
+
+def test_corpus_is_not_vacuous(corpus_plain):
+    codes = {entry[5] for entry in corpus_plain}
+    # local and cross-file probe findings, and findings of the real rules
+    assert {"GPU991", "GPU992"} <= codes, codes
+    assert any(entry[6].startswith("probe: `sync_helper_") for entry in corpus_plain)
+    real = {code for code in codes if code not in ("GPU991", "GPU992")}
+    if any(not rule.tool_rule for rule in all_rules()):
+        assert real, codes
+
+
+def test_fast_serial_equals_plain(corpus_files, corpus_plain):
+    assert fast(corpus_files) == corpus_plain
+
+
+def test_parallel_equals_serial(corpus_files, corpus_plain):
+    assert fast(corpus_files, jobs=2) == corpus_plain
+
+
+def test_prefilter_off_equals_on(corpus_files, corpus_plain, monkeypatch):
+    monkeypatch.setattr(prefilter, "may_match", lambda rule, text: True)
+    assert fast(corpus_files) == corpus_plain
+
+
+def test_masking_off_equals_on(corpus_files, corpus_plain):
+    linter = runner.Linter(make_settings(**OPTIONS), fast=False)
+    assert key(linter.run(corpus_files, jobs=1).diagnostics) == corpus_plain
+
+
+def test_masking_is_actually_used(corpus_files):
+    """Otherwise test_fast_serial_equals_plain compares the plain path with itself."""
+    linter = runner.Linter(make_settings(**OPTIONS), fast=True)
+    facts = linter.lint_all(corpus_files, jobs=1)
+    assert any(getattr(f, "masked", False) for f in facts)
+
+
+def test_cache_cold_then_warm_equals_plain(corpus_files, corpus_plain, tmp_path, monkeypatch):
+    cache_dir = str(tmp_path / "cache")
+    assert fast(corpus_files, jobs=2, cache_dir=cache_dir) == corpus_plain
+    calls = []
+    original = lint_file_stage.lint_path
+    monkeypatch.setattr(lint_file_stage, "lint_path", lambda *a, **k: calls.append(a) or original(*a, **k))
+    monkeypatch.setattr(runner, "lint_path", lambda *a, **k: calls.append(a) or original(*a, **k))
+    parsed = []
+    original_parse = cst.parse_module
+    monkeypatch.setattr(cst, "parse_module", lambda *a, **k: parsed.append(1) or original_parse(*a, **k))
+    assert fast(corpus_files, jobs=1, cache_dir=cache_dir) == corpus_plain
+    assert parsed == [], f"warm run parsed {len(parsed)} files"
+
+
+def test_cache_sees_a_changed_callee(corpus, corpus_files, tmp_path, monkeypatch):
+    """A warm run after an edit in one file must see its effect on callers in other files."""
+    work = tmp_path / "work"
+    shutil.copytree(corpus, work)
+    files = python_files(work)
+    cache_dir = str(tmp_path / "cache")
+    before = fast(files, jobs=1, cache_dir=cache_dir)
+    helper = work / "gen" / "helpers_0.py"
+    helper.write_text(HELPER.format(i=0).replace("int(x.sum().item())", "x.sum()"))
+    after_warm = fast(files, jobs=1, cache_dir=cache_dir)
+    with monkeypatch.context() as patch:
+        after_plain = plain(files, patch)
+    assert after_warm == after_plain
+    assert after_warm != before
+
+
+def test_fixtures_fast_equals_plain(monkeypatch):
+    files = python_files(FIXTURES)
+    expected = plain(files, monkeypatch)
+    assert expected, "the fixtures produce findings"
+    assert fast(files) == expected
+    assert fast(files, jobs=2) == expected

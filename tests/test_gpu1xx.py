@@ -1,0 +1,321 @@
+"""GPU1xx layout rules: the layout model against torch itself, sinks, summaries, options."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sync_lint.api import fix_text, lint_paths, lint_text, make_settings
+from sync_lint.pipeline.runner import Linter
+
+torch = pytest.importorskip("torch")
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def codes(text: str, **options) -> list[tuple[int, str]]:
+    options.setdefault("preview", True)
+    return [(d.line, d.code) for d in lint_text(textwrap.dedent(text), **options) if d.code.startswith("GPU1")]
+
+
+# -- the layout model predicts what torch does ----------------------------------------------------
+
+# Expressions over ``x`` (a contiguous int32 [4, 8] tensor) and ``y`` (a contiguous [2, 3, 4]
+# tensor); GPU102 must flag exactly the ones torch says are not contiguous.
+VIEW_EXPRESSIONS = [
+    "x[:, 0]", "x[:, 1:3]", "x[..., 2]", "x[::2]", "x[1:, ::2]", "x.select(1, 0)", "x.narrow(1, 0, 4)",
+    "x.t()", "x.T", "x.mT", "x.transpose(0, 1)", "x.permute(1, 0)", "x.movedim(0, 1)", "x.swapaxes(0, 1)",
+    "x.expand(2, 4, 8)", "torch.broadcast_to(x[0], (4, 8))", "x.diagonal()", "x[0].unfold(0, 4, 2)",
+    "y[:, 0]", "y[:, :, 1]", "y.permute(2, 0, 1)",
+    # contiguous ones
+    "x[0]", "x[1:3]", "x[:2]", "x[2, 1:5]", "x[:1, 0]", "x[:1, 2:6]", "x[0:1, 3]", "x.select(0, 2)",
+    "x.narrow(0, 1, 2)", "x.permute(0, 1)", "x.transpose(1, 1)", "x[:, 0] + 1", "x[:, 0].clone()",
+    "x.t().contiguous()", "x[:, 0].sum()", "torch.cat([x[:, 0], x[:, 1]])", "x[[0, 2]]", "y[1]", "y[1, 2]",
+    "x[None]", "x[0, None]",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("expression", VIEW_EXPRESSIONS)
+def test_view_model_matches_torch(expression: str):
+    x = torch.arange(32, dtype=torch.int32).reshape(4, 8)
+    y = torch.zeros(2, 3, 4)
+    value = eval(expression, {"torch": torch, "x": x, "y": y})
+    strided = not value.is_contiguous()
+    source = f"""
+    import torch
+
+    def f(x, y):
+        torch.ops._C.op({expression})
+    """
+    found = [code for _, code in codes(source)]
+    assert ("GPU102" in found or "GPU101" in found) == strided, (expression, found, value.stride())
+
+
+# A cast of an int32 column: a no-op (still strided) unless the dtype certainly changes.
+CASTS = [
+    ("torch.zeros(4, 8, dtype=torch.int32)", ".to(torch.int32)"),
+    ("torch.zeros(4, 8, dtype=torch.int32)", ".int()"),
+    ("torch.zeros(4, 8, dtype=torch.int64)", ".long()"),
+    ("torch.zeros(4, 8, dtype=torch.int64)", ".to(torch.int32)"),
+    ("torch.zeros(4, 8, dtype=torch.float32)", ".float()"),
+    ("torch.zeros(4, 8, dtype=torch.float32)", ".half()"),
+    ("torch.zeros(4, 8, dtype=torch.float32)", ".type(torch.float64)"),
+]
+
+
+@pytest.mark.parametrize(("factory", "cast"), CASTS)
+def test_cast_model_matches_torch(factory: str, cast: str):
+    value = eval(f"{factory}[:, 0]{cast}", {"torch": torch})
+    source = f"""
+    import torch
+
+    def f():
+        table = {factory}
+        torch.ops._C.op(table[:, 0]{cast})
+    """
+    assert ([code for _, code in codes(source)] == ["GPU101"]) == (not value.is_contiguous())
+
+
+def test_dtype_changing_cast_of_permuted_view_stays_strided():
+    assert not torch.zeros(4, 8).t().to(torch.bfloat16).is_contiguous()
+    source = """
+    import torch
+
+    def f():
+        w = torch.zeros(4, 8)
+        torch.ops._C.op(w.t().to(torch.bfloat16))
+    """
+    assert codes(source) == [(6, "GPU101")]
+
+
+def test_size1_slice_is_contiguous_and_keeps_row_stride():
+    bt = torch.zeros(4, 8, dtype=torch.int32)
+    view = bt[:1, 0]
+    assert view.is_contiguous() and view.contiguous() is view and view.stride(0) == 8
+
+
+# -- provenance --------------------------------------------------------------------------------
+
+
+def test_branches_tuples_and_loops():
+    source = """
+    import torch
+
+    def f(x, flag, out):
+        a, b = x[:, 0], x[1]
+        torch.ops._C.op(out, a)
+        torch.ops._C.op(out, b)
+        y = x[0]
+        if flag:
+            y = x.t()
+        torch.ops._C.op(out, y)
+        z = x.flatten()
+        for _ in range(3):
+            torch.ops._C.op(out, z)
+            z = x[..., 0]
+    """
+    assert codes(source) == [(6, "GPU102"), (11, "GPU102"), (14, "GPU102")]
+
+
+def test_unknown_layout_is_flagged_only_for_a_cast_at_the_sink():
+    source = """
+    import torch
+
+    def f(idx, meta, out, n):
+        torch.ops._C.op(out, idx)
+        torch.ops._C.op(out, meta.slots)
+        torch.ops._C.op(out, idx[:n].int())
+        torch.ops._C.op(out, (idx + 1).int())
+        torch.ops._C.op(out, idx.int())
+        torch.ops._C.op(out, meta.slots.long())
+        rows = out[idx.long()]
+    """
+    assert codes(source) == [(9, "GPU101"), (10, "GPU101")]
+
+
+def test_optional_cast_reports_and_fixes_the_cast_branch():
+    source = textwrap.dedent(
+        """
+        import torch
+
+        def f(bt, ckpt, out):
+            idx = None if ckpt is None else bt[:, 1].to(torch.int32)
+            torch.ops._C.op(out, idx)
+        """
+    )
+    assert codes(source) == [(5, "GPU101")]
+    assert "bt[:, 1].to(torch.int32).contiguous()\n" in fix_text(source)
+    assert "op(out, idx)" in fix_text(source)
+
+
+def test_message_quotes_the_origin():
+    source = textwrap.dedent(
+        """
+        import torch
+
+        def f(block_table, out):
+            state_indices = block_table[:, 0]
+            torch.ops._C.kda(out, state_indices.to(torch.int32))
+        """
+    )
+    (diagnostic,) = lint_text(source)
+    assert diagnostic.message.startswith(
+        "`state_indices` is a column slice of `block_table` (line 5); `.to(torch.int32)` is a no-op"
+    )
+    assert (diagnostic.line, diagnostic.col) == (6, 27)
+
+
+# -- sinks -----------------------------------------------------------------------------------------
+
+KERNEL = """
+import torch
+from vllm.triton_utils import tl, triton
+
+
+@triton.jit
+def _k(x_ptr, out_ptr, stride, N: tl.constexpr):
+    i = tl.program_id(0)
+    tl.store(out_ptr + i, tl.load(x_ptr + i * stride))
+"""
+
+
+def test_stride_aware_launches_are_silent():
+    source = KERNEL + """
+def f(x, out):
+    s = x.stride(0)
+    _k[(4,)](x[:, 0], out, x.stride(0), N=4)
+    _k[(4,)](x[:, 0], out, s, N=4)
+    _k[(4,)](x[:, 0], out, 1, N=4)
+"""
+    assert codes(source) == [(15, "GPU102")]
+
+
+def test_store_through_argument_makes_the_fix_unsafe():
+    source = KERNEL + """
+def f(x, out):
+    _k[(4,)](x, out[:, 0], 1, N=4)
+"""
+    (diagnostic,) = lint_text(source)
+    assert diagnostic.code == "GPU102" and diagnostic.fix.applicability == "unsafe"
+    assert fix_text(source) == source
+    assert "out[:, 0].contiguous()" in fix_text(source, unsafe=True)
+
+
+def test_configured_sink():
+    source = """
+    from fast_ext import kernels
+
+    def f(x):
+        kernels.gemm(x.t())
+        kernels.other(x.t())
+    """
+    assert codes(source) == []
+    assert codes(source, contiguous_sinks=["fast_ext.kernels.gemm"]) == [(5, "GPU102")]
+    assert codes(source, contiguous_sinks=["fast_ext.kernels.*"]) == [(5, "GPU102"), (6, "GPU102")]
+
+
+def test_plain_torch_calls_are_not_sinks():
+    source = """
+    import torch
+
+    def f(x, w, out):
+        out.copy_(x[:, 0].int())
+        torch.matmul(x, w.t())
+        print(x.t())
+        return x[:, 0].long() * 2
+    """
+    assert codes(source) == []
+
+
+@pytest.mark.parametrize(
+    ("check", "flagged"),
+    [
+        ("assert x.is_contiguous()", True),
+        ("assert x.is_contiguous(), 'dense please'", True),
+        ("if not x.is_contiguous():\n        raise ValueError('x')", True),
+        ("if x.dtype != torch.int32 or not x.is_contiguous():\n        raise ValueError('x')", True),
+        ("torch._check(x.is_contiguous())", True),
+        ("assert x.stride(-1) == 1", True),
+        ("if not x.is_contiguous():\n        x = x.contiguous()", False),
+        ("print(x.is_contiguous())", False),
+    ],
+)
+def test_checked_boundaries_need_contiguity(tmp_path: Path, check: str, flagged: bool):
+    (tmp_path / "boundary.py").write_text(f"import torch\n\n\ndef wrapper(x, y):\n    {check}\n    return y\n")
+    (tmp_path / "caller.py").write_text(
+        "from boundary import wrapper\n\n\ndef f(bt):\n    return wrapper(bt.t(), bt[:, 0])\n"
+    )
+    found = [(Path(d.path).name, d.line, d.code) for d in lint_paths([str(tmp_path)])]
+    assert found == ([("caller.py", 5, "GPU102")] if flagged else [])
+
+
+def test_summaries_cross_files_through_an_unparsed_shim(tmp_path: Path):
+    package = tmp_path / "engine"
+    (package / "ops").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "ops" / "__init__.py").write_text("from ._impl import gather\n")  # no trigger: not parsed
+    (package / "ops" / "_impl.py").write_text(textwrap.dedent(KERNEL) + textwrap.dedent(
+        """
+
+        def _launch(idx, out):
+            _k[(out.numel(),)](idx, out, 1, N=4)
+
+
+        def gather(idx, out):
+            _launch(idx, out)
+        """
+    ))
+    (package / "model.py").write_text(textwrap.dedent(
+        """
+        import torch
+
+        from engine.ops import gather
+
+
+        def step(block_table, out):
+            gather(block_table[:, 0].to(torch.int32), out)
+            gather(block_table[:, 0], out)
+            gather(block_table[:, 0].contiguous(), out)
+            gather(out, block_table[:, 0])
+        """
+    ))
+    found = [(Path(d.path).name, d.line, d.code, d.message) for d in lint_paths([str(package)])]
+    assert [f[:3] for f in found] == [("model.py", 8, "GPU101"), ("model.py", 9, "GPU102"), ("model.py", 11, "GPU102")]
+    assert "passed on to `_launch`" in found[0][3] and "Triton kernel `_k`" in found[0][3]
+
+
+def test_a_rule_alone_records_the_summaries_it_needs():
+    source = KERNEL + """
+def f(x, out):
+    _k[(4,)](x.t(), out, 1, N=4)
+    _k[(4,)](x.contiguous().t(), out, 1, N=4)
+    _k[(4,)](x[:, 0].int(), out, 1, N=4)
+"""
+    for code, line in (("GPU101", 14), ("GPU102", 12), ("GPU103", 13)):
+        assert [(d.line, d.code) for d in lint_text(source, select=[code])] == [(line, code)]
+
+
+def test_size1_strides_only_in_preview():
+    source = KERNEL + """
+def f(bt, out):
+    first = bt[:1, 0].contiguous()
+    _k[(1,)](first, out, first.stride(0), N=4)
+"""
+    assert codes(source, preview=True) == [(13, "GPU103")]
+    assert codes(source, preview=False) == []
+
+
+def test_fixed_code_lints_clean():
+    for path in sorted((ROOT / "fixtures" / "gpu1xx").glob("*.py")):
+        fixed = fix_text(path.read_text(), path=str(path), unsafe=True)
+        assert [d for d in lint_text(fixed, path=str(path)) if d.code in ("GPU101", "GPU102")] == [], path
+
+
+def test_fast_path_agrees_with_plain_path():
+    files = sorted(str(p) for p in (ROOT / "fixtures" / "gpu1xx").rglob("*.py"))
+    settings = make_settings(preview=True)
+    fast = Linter(settings, fast=True).run(files, jobs=1).diagnostics
+    plain = Linter(settings, fast=False).run(files, jobs=1).diagnostics
+    assert fast == plain and fast

@@ -1,0 +1,482 @@
+"""GPU2xx (host-device syncs): device provenance, hot scopes, declarations, summaries, fixes."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from expectations import expected_in_text
+from sync_lint import api
+from sync_lint.api import fix_text, lint_paths, lint_text
+from sync_lint.pipeline.discover import DEFAULT_EXCLUDE, Discovery
+from sync_lint.pipeline.runner import Linter
+
+ROOT = Path(__file__).resolve().parent.parent
+GUARD = "reference_kernels.sync_check:gpu_sync_allowed"
+OPTIONS = {"preview": True, "sync_guard": GUARD}
+
+
+def findings(source: str, **options) -> set[tuple[int, str]]:
+    merged = {**OPTIONS, **options}
+    return {(d.line, d.code) for d in lint_text(textwrap.dedent(source), **merged) if d.code.startswith("GPU2")}
+
+
+def check(source: str, **options) -> None:
+    """The GPU2xx findings of ``source`` are exactly its ``# expect:`` marks."""
+    source = textwrap.dedent(source)
+    expected = {(line, code) for line, code in expected_in_text(source) if code.startswith("GPU2")}
+    assert findings(source, **options) == expected
+
+
+def messages(source: str, **options) -> list[str]:
+    merged = {**OPTIONS, **options}
+    return [d.message for d in lint_text(textwrap.dedent(source), **merged) if d.code.startswith("GPU2")]
+
+
+# -- device provenance --------------------------------------------------------------------------
+
+def test_cpu_side_values_never_sync():
+    check("""
+        import numpy as np
+        import torch
+
+        class FooMetadataBuilder:
+            def __init__(self, device):
+                self.host_buf = torch.zeros(8, device="cpu")
+                self.pinned = torch.empty(8, pin_memory=True)
+                self.arr = np.zeros(8)
+                self.dev = torch.zeros(8, device=device)
+                self.via_kwargs = torch.zeros(8, **dict(device=device))
+
+            def build(self, common, lens_host, positions_np):
+                a = common.query_start_loc_cpu[-1].item()
+                b = self.host_buf.tolist() + self.pinned.tolist() + self.arr.tolist()
+                c = lens_host.tolist() + positions_np.tolist()
+                d = torch.from_numpy(self.arr).tolist()
+                e = torch.tensor([1, 2]).tolist()
+                f = torch.zeros(3, device=torch.device("cpu")).item()
+                g = common.seq_lens.cpu().tolist()  # expect: GPU201
+                h = self.dev.tolist()  # expect: GPU201
+                i = self.via_kwargs.tolist()  # expect: GPU201
+                j = common.buffer.np[:4].tolist() + common.buffer.cpu[:4].tolist()
+                k = common.buffer.gpu[:4].tolist()  # expect: GPU201
+                return a, b, c, d, e, f, g, h, i, j, k
+    """)
+
+
+def test_shape_arithmetic_is_host_side():
+    check("""
+        import torch
+
+        class M(torch.nn.Module):
+            def forward(self, x: torch.Tensor):
+                n = int(x.shape[0]) + x.size(0) + x.numel() + len(x) + x.dim()
+                if x.shape[0] > 1 and x.numel():
+                    return x[: x.size(0) // 2], range(x.shape[-1]), torch.arange(n, device=x.device)
+                return x
+    """)
+
+
+def test_values_flow_through_assignments_branches_and_loops():
+    check("""
+        import torch
+
+        class M(torch.nn.Module):
+            def forward(self, x: torch.Tensor, flag: bool):
+                y = None
+                if flag:
+                    y = x.cuda()
+                z = y.sum()
+                host = z.cpu()  # expect: GPU201
+                for _ in range(2):
+                    w = host.item()
+                    host = x
+                return w
+    """)
+
+
+def test_item_result_is_a_python_number():
+    # `int(t.item())`: one explicit sync, not an implicit one as well.
+    assert findings("""
+        import torch
+
+        class M(torch.nn.Module):
+            def forward(self, x: torch.Tensor):
+                return int(x[-1].item())
+    """) == {(6, "GPU201")}
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [("hot-classes", {(4, "GPU201")}), ("always", {(4, "GPU201"), (8, "GPU201")}), ("never", set())],
+)
+def test_unknown_device_option(policy, expected):
+    source = """
+        class FooMetadataBuilder:
+            def build(self, common):
+                return common.seq_lens.tolist()
+
+        class Model(torch.nn.Module):
+            def forward(self, x):
+                return x.tolist()
+    """
+    assert findings("import torch\n" + textwrap.dedent(source), unknown_device=policy) == {
+        (line + 1, code) for line, code in expected
+    }
+
+
+def test_unknown_python_values_are_not_implicit_syncs_even_in_builders():
+    # `int(x)` / `if x:` of a value that may be a Python int stays silent; a certain tensor does not.
+    check("""
+        class FooMetadataBuilder:
+            def build(self, common):
+                n = int(common.max_query_len)
+                if common.num_reqs and common.use_cascade:
+                    pass
+                lens = common.query_start_loc[1:] - common.query_start_loc[:-1]
+                m = int(lens.max())  # expect: GPU202
+                return n, m
+    """)
+
+
+# -- hot scopes ---------------------------------------------------------------------------------
+
+def test_cold_functions_and_plain_functions_are_not_hot():
+    check("""
+        import torch
+
+        class FooMetadataBuilder:
+            def __init__(self):
+                self.x = torch.ones(2, device="cuda")
+                self.x.tolist()
+
+            def build_for_cudagraph_capture(self, common):
+                return self.x.tolist()  # expect: GPU201
+
+            def profile_run(self):
+                return self.x.tolist()
+
+        class M(torch.nn.Module):
+            def load_weights(self, w: torch.Tensor):
+                return w.cuda().tolist()
+
+            def _dummy_run(self):
+                return torch.ones(2, device="cuda").tolist()
+
+        def plain(x):
+            return x.cuda().tolist()
+    """)
+
+
+def test_hot_scope_options():
+    source = """
+        import torch
+
+        def step(x):
+            return x.cuda().tolist()
+
+        class Runner:
+            def execute_model(self, x):
+                return x.cuda().tolist()
+
+            def forward(self, x):
+                return x.cuda().tolist()
+    """
+    assert findings(source) == set()
+    assert findings(source, hot_functions=["*.step"]) == {(5, "GPU201")}
+    assert findings(source, hot_class_patterns=["Runner"], hot_method_patterns=["execute_*"]) == {(9, "GPU201")}
+    assert findings(source, hot_functions=["*.step"], cold_function_patterns=["step"]) == set()
+
+
+def test_hot_class_by_base_and_module_by_same_file_base():
+    check("""
+        import torch
+        from vllm.attention.backends.abstract import AttentionMetadataBuilder
+
+        class Mine(AttentionMetadataBuilder):
+            def build(self, common):
+                return common.seq_lens.tolist()  # expect: GPU201
+
+        class Base(torch.nn.Module):
+            pass
+
+        class Child(Base):
+            def forward(self, x: torch.Tensor):
+                return x.tolist()  # expect: GPU201
+
+        class NotAModule:
+            def forward(self, x: torch.Tensor):
+                return x.tolist()
+    """)
+
+
+# -- declarations and debug regions -------------------------------------------------------------
+
+def test_declaration_forms_and_custom_names():
+    source = """
+        from contextlib import nullcontext
+        from mylib.sync import allow_sync, gpu_sync_allowed
+
+        class FooMetadataBuilder:
+            def build(self, common):
+                with allow_sync():
+                    a = common.seq_lens.tolist()
+                with gpu_sync_allowed(first_only=True):
+                    b = common.seq_lens.tolist()
+                cm = gpu_sync_allowed() if common.check else nullcontext()
+                with cm:
+                    c = common.seq_lens.tolist()
+                return a, b, c
+
+            @gpu_sync_allowed()
+            def build_for_cudagraph_capture(self, common):
+                return common.seq_lens.tolist()
+    """
+    assert findings(source) == {(8, "GPU201")}
+    assert findings(source, sync_declarations=["gpu_sync_allowed", "allow_sync"]) == set()
+    assert findings(source, sync_declarations=["mylib.sync.allow_sync"]) == {(10, "GPU201"), (13, "GPU201"),
+                                                                              (18, "GPU201")}
+
+
+def test_debug_only_regions():
+    check("""
+        import logging
+
+        from vllm import envs
+
+        logger = logging.getLogger(__name__)
+
+        class FooMetadataBuilder:
+            def build(self, common):
+                if envs.VLLM_DEBUG_METADATA:
+                    print(common.seq_lens.tolist())
+                if __debug__:
+                    print(common.seq_lens.tolist())
+                if self._debug and common.seq_lens.any():
+                    pass
+                if logger.isEnabledFor(logging.DEBUG):
+                    logger.debug("%s", common.seq_lens.tolist())
+                if not self.debug:
+                    pass
+                else:
+                    print(common.seq_lens.tolist())
+                if common.verbose:
+                    print(common.seq_lens.tolist())  # expect: GPU201
+    """)
+
+
+# -- summaries: helpers in this and other files -------------------------------------------------
+
+def _project(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "__init__.py").write_text("")
+    for name, text in files.items():
+        (root / name).write_text(textwrap.dedent(text))
+    return root
+
+
+def _project_findings(root: Path, **options) -> set[tuple[str, int, str]]:
+    merged = {**OPTIONS, **options}
+    return {(Path(d.path).name, d.line, d.code) for d in lint_paths([str(root)], **merged) if d.code.startswith("GPU2")}
+
+
+def test_helper_in_another_file_is_reported_at_the_hot_call_site(tmp_path):
+    root = _project(tmp_path, {
+        "ops.py": """
+            import torch
+
+            def to_host(x_gpu):
+                return x_gpu.tolist()
+
+            def relay(x_gpu):
+                return to_host(x_gpu)
+
+            def clean(x_cpu):
+                return x_cpu.tolist()
+        """,
+        "model.py": """
+            import torch
+            from . import ops
+            from .ops import relay as forwarded
+
+            class M(torch.nn.Module):
+                def forward(self, x: torch.Tensor):
+                    a = ops.to_host(x)
+                    b = forwarded(x)
+                    c = ops.clean(x)
+                    return a, b, c
+        """,
+    })
+    assert _project_findings(root) == {("model.py", 8, "GPU201"), ("model.py", 9, "GPU201")}
+    found = [d.message for d in lint_paths([str(root)], **OPTIONS) if d.line == 9 and d.code == "GPU201"]
+    assert found == ["undeclared GPU->CPU sync in model forward `M.forward`: `relay()` calls `to_host` (line 8), "
+                     "which syncs with `.tolist()` on `x_gpu` (line 5)"]
+
+
+def test_fast_and_plain_paths_agree_on_the_fixtures():
+    settings = api.make_settings(None, **OPTIONS)
+    files = Discovery(DEFAULT_EXCLUDE, settings.root).files([str(ROOT / "fixtures"), str(ROOT / "reference_kernels")])
+    fast = Linter(settings).run(files, jobs=1).diagnostics
+    plain = Linter(settings, fast=False).run(files, jobs=1).diagnostics
+
+    def key(d):
+        return d.path, d.line, d.col, d.code, d.message
+
+    assert sorted(map(key, fast)) == sorted(map(key, plain))
+
+
+def test_self_helper_and_nested_function_summaries():
+    check("""
+        import torch
+
+        class FooMetadataBuilder:
+            def build(self, common):
+                def inner():
+                    return common.seq_lens.tolist()
+                a = self._lens(common)  # expect: GPU201
+                b = inner()
+                c = self._host(common)
+                return a, b, c
+
+            def _lens(self, common):
+                return common.seq_lens.tolist()
+
+            def _host(self, common):
+                return common.seq_lens_cpu.tolist()
+    """)
+
+
+# -- GPU203 -------------------------------------------------------------------------------------
+
+def test_stale_declaration_judges_same_file_helpers_but_trusts_other_files(tmp_path):
+    root = _project(tmp_path, {
+        "helpers.py": """
+            def pure(x_cpu):
+                return x_cpu.tolist()
+        """,
+        "builder.py": """
+            from reference_kernels.sync_check import gpu_sync_allowed
+            from .helpers import pure
+
+            def local_pure(x_cpu):
+                return x_cpu.tolist()
+
+            def local_sync(x):
+                return x.cuda().tolist()
+
+            class FooMetadataBuilder:
+                def build(self, common):
+                    with gpu_sync_allowed():
+                        a = pure(common.seq_lens_cpu)
+                    with gpu_sync_allowed():
+                        b = local_pure(common.seq_lens_cpu)
+                    with gpu_sync_allowed():
+                        c = local_sync(common.seq_lens)
+                    with gpu_sync_allowed():
+                        d = await_later = common.metadata_ready
+                    return a, b, c, d
+        """,
+    })
+    assert {f for f in _project_findings(root) if f[2] == "GPU203"} == {("builder.py", 15, "GPU203"),
+                                                                       ("builder.py", 19, "GPU203")}
+
+
+# -- fixes --------------------------------------------------------------------------------------
+
+BUILDER = """\
+import torch
+
+
+class FooMetadataBuilder:
+    def build(self, common):
+        lens = common.seq_lens.tolist()
+        if common.query_lens.any():
+            pass
+        return lens
+"""
+
+
+def test_no_fix_without_a_configured_guard():
+    diagnostics = lint_text(BUILDER, preview=True)
+    assert {d.code for d in diagnostics} == {"GPU201", "GPU202"}
+    assert all(d.fix is None for d in diagnostics)
+    assert fix_text(BUILDER, unsafe=True, preview=True) == BUILDER
+
+
+def test_fixes_are_unsafe_and_compose_with_one_import():
+    assert fix_text(BUILDER, **OPTIONS) == BUILDER  # unsafe fixes only with --unsafe-fixes
+    fixed = fix_text(BUILDER, unsafe=True, **OPTIONS)
+    assert fixed.count("from reference_kernels.sync_check import gpu_sync_allowed") == 1
+    assert fixed.count("with gpu_sync_allowed():") == 2
+    assert findings(fixed) == set()
+
+
+def test_fix_reuses_an_existing_import_or_alias():
+    source = "from reference_kernels.sync_check import gpu_sync_allowed as allowed\n\n" + BUILDER
+    fixed = fix_text(source, unsafe=True, sync_declarations=["gpu_sync_allowed", "allowed"], **OPTIONS)
+    assert "with allowed():" in fixed and fixed.count("import gpu_sync_allowed") == 1
+
+
+def test_elif_test_wraps_the_whole_if():
+    source = textwrap.dedent("""\
+        class FooMetadataBuilder:
+            def build(self, common):
+                if common.flag:
+                    return 0
+                elif common.seq_lens.tolist():
+                    return 1
+                return 2
+    """)
+    fixed = fix_text(source, unsafe=True, **OPTIONS)
+    assert "        with gpu_sync_allowed():\n            if common.flag:\n" in fixed
+    assert findings(fixed) == set()
+
+
+def test_stale_unwrap_without_fix_for_as_and_conditional_forms():
+    source = textwrap.dedent("""\
+        from contextlib import nullcontext
+        from reference_kernels.sync_check import gpu_sync_allowed
+
+
+        def f(x_cpu, check):
+            with gpu_sync_allowed() as allowed:
+                a = x_cpu.tolist()
+            cm = gpu_sync_allowed() if check else nullcontext()
+            with cm:
+                b = x_cpu.tolist()
+            return a, b, allowed
+    """)
+    diagnostics = [d for d in lint_text(source, **OPTIONS) if d.code == "GPU203"]
+    assert [d.line for d in diagnostics] == [6, 9]
+    assert all(d.fix is None for d in diagnostics)
+
+
+def test_summary_lines_are_exact():
+    source = """
+        import torch
+
+
+        def helper(x_gpu):
+            y = 1
+
+            return x_gpu.tolist()
+
+
+        class M(torch.nn.Module):
+            def forward(self, x: torch.Tensor):
+                return helper(x)
+    """
+    assert messages(source) == ["undeclared GPU->CPU sync in model forward `M.forward`: `helper()` syncs with "
+                                "`.tolist()` on `x_gpu` (line 8)"]
+
+
+def test_files_without_triggers_are_not_parsed():
+    from sync_lint.pipeline.prefilter import may_match
+    from sync_lint.rules import rule_by_code
+
+    text = "def f(a, b):\n    return a + b\n"
+    for code in ("GPU201", "GPU202", "GPU203", "GPU204"):
+        assert not may_match(rule_by_code(code)(), text)
