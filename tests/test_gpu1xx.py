@@ -224,6 +224,8 @@ def test_plain_torch_calls_are_not_sinks():
         out.copy_(x[:, 0].int())
         torch.matmul(x, w.t())
         print(x.t())
+        torch.ops.aten.mm(x.t(), w)  # PyTorch's own operators handle any strides
+        torch.ops.prims.convert_element_type(x[:, 0].int(), torch.int64)
         return x[:, 0].long() * 2
     """
     assert codes(source) == []

@@ -138,7 +138,7 @@ _TORCH_FACTORIES = {
     "index_select", "masked_select", "nonzero", "cumsum", "cumprod", "sum", "mean", "prod",
     "amax", "amin", "argmax", "argmin", "softmax", "log_softmax", "matmul", "mm", "bmm",
     "repeat_interleave", "searchsorted", "bucketize", "flip", "roll", "ravel", "argsort",
-    "clone_contiguous", "count_nonzero",
+    "count_nonzero",
 }  # fmt: skip
 _TORCH_LIKE = {"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like"}
 _TORCH_VIEW_FUNCTIONS = _PERMUTING | _BROADCASTING | _GAPPING | _DIM0_OK | {"reshape", "flatten", "squeeze", "unsqueeze"}
@@ -196,7 +196,7 @@ def join(a: Layout, b: Layout) -> Layout:
         return replace(a, maybe_none=True)
     first, second = (a, b) if _RANK[a.kind] >= _RANK[b.kind] else (b, a)
     if first.kind == second.kind == TUPLE and first.elements and second.elements and len(first.elements) == len(second.elements):
-        return Layout(TUPLE, elements=tuple(join(x, y) for x, y in zip(first.elements, second.elements)))
+        return Layout(TUPLE, elements=tuple(join(x, y) for x, y in zip(first.elements, second.elements, strict=True)))
     if first.kind in VIEWS:
         return replace(first, maybe_none=maybe_none, params=frozenset(), source=None)
     if first.kind == UNKNOWN:
@@ -634,7 +634,7 @@ def _classify(classes: list[str]) -> _IndexEffect:
     state = "lead"
     gap: str | None = None
     after_one = False
-    for position, cls in enumerate(classes):
+    for cls in classes:
         if cls == "step":
             gap = gap or "a step slice"
             break
@@ -689,19 +689,30 @@ def class_attributes(ctx: "FileContext", functions: list["FunctionInfo"], domain
     for info in functions:
         if info.class_node is None or not info.is_method:
             continue
-        found = result.by_class.setdefault(id(info.class_node), {})
-        self_name = info.all_params[0] if info.all_params else "self"
-
-        def record(statement: cst.CSTNode, env, found=found, self_name=self_name) -> None:
-            if isinstance(statement, (cst.Assign, cst.AnnAssign)) and statement.value is not None:
-                targets = [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [statement.target]
-                for target in targets:
-                    key = dotted(target) if isinstance(target, cst.Attribute) else None
-                    if key is not None and key.startswith(self_name + ".") and key.count(".") == 1:
-                        value = walker.domain.evaluate(statement.value, env)
-                        attr = "self." + key.split(".", 1)[1]
-                        found[attr] = join(found[attr], value) if attr in found else value
-
-        walker = Walker(domain_for(info), record)
-        walker.walk(info.node.body.body if isinstance(info.node.body, cst.IndentedBlock) else (), {})
+        recorder = _AttributeRecorder(
+            domain_for(info), result.by_class.setdefault(id(info.class_node), {}),
+            info.all_params[0] if info.all_params else "self",
+        )  # fmt: skip
+        body = info.node.body.body if isinstance(info.node.body, cst.IndentedBlock) else ()
+        Walker(recorder.domain, recorder.on_statement).walk(body, {})
     return result
+
+
+@dataclass
+class _AttributeRecorder:
+    """Joins the layout of every ``self.<attr> = ...`` of one method into its class's table."""
+
+    domain: LayoutDomain
+    found: dict[str, Layout]
+    self_name: str
+
+    def on_statement(self, statement: cst.CSTNode, env) -> None:
+        if not isinstance(statement, (cst.Assign, cst.AnnAssign)) or statement.value is None:
+            return
+        targets = [t.target for t in statement.targets] if isinstance(statement, cst.Assign) else [statement.target]
+        for target in targets:
+            key = dotted(target) if isinstance(target, cst.Attribute) else None
+            if key is not None and key.startswith(self.self_name + ".") and key.count(".") == 1:
+                value = self.domain.evaluate(statement.value, env)
+                attr = "self." + key.split(".", 1)[1]
+                self.found[attr] = join(self.found[attr], value) if attr in self.found else value

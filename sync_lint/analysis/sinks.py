@@ -30,7 +30,7 @@ from sync_lint.analysis.context import FileContext
 from sync_lint.analysis.flow import Walker
 from sync_lint.analysis.functions import FunctionInfo, module_functions
 from sync_lint.analysis.layout import (
-    GAPPED, PERMUTED, SCALAR, UNKNOWN, VIEWS, Layout, LayoutDomain, class_attributes, code_of, root_name,
+    SCALAR, UNKNOWN, VIEWS, Layout, LayoutDomain, class_attributes, code_of, root_name,
 )  # fmt: skip
 from sync_lint.analysis.names import dotted
 from sync_lint.analysis.summaries import ArgKey, Forward
@@ -47,6 +47,11 @@ _BLOCK_POINTERS = {"make_block_ptr", "make_tensor_descriptor", "load", "tensor_d
 # Callees that never need contiguity (torch itself handles any strides); not worth a pending call.
 _PLAIN_PREFIXES = ("torch.", "triton.", "numpy.", "math.", "builtins.", "typing.", "functools.", "itertools.")
 _BUILTINS = frozenset(dir(__import__("builtins")))
+# ``torch.ops`` namespaces of PyTorch's own operators, which handle any strides.
+_STRIDED_OP_NAMESPACES = frozenset({
+    "aten", "prims", "higher_order", "inductor", "profiler", "rngprims", "debugprims", "c10d_functional",
+    "_c10d_functional", "_c10d_functional_autograd", "_dtensor", "quantized_decomposed", "_quantized",
+})  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,8 @@ class LineFinder:
     def line(self, node: cst.CSTNode | None, scope_offset: int = 0) -> int:
         if node is None:
             return 0
+        if isinstance(node, cst.Call) and isinstance(node.func, (cst.Name, cst.Attribute, cst.Subscript)):
+            node = node.func  # enough to find a call, and cheaper to render
         code = self.module.code_for_node(node).strip().splitlines()
         needle = code[0] if code else ""
         at = self.text.find(needle, scope_offset) if needle else -1
@@ -129,12 +136,23 @@ def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         )
     for name in fields:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield value
-        elif isinstance(value, (list, tuple)):
+        kind = type(value)
+        if kind is list or kind is tuple:
             for item in value:
-                if isinstance(item, cst.CSTNode):
+                if _is_node(type(item)):
                     yield item
+        elif _is_node(kind):
+            yield value
+
+
+_NODE_TYPES: dict[type, bool] = {}
+
+
+def _is_node(kind: type) -> bool:
+    found = _NODE_TYPES.get(kind)
+    if found is None:
+        found = _NODE_TYPES[kind] = issubclass(kind, cst.CSTNode)
+    return found
 
 
 def _calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
@@ -348,6 +366,8 @@ class ContiguityAnalysis:
         if name is None:
             return None, ""
         if name.startswith("torch.ops."):
+            if name.split(".")[2:3] and name.split(".")[2] in _STRIDED_OP_NAMESPACES:
+                return None, ""
             return name, "op"
         if any(fnmatch.fnmatchcase(name, pattern) for pattern in self._configured):
             return name, "configured"
@@ -619,11 +639,6 @@ def contains(root: cst.CSTNode, node: cst.CSTNode) -> bool:
         stack.extend(children(current))
     return False
 
-
-__all__ = [
-    "ContiguityAnalysis", "SinkUse", "SUMMARY_TRIGGERS", "cast_relied_on", "plain_view", "view_after_fix",
-    "size1_strides_read", "reported", "because", "contains", "GAPPED", "PERMUTED",
-]  # fmt: skip
 
 
 def fix_target(use: SinkUse) -> cst.BaseExpression | None:
