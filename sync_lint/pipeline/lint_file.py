@@ -14,6 +14,7 @@ from functools import lru_cache
 import libcst as cst
 
 from sync_lint.analysis.context import FileContext
+from sync_lint.analysis.names import NameTable
 from sync_lint.analysis.summaries import FunctionSummary, PendingCall
 from sync_lint.config import Settings
 from sync_lint.diagnostics import Diagnostic
@@ -84,13 +85,13 @@ def lint_source(
         return facts
     active = [rule for rule in rules if prefilter.may_match(rule, source.text)]
     if not active:
-        return facts
+        return _with_reexports(facts, source, settings)
     text = source.text
     if mask:
         plan = prefilter.unit_plan(active, source.text)
         if plan is not None:
             if not plan.plan(keep_callers_of):
-                return facts
+                return _with_reexports(facts, source, settings)
             if plan.is_masking():
                 text = plan.masked_text()
                 facts.masked_mentions = plan.masked_names()
@@ -129,6 +130,21 @@ def lint_source(
     facts.imports = dict(ctx.names.imports)
     if findings:
         _resolve_findings(facts, ctx, findings, module.code)
+    return facts
+
+
+def _with_reexports(facts: FileFacts, source: SourceFile, settings: Settings) -> FileFacts:
+    """A package's ``__init__.py`` that no rule needs is still a re-export shim other files
+    import through (``from .ops import fused_kda_chunk``): record its imports. These files are
+    few and small, so their parse is cheap."""
+    if not source.path.endswith("__init__.py") or "import" not in source.text:
+        return facts
+    try:
+        module = cst.parse_module(source.text)
+    except (cst.ParserSyntaxError, RecursionError):
+        return facts  # it is reported when a rule needs it; nothing to follow through it now
+    facts.module_name = module_name_for(source.path)
+    facts.imports = dict(NameTable(module, facts.module_name, settings["alias-modules"], is_package=True).imports)
     return facts
 
 

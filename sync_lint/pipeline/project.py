@@ -37,26 +37,11 @@ class ProjectIndex:
             found = self.functions.get(name)
             if found is not None:
                 return found
-            rewritten = self._through_reexport(name) or self._in_unparsed_package(name)
+            rewritten = self._through_reexport(name)
             if rewritten is None or rewritten == name:
                 return None
             name = rewritten
         return None
-
-    def _in_unparsed_package(self, name: str) -> str | None:
-        """``pkg.f`` where ``pkg/__init__.py`` is a re-export shim that was not parsed (it holds no
-        rule trigger, so its imports are unknown): the one module-level ``f`` of a module under
-        ``pkg``, if there is exactly one."""
-        package, _, short = name.rpartition(".")
-        if not package or package in self.module_imports:
-            return None
-        prefix = package + "."
-        found = [
-            qualname for qualname in self.functions
-            if qualname.startswith(prefix) and qualname.endswith("." + short)
-            and qualname[: -len(short) - 1] in self.module_imports
-        ]  # fmt: skip
-        return found[0] if len(found) == 1 else None
 
     def _through_reexport(self, name: str) -> str | None:
         parts = name.split(".")
