@@ -7,9 +7,10 @@ from typing import Iterable
 from sync_lint.analysis.context import FileContext
 from sync_lint.analysis.layout import PERMUTED
 from sync_lint.analysis.sinks import (
-    SUMMARY_TRIGGERS, ContiguityAnalysis, SinkUse, append_contiguous, because, cast_relied_on, fix_target, reported,
+    SUMMARY_TRIGGERS, ContiguityAnalysis, SinkUse, because, cast_relied_on,
 )  # fmt: skip
-from sync_lint.rules.base import CalleeCondition, Finding, Rule
+from sync_lint.rules._sink_findings import reported_uses, sink_finding
+from sync_lint.rules.base import Finding, Rule
 
 CAST_TRIGGERS = (".to(", ".int()", ".long()", ".float()", ".half()", ".bfloat16()", ".double()", ".type(", ".cuda(")
 
@@ -97,21 +98,8 @@ class CastAsContiguityFix(Rule):
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
         analysis = ctx.get(ContiguityAnalysis)
-        seen: set[int] = set()
-        for use in analysis.uses:
-            if not reported(use, cast_relied_on):
-                continue
-            target = fix_target(use)
-            node = target if target is not None else use.arg
-            if id(node) in seen or (use.callee is not None and use.key is None):
-                continue
-            seen.add(id(node))
-            yield Finding(
-                node=node,
-                message=self._message(use, analysis),
-                fix=append_contiguous(target, unsafe=use.writes) if target is not None else None,
-                if_callee=CalleeCondition("contiguity", use.callee, use.key) if use.callee is not None else None,
-            )
+        for use in reported_uses(analysis, cast_relied_on):
+            yield sink_finding(use, self._message(use, analysis))
 
     @staticmethod
     def _message(use: SinkUse, analysis: ContiguityAnalysis) -> str:

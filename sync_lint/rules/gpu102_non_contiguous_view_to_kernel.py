@@ -6,9 +6,10 @@ from typing import Iterable
 
 from sync_lint.analysis.context import FileContext
 from sync_lint.analysis.sinks import (
-    SUMMARY_TRIGGERS, ContiguityAnalysis, append_contiguous, because, fix_target, plain_view, reported,
+    SUMMARY_TRIGGERS, ContiguityAnalysis, because, plain_view,
 )  # fmt: skip
-from sync_lint.rules.base import CalleeCondition, Finding, Rule
+from sync_lint.rules._sink_findings import reported_uses, sink_finding
+from sync_lint.rules.base import Finding, Rule
 
 VIEW_TRIGGERS = (
     "[:", "[...", "...]", "::", ":, ", ".t()", ".T", ".mT", ".mH", "transpose", "permute", "movedim",
@@ -81,15 +82,7 @@ class NonContiguousViewToKernel(Rule):
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
         analysis = ctx.get(ContiguityAnalysis)
-        seen: set[int] = set()
-        for use in analysis.uses:
-            if not reported(use, plain_view):
-                continue
-            target = fix_target(use)
-            node = target if target is not None else use.arg
-            if id(node) in seen or (use.callee is not None and use.key is None):
-                continue
-            seen.add(id(node))
+        for use in reported_uses(analysis, plain_view):
             layout = use.layout
             line = analysis.finding_line(layout.origin)
             arg = ctx.module.code_for_node(use.arg).strip()
@@ -98,9 +91,4 @@ class NonContiguousViewToKernel(Rule):
                 f"{named} (line {line}), not contiguous, so {use.sink} receives a strided view"
                 f"{because(use)}. Add `.contiguous()`."
             )
-            yield Finding(
-                node=node,
-                message=message,
-                fix=append_contiguous(target, unsafe=use.writes) if target is not None else None,
-                if_callee=CalleeCondition("contiguity", use.callee, use.key) if use.callee is not None else None,
-            )
+            yield sink_finding(use, message)

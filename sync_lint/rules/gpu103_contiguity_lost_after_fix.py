@@ -7,10 +7,11 @@ from typing import Iterable
 from sync_lint.analysis.context import FileContext
 from sync_lint.analysis.layout import code_of
 from sync_lint.analysis.sinks import (
-    SUMMARY_TRIGGERS, ContiguityAnalysis, append_contiguous, because, fix_target, reported, size1_strides_read,
+    SUMMARY_TRIGGERS, ContiguityAnalysis, because, size1_strides_read,
     view_after_fix,
 )  # fmt: skip
-from sync_lint.rules.base import CalleeCondition, Finding, Rule
+from sync_lint.rules._sink_findings import reported_uses, sink_finding
+from sync_lint.rules.base import Finding, Rule
 
 
 class ContiguityLostAfterFix(Rule):
@@ -66,41 +67,30 @@ class ContiguityLostAfterFix(Rule):
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
         analysis = ctx.get(ContiguityAnalysis)
-        # The size-1 case is often harmless (a kernel that never steps along that dim): it is
-        # reported only with `preview` on.
-        preview = bool(ctx.settings["preview"])
         seen: set[int] = set()
-        for use in analysis.uses:
-            if use.callee is not None and use.key is None:
-                continue
+        for use in reported_uses(analysis, view_after_fix, seen):
             layout = use.layout
-            if reported(use, view_after_fix):
-                target = fix_target(use)
-                node = target if target is not None else use.arg
-                if id(node) in seen:
-                    continue
-                seen.add(id(node))
-                assert layout.refixed is not None
-                fixed_at = analysis.finding_line(layout.refixed)
-                message = (
-                    f"`.contiguous()` (line {fixed_at}) comes before {layout.what}, which is a strided view "
-                    f"again, so {use.sink} receives a non-contiguous tensor{because(use)}. Call "
-                    "`.contiguous()` after the view."
-                )
-                yield Finding(
-                    node=node, message=message,
-                    fix=append_contiguous(target, unsafe=use.writes) if target is not None else None,
-                    if_callee=CalleeCondition("contiguity", use.callee, use.key) if use.callee is not None else None,
-                )  # fmt: skip
-            elif preview and size1_strides_read(use) and id(use.arg) not in seen:
-                seen.add(id(use.arg))
-                arg = code_of(ctx.module, use.arg)
-                made = " and `.contiguous()` returns it unchanged" if layout.made_contiguous is not None else ""
-                message = (
-                    f"`{arg}` is contiguous only through a size-1 dim: it passes `is_contiguous()`{made}, yet "
-                    f"its strides, which {use.sink} receives, are still those of the tensor it was sliced from."
-                )
-                yield Finding(
-                    node=use.arg, message=message,
-                    if_callee=CalleeCondition("contiguity", use.callee, use.key) if use.callee is not None else None,
-                )  # fmt: skip
+            assert layout.refixed is not None
+            fixed_at = analysis.finding_line(layout.refixed)
+            message = (
+                f"`.contiguous()` (line {fixed_at}) comes before {layout.what}, which is a strided view "
+                f"again, so {use.sink} receives a non-contiguous tensor{because(use)}. Call "
+                "`.contiguous()` after the view."
+            )
+            yield sink_finding(use, message)
+        # The size-1 case is often harmless (a kernel that never steps along that dim): it is
+        # reported only with `preview` on, and has no fix (`.contiguous()` returns it unchanged).
+        if not ctx.settings["preview"]:
+            return
+        for use in analysis.uses:
+            if (use.callee is not None and use.key is None) or id(use.arg) in seen or not size1_strides_read(use):
+                continue
+            seen.add(id(use.arg))
+            layout = use.layout
+            arg = code_of(ctx.module, use.arg)
+            made = " and `.contiguous()` returns it unchanged" if layout.made_contiguous is not None else ""
+            message = (
+                f"`{arg}` is contiguous only through a size-1 dim: it passes `is_contiguous()`{made}, yet "
+                f"its strides, which {use.sink} receives, are still those of the tensor it was sliced from."
+            )
+            yield sink_finding(use, message, fixable=False)

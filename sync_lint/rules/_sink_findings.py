@@ -1,0 +1,36 @@
+"""What GPU101, GPU102 and GPU103 share: choosing the sink uses to report and building their
+finding (report at the argument, fix by appending ``.contiguous()``, conditional on the callee's
+summary when the sink is a function that may live in another file)."""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+from sync_lint.analysis.sinks import ContiguityAnalysis, SinkUse, append_contiguous, fix_target, reported
+from sync_lint.rules.base import CalleeCondition, Finding
+
+
+def reported_uses(analysis: ContiguityAnalysis, verdict: Callable, seen: set[int] | None = None) -> Iterator[SinkUse]:
+    """The uses ``verdict`` reports, one per argument node. A call whose argument cannot be
+    matched to a callee parameter (``*args``) is skipped: its summary could not decide."""
+    seen = set() if seen is None else seen
+    for use in analysis.uses:
+        if use.callee is not None and use.key is None:
+            continue
+        if not reported(use, verdict):
+            continue
+        node = fix_target(use) or use.arg
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        yield use
+
+
+def sink_finding(use: SinkUse, message: str, fixable: bool = True) -> Finding:
+    target = fix_target(use) if fixable else None
+    return Finding(
+        node=target if target is not None else use.arg,
+        message=message,
+        fix=append_contiguous(target, unsafe=use.writes) if target is not None else None,
+        if_callee=CalleeCondition("contiguity", use.callee, use.key) if use.callee is not None else None,
+    )
