@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, TypeVar
 import libcst as cst
 
 from sync_lint.analysis.names import NameTable
+from sync_lint.analysis.positions import Positions
 from sync_lint.analysis.summaries import FunctionSummary
 
 if TYPE_CHECKING:
@@ -29,7 +30,9 @@ class FileContext:
         # Facts about this file's functions that other files may need; analyses fill them in.
         self.summaries: dict[str, FunctionSummary] = {}
         self._analyses: dict[type, object] = {}
-        self._positions = None
+        self._positions: Positions | None = None
+        # What libcst parsed: the source, or the source with units masked (same lines).
+        self.parsed_text = source.text
 
     def get(self, analysis: type[A]) -> A:
         """The analysis of this file, computed on first use. ``analysis(ctx)`` does the work."""
@@ -47,11 +50,9 @@ class FileContext:
             self.summaries[qualname] = found
         return found
 
-    def positions(self):
-        """Node -> ``CodeRange`` for this module, computed once on first use. It costs about two
-        parses: ask only for a file that has a finding (the pipeline then reuses it)."""
+    def positions(self) -> Positions:
+        """Node -> ``CodeRange`` in the parsed text; rendered per top-level statement on demand,
+        so ask only for nodes of a finding (the pipeline then reuses what was computed)."""
         if self._positions is None:
-            from libcst.metadata import MetadataWrapper, PositionProvider
-
-            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            self._positions = Positions(self.module, self.parsed_text)
         return self._positions

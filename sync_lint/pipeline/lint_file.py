@@ -18,7 +18,7 @@ from sync_lint.analysis.names import NameTable
 from sync_lint.analysis.summaries import FunctionSummary, PendingCall
 from sync_lint.config import Settings
 from sync_lint.diagnostics import Diagnostic
-from sync_lint.fixes import Editor
+from sync_lint.fixes import Editor, MaskedLinesTouched
 from sync_lint.pipeline import prefilter
 from sync_lint.pipeline.source import SourceError, SourceFile
 from sync_lint.pipeline.suppress import Suppressions, scan
@@ -39,7 +39,7 @@ class FileFacts:
     # Identifiers that masked (unparsed) units mention: if one names a function whose summary
     # matters, the runner lints the file again with those units kept.
     masked_mentions: frozenset[str] = frozenset()
-    masked: bool = False  # parsed with units masked (its conditional findings' fixes are redone)
+    masked: bool = False  # parsed with some units masked (``pipeline.units``)
 
 
 @lru_cache(maxsize=4096)
@@ -110,6 +110,7 @@ def lint_source(
     facts.parsed = True
     facts.module_name = module_name_for(source.path)
     ctx = FileContext(source, module, facts.module_name, settings)
+    ctx.parsed_text = text
     findings: list[tuple[Rule, Finding]] = []
     for rule in active:
         try:
@@ -123,13 +124,16 @@ def lint_source(
                 tool_diagnostic(source.path, "GPU004", f"internal error in {rule.code}: {type(exc).__name__}: {exc}")
             )
     masked = text is not source.text
-    if masked and (facts.diagnostics or any(finding.if_callee is None for _, finding in findings)):
+    if masked and facts.diagnostics:  # an internal error: make sure masking is not its cause
         return lint_source(source, settings, rules, mask=False)
     facts.masked = masked
     facts.summaries = ctx.summaries
     facts.imports = dict(ctx.names.imports)
     if findings:
-        _resolve_findings(facts, ctx, findings, module.code)
+        try:
+            _resolve_findings(facts, ctx, findings)
+        except MaskedLinesTouched:  # a fix reaches into a masked unit: plan it on the whole file
+            return lint_source(source, settings, rules, mask=False)
     return facts
 
 
@@ -148,17 +152,18 @@ def _with_reexports(facts: FileFacts, source: SourceFile, settings: Settings) ->
     return facts
 
 
-def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[Rule, Finding]], text: str) -> None:
-    """Positions and fixes, computed only for files that have findings. ``text`` is what was
-    parsed: for a masked file, its conditional findings are redone whole if they resolve."""
+def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[Rule, Finding]]) -> None:
+    """Positions and fixes, computed only for files that have findings."""
     positions = ctx.positions()
-    editor = Editor(ctx.module, text, positions)
+    editor = Editor(ctx.module, ctx.source.text, positions, parsed_text=ctx.parsed_text)
     for rule, finding in findings:
         where = positions[finding.node]
         fix = None
         if finding.fix is not None:
             try:
                 fix = finding.fix(editor)
+            except MaskedLinesTouched:
+                raise
             except Exception as exc:  # a broken fix must not lose the finding
                 facts.diagnostics.append(
                     tool_diagnostic(ctx.path, "GPU004", f"internal error in {rule.code} fix: {type(exc).__name__}: {exc}")

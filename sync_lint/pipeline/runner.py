@@ -115,24 +115,17 @@ class Linter:
         )
 
 
-    # Masked files hide units; two kinds of them can matter after the project is known.
+    # Masked files hide units; those that call a function with a summary matter once the
+    # project is known.
     def _complete_masked(self, facts: list[FileFacts], index: ProjectIndex, jobs):
-        # 1. Units that call a function whose summary matters: lint those files again keeping
-        #    them (a few rounds: a caller kept now may give its own callers a summary).
+        # Lint those files again keeping such units (a few rounds: a caller kept now may give its
+        # own callers a summary).
         for _ in range(MAX_CALLER_ROUNDS):
             names = index.summarised_names()
             redo = [i for i, f in enumerate(facts) if f.masked and not names.isdisjoint(f.masked_mentions)]
             if not redo:
                 break
             again = self.lint_all([facts[i].path for i in redo], jobs, keep_callers_of=names)
-            for i, new in zip(redo, again):
-                facts[i] = new
-            index = ProjectIndex(facts)
-        # 2. Masked files whose conditional findings do fire: their fixes were planned on the
-        #    masked text, so lint them whole (the findings are the same; the fixes exact).
-        redo = [i for i, f in enumerate(facts) if f.masked and any(index.resolve(p) for p in f.pending)]
-        if redo:
-            again = self.lint_all([facts[i].path for i in redo], jobs, mask=False)
             for i, new in zip(redo, again):
                 facts[i] = new
             index = ProjectIndex(facts)
