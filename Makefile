@@ -13,10 +13,11 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[kernels,dev]'
 	touch $@
 
-# Lint the bundled fixtures: they are full of the bugs sync-lint exists to find (exit 1 = findings).
+# Lint the bundled fixtures with the reference kernels they call (cross-file findings need
+# both): the fixtures are full of the bugs sync-lint exists to find (exit 1 = findings).
 demo: $(VENV)/.installed
-	$(BIN)/sync-lint check fixtures/ --no-cache --statistics; test $$? -le 1
-	$(BIN)/sync-lint check fixtures/ --no-cache; test $$? -le 1
+	$(BIN)/sync-lint check fixtures/ reference_kernels/ --no-cache; test $$? -le 1
+	$(BIN)/sync-lint check fixtures/ reference_kernels/ --no-cache --statistics; test $$? -le 1
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q
