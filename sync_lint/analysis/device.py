@@ -55,7 +55,9 @@ class Place:
 
 
 HOST = Place("host")
+HOST_TENSOR = Place("host", tensor=True)  # a CPU tensor or numpy array
 DEVICE = Place("device", tensor=True)
+DEVICE_OBJECT = Place("device")  # moved to the GPU, but maybe not a tensor (``module.to(device)``)
 DEVICE_MASK = Place("device", mask=True, tensor=True)
 UNKNOWN = Place("unknown")
 UNKNOWN_TENSOR = Place("unknown", tensor=True)
@@ -77,8 +79,9 @@ def as_tensor(place: Place) -> Place:
     if place.is_device:
         return DEVICE
     if place.is_host:
-        return HOST
+        return HOST_TENSOR
     return UNKNOWN_TENSOR
+
 
 # Name parts that mark a host-side value (``seq_lens_cpu``, ``positions_np``, ``cpu_buf``).
 _HOST_PARTS = frozenset({"cpu", "np", "numpy", "host"})
@@ -105,14 +108,12 @@ MASK_METHODS = frozenset({
 # tensor (or a numpy array, which in engine code is named ``*_np``).
 TENSOR_METHODS = frozenset({
     "sum", "any", "all", "max", "min", "amax", "amin", "mean", "prod", "cumsum", "cumprod", "argmax", "argmin",
-    "long", "int", "float", "half", "bfloat16", "double", "bool", "to", "view", "reshape", "flatten", "squeeze",
-    "unsqueeze", "contiguous", "clone", "detach", "masked_fill", "masked_fill_", "nonzero", "abs", "clamp",
-    "clamp_", "clamp_min", "masked_select", "repeat_interleave", "index_select", "gather", "expand", "permute",
-    "transpose", "t", "eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or", "logical_not", "isnan",
-    "diff", "flip", "argsort", "topk", "unique", "type_as", "new_zeros", "new_empty", "new_full", "new_ones",
-    "narrow", "select", "unbind", "split", "chunk", "fill_", "zero_", "add", "sub", "mul", "div", "neg",
-    "floor_divide", "remainder", "pow", "sqrt", "exp", "log", "softmax", "sigmoid", "relu", "matmul", "bmm",
-    "mm", "index_copy_", "scatter", "scatter_", "scatter_add_", "cuda", "isin", "numel", "nelement",
+    "long", "int", "float", "half", "bfloat16", "double", "view", "reshape", "flatten", "squeeze",
+    "unsqueeze", "contiguous", "detach", "masked_fill", "masked_fill_", "nonzero", "clamp", "clamp_",
+    "clamp_min", "masked_select", "repeat_interleave", "index_select", "gather", "expand", "permute",
+    "transpose", "eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or", "logical_not", "isnan",
+    "diff", "argsort", "topk", "unique", "type_as", "new_zeros", "new_empty", "new_full", "new_ones", "narrow",
+    "unbind", "floor_divide", "remainder", "index_copy_", "scatter_", "scatter_add_", "isin",
 })
 # Methods that keep a mask a mask.
 _MASK_KEEPING = frozenset({"view", "reshape", "flatten", "squeeze", "unsqueeze", "contiguous", "clone", "expand",
@@ -161,8 +162,10 @@ def join(a: Place, b: Place) -> Place:
 
 def combine(places, tensor_op: bool = False) -> Place:
     """The place of an operation on several operands (arithmetic, a torch op): on the device
-    if one operand is; unknown if one is; else host. ``tensor_op``: the result is a tensor."""
+    if one operand is; on the host if a host tensor is (a CPU tensor combines only with numbers
+    and CPU tensors); unknown if one is; else host. ``tensor_op``: the result is a tensor."""
     result = HOST
+    host_tensor = False
     for place in places:
         if place.items is not None:
             place = combine(place.items) if place.items else HOST
@@ -172,6 +175,10 @@ def combine(places, tensor_op: bool = False) -> Place:
             return DEVICE
         if place.is_unknown:
             result = UNKNOWN_TENSOR if (tensor_op or place.tensor or result.tensor) else UNKNOWN
+        elif place.is_host and place.tensor:
+            host_tensor = True
+    if host_tensor:
+        return HOST_TENSOR
     return result
 
 
@@ -179,12 +186,12 @@ def name_hint(name: str) -> Place | None:
     """What a variable or attribute name says about where its value lives."""
     lowered = name.lower().lstrip("_")
     if lowered in ("cpu", "np", "numpy"):
-        return HOST
+        return HOST_TENSOR
     if lowered == "gpu":
         return DEVICE
     parts = lowered.split("_")
     if _HOST_PARTS.intersection(parts):
-        return HOST
+        return HOST_TENSOR
     if lowered.endswith("_gpu") and not lowered.startswith(_FLAG_PREFIXES):
         return DEVICE
     if name == "__debug__":
@@ -227,31 +234,48 @@ def is_literal(node: cst.BaseExpression) -> bool:
     return False
 
 
-def annotation_place(annotation: cst.Annotation | None, tensors_on_device: bool) -> Place | None:
-    """``n: int`` / ``a: np.ndarray`` are host-side; ``x: torch.Tensor`` is on the device where the
-    function is a model forward or compiled code (``tensors_on_device``)."""
+def annotation_place(annotation: cst.Annotation | None) -> Place | None:
+    """``n: int`` / ``a: np.ndarray`` are host-side; ``x: torch.Tensor`` is a tensor of unknown device
+    (engines pass host tensors too: ``grid_thw``, ``*_cpu``); a union is known only if all its members are."""
     if annotation is None:
         return None
-    node = annotation.annotation
-    # ``Optional[X]`` / ``X | None``
-    if isinstance(node, cst.Subscript) and (dotted(node.value) or "").endswith("Optional") and node.slice:
-        element = node.slice[0].slice
-        if isinstance(element, cst.Index):
-            node = element.value
+    places = [_annotation_member(member) for member in _union_members(annotation.annotation)]
+    places = [p for p in places if p is not NONE]
+    if not places or any(p is None for p in places):
+        return None
+    if all(p.is_host for p in places):
+        return HOST_TENSOR if all(p.tensor for p in places) else HOST
+    return UNKNOWN_TENSOR if all(p is UNKNOWN_TENSOR for p in places) else None
+
+
+def _union_members(node: cst.BaseExpression):
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
-        left, right = node.left, node.right
-        node = left if not (isinstance(left, cst.Name) and left.value == "None") else right
+        yield from _union_members(node.left)
+        yield from _union_members(node.right)
+        return
+    if isinstance(node, cst.Subscript):
+        outer = (dotted(node.value) or "").rsplit(".", 1)[-1]
+        if outer in ("Optional", "Union"):
+            for element in node.slice:
+                if isinstance(element.slice, cst.Index):
+                    yield from _union_members(element.slice.value)
+            return
+    yield node
+
+
+def _annotation_member(node: cst.BaseExpression) -> Place | None:
+    if isinstance(node, cst.Name) and node.value == "None":
+        return NONE
     if isinstance(node, cst.Subscript):
         node = node.value
-    name = dotted(node)
-    if name is None:
-        return None
-    last = name.rsplit(".", 1)[-1]
+    last = (dotted(node) or "").rsplit(".", 1)[-1]
+    if last in ("ndarray", "NDArray"):
+        return HOST_TENSOR
     if last in ("int", "float", "bool", "str", "bytes", "list", "tuple", "dict", "set", "List", "Tuple", "Dict",
-                "Set", "Sequence", "Iterable", "ndarray", "NDArray", "SymInt"):
+                "Set", "Sequence", "Iterable", "SymInt"):
         return HOST
     if last == "Tensor":
-        return DEVICE if tensors_on_device else UNKNOWN_TENSOR
+        return UNKNOWN_TENSOR
     return None
 
 
@@ -298,22 +322,26 @@ class DeviceDomain:
             return NONE
         if node.value in ("True", "False", "__debug__"):
             return HOST
-        found = env.get(node.value)
-        if found is not None:
+        return self._named(node.value, env.get(node.value), node.value)
+
+    def _named(self, name: str, found: Place | None, last: str) -> Place:
+        """A tracked value, unless it is of unknown device and its name says where it lives
+        (``lens_cpu = some_call()``)."""
+        if found is not None and not found.is_unknown:
             return found
-        return self._hint(node.value) or UNKNOWN
+        return self._hint(last) or found or UNKNOWN
 
     def _eval_Attribute(self, node: cst.Attribute, env) -> Place:
         key = dotted(node)
-        if key is not None:
-            found = env.get(key)
-            if found is not None:
-                return found
-            if key in self.attributes:
-                return self.attributes[key]
         attr = node.attr.value
-        if attr in ("T", "mT", "data", "real", "imag", "H", "mH"):
-            return self.evaluate(node.value, env)
+        if key is not None:
+            found = env.get(key, self.attributes.get(key))
+            if found is not None:
+                return self._named(key, found, attr)
+        if attr in ("T", "mT", "data", "real", "imag", "H", "mH", "values", "indices"):
+            return self.evaluate(node.value, env)  # views, and ``.max(dim).values``
+        if attr in ("cpu", "np", "numpy"):  # ``CpuGpuBuffer.cpu`` / ``.np``
+            return HOST_TENSOR
         if attr in HOST_ATTRIBUTES:
             return HOST
         hint = self._hint(attr)
@@ -321,6 +349,9 @@ class DeviceDomain:
             return hint
         # ``torch.int32`` and other module attributes are host constants.
         if key is not None and self.names.is_imported(node):
+            return HOST
+        # An attribute of a host value (``np_array.size``, ``host_list.x``) is host-side.
+        if self.evaluate(node.value, env).is_host:
             return HOST
         return UNKNOWN
 
@@ -345,11 +376,11 @@ class DeviceDomain:
                     return base.items[position]
             return HOST  # a slice of a literal tuple / list is still a host container
         if base.is_device:
-            return DEVICE_MASK if base.mask else DEVICE
+            return DEVICE_MASK if base.mask else DEVICE if base.tensor else DEVICE_OBJECT
         if base.elem is not None:
             return base.elem
         if base.is_host:
-            return HOST
+            return HOST_TENSOR if base.tensor else HOST
         if base.tensor or _array_subscript(node):
             return UNKNOWN_MASK if base.mask else UNKNOWN_TENSOR
         return UNKNOWN
@@ -359,7 +390,8 @@ class DeviceDomain:
         right = self.evaluate(node.right, env)
         # ``x[1:] - x[:-1]``: lists do not subtract, so a sliced operand makes this tensor arithmetic.
         sliced = _sliced(node.left) or _sliced(node.right)
-        tensor_op = sliced and (not isinstance(node.operator, cst.Add) or is_literal(node.left) or is_literal(node.right))
+        numeric = is_literal(node.left) or is_literal(node.right)
+        tensor_op = sliced and (not isinstance(node.operator, cst.Add) or numeric)
         place = combine((left, right), tensor_op)
         if isinstance(node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)) and (left.mask or right.mask):
             return as_mask(place)
@@ -409,9 +441,11 @@ class DeviceDomain:
 
     def _library_call(self, name: str, node: cst.Call, env) -> Place:
         if not name.startswith("torch."):
-            return HOST  # numpy, math, ...
+            return HOST_TENSOR if name.startswith("numpy.") else HOST  # numpy, math, ...
         short = name.rsplit(".", 1)[-1]
-        if name in ("torch.from_numpy", "torch.device", "torch.get_default_device") or name.startswith("torch.cuda."):
+        if name == "torch.from_numpy":
+            return HOST_TENSOR
+        if name in ("torch.device", "torch.get_default_device") or name.startswith("torch.cuda."):
             return HOST
         args = positional(node)
         if short in TORCH_FACTORIES or short in _LIKE_FACTORIES:
@@ -419,12 +453,12 @@ class DeviceDomain:
             if placed is not None:
                 return placed
             if is_true(keyword(node, "pin_memory")):
-                return HOST
+                return HOST_TENSOR
             if keyword(node, "device") is not None or any(arg.star == "**" for arg in node.args):
                 return UNKNOWN_TENSOR  # a device we cannot read (``device=dev``, ``**kwargs``)
             if short in _LIKE_FACTORIES or short in ("as_tensor", "asarray"):
                 return as_tensor(self.evaluate(args[0], env)) if args else UNKNOWN_TENSOR
-            return HOST
+            return HOST_TENSOR
         tensors = [self.evaluate(a, env) for a in args]
         tensors.extend(self.evaluate(arg.value, env) for arg in node.args if arg.keyword is not None
                        and arg.keyword.value not in ("dim", "dtype", "out", "keepdim"))
@@ -448,47 +482,50 @@ class DeviceDomain:
         """HOST / DEVICE for an expression naming a device; None if it names none (a dtype...)."""
         text = string_value(value)
         if text is not None:
-            return HOST if text.startswith("cpu") else DEVICE
+            return HOST_TENSOR if text.startswith("cpu") else DEVICE
         if isinstance(value, cst.Call) and (dotted(value.func) or "").endswith("device"):
             args = positional(value)
             inner = string_value(args[0]) if args else None
             if inner is not None:
-                return HOST if inner.startswith("cpu") else DEVICE
+                return HOST_TENSOR if inner.startswith("cpu") else DEVICE
             return None
         if isinstance(value, cst.Attribute) and value.attr.value == "device":
             # ``x.device`` / ``self.device``: wherever ``x`` is; an engine's device otherwise.
-            return HOST if self.evaluate(value.value, env).is_host else DEVICE
+            return HOST_TENSOR if self.evaluate(value.value, env).is_host else DEVICE
         name = dotted(value)
         if name is None:
             return None
         last = name.rsplit(".", 1)[-1].lower()
         if "cpu" in last.split("_"):
-            return HOST
+            return HOST_TENSOR
         if "device" in last or last in ("cuda", "gpu"):
             return DEVICE
         return None
 
     def _method_call(self, method: str, receiver: Place, node: cst.Call, env) -> Place:
+        if method in ("cpu", "numpy", "pin_memory"):
+            return HOST_TENSOR
         if method in HOST_RESULT_METHODS:
             return HOST
-        if method == "cuda":
-            return DEVICE
-        if method == "to":
-            placed = self.device_argument(node, env)
-            if placed is not None:
-                return placed
+        if method in ("cuda", "to"):
+            placed = self.device_argument(node, env) if method == "to" else DEVICE
             args = positional(node)
-            if args and not self._is_dtype(args[0]) and self.evaluate(args[0], env).is_device:
-                return DEVICE  # ``.to(other_tensor)``: where ``other`` is
-            return receiver if not receiver.is_unknown else UNKNOWN_TENSOR
+            if placed is None and method == "to" and args and not self._is_dtype(args[0]):
+                if self.evaluate(args[0], env).is_device:
+                    placed = DEVICE  # ``.to(other_tensor)``: where ``other`` is
+            if placed is None:
+                return receiver  # a dtype cast
+            if placed.is_device and not (receiver.tensor or receiver.is_host):
+                return DEVICE_OBJECT  # ``Model(...).to(device)`` is a module, not a tensor
+            return placed
         if receiver.is_host:
-            return HOST
-        if receiver.is_device or receiver.tensor or method in TENSOR_METHODS:
+            return HOST_TENSOR if receiver.tensor else HOST
+        if receiver.tensor or method in TENSOR_METHODS:
             tensor = as_tensor(receiver)
             if method in MASK_METHODS or (receiver.mask and method in _MASK_KEEPING):
                 return as_mask(tensor)
             return tensor
-        return UNKNOWN
+        return DEVICE_OBJECT if receiver.is_device else UNKNOWN
 
     def _is_dtype(self, node: cst.BaseExpression) -> bool:
         name = dotted(node) or ""
@@ -505,13 +542,13 @@ class DeviceDomain:
         return HOST
 
 
-def initial_env(params: cst.Parameters, tensors_on_device: bool) -> dict[str, Place]:
+def initial_env(params: cst.Parameters) -> dict[str, Place]:
     """Parameters' places from their annotations (others are looked up by name later); a
     name that says where it lives (``seq_lens_cpu``) wins over an annotation."""
     env: dict[str, Place] = {}
     for param in (*params.posonly_params, *params.params, *params.kwonly_params):
         name = param.name.value
-        place = annotation_place(param.annotation, tensors_on_device)
+        place = annotation_place(param.annotation)
         if place is not None and name_hint(name) is None:
             env[name] = place
     return env
@@ -532,7 +569,7 @@ class ClassAttributes:
             if init is None:
                 own[name] = {}
                 continue
-            env = Walker(domain).walk(_body(init), initial_env(init.params, False))
+            env = Walker(domain).walk(_body(init), initial_env(init.params))
             own[name] = {key: value for key, value in env.items() if key.startswith("self.")}
         for name, node in classes.items():
             merged: dict[str, Place] = {}

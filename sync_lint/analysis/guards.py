@@ -58,22 +58,26 @@ class Declarations:
         names: set[str] = set()
         if not self.mentioned:
             return names
-        declarations = self
-
-        class Finder(cst.CSTVisitor):
-            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-                return node is function
-
-            def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-                return False
-
-            def visit_Assign(self, node: cst.Assign) -> None:
-                if declarations.declares(node.value):
-                    for target in node.targets:
-                        if isinstance(target.target, cst.Name):
-                            names.add(target.target.value)
-
-        function.visit(Finder())
+        stack = list(statements_of(function.body))
+        while stack:  # statements only (nested blocks included, nested functions not)
+            statement = stack.pop()
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    if isinstance(small, cst.Assign) and self.declares(small.value):
+                        names.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
+            elif not isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+                for block_name in ("body", "orelse", "finalbody"):
+                    block = getattr(statement, block_name, None)
+                    if isinstance(block, (cst.Else, cst.Finally)):
+                        block = block.body
+                    if isinstance(block, cst.If):
+                        stack.append(block)
+                    else:
+                        stack.extend(statements_of(block))
+                for handler in getattr(statement, "handlers", ()):
+                    stack.extend(statements_of(handler.body))
+                for case in getattr(statement, "cases", ()):
+                    stack.extend(statements_of(case.body))
         return names
 
     def declaring_item(self, node: cst.With, context_names: set[str]) -> int | None:

@@ -8,15 +8,18 @@ A function is hot when it is
   the same file that is one; classes decorated with ``support_torch_compile`` count too);
 - decorated with ``torch.compile`` (with or without arguments), or passed to ``torch.compile(f)``;
 - named by ``hot-functions`` (dotted name or glob).
-Functions matching ``cold-function-patterns`` (``__init__``, weight loading, warm-up, capture
-set-up...) are never hot. The statements inside a ``with torch.cuda.graph(...):`` block are
-captured, hence hot, whatever function they are in (see ``is_graph_block``). Functions that a hot
+CPU backends (a module named ``*cpu*`` / ``*amx*``, a class named ``CPU...`` / ``...Cpu...``) are
+not hot: their tensors live on the host. Functions matching ``cold-function-patterns``
+(``__init__``, weight loading, warm-up, capture set-up...) are never hot. The statements inside a
+``with torch.cuda.graph(...):`` block are captured, hence hot, whatever function they are in (see
+``is_graph_block``). Functions that a hot
 scope calls are judged at the call site through their summaries (``sync_lint.analysis.syncs``).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass
 
 import libcst as cst
@@ -28,6 +31,8 @@ from sync_lint.analysis.names import dotted
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
 _COMPILE = ("torch.compile", "torch.compiler.compile")
 _GRAPH_BLOCKS = ("torch.cuda.graph", "torch.cuda.graphs.graph")
+_CPU_PARTS = frozenset({"cpu", "amx"})
+_CPU_CLASS = re.compile(r"(?:^|[a-z_])(?:CPU|Cpu|AMX)(?=[A-Z_]|$)")
 
 
 @dataclass(frozen=True)
@@ -35,7 +40,6 @@ class Hotness:
     reason: str | None  # "hot path `Builder.build`", None when not hot
     cold: bool  # never hot (cold-function-patterns)
     hot_class: bool  # a method of a class matching hot-class-patterns
-    tensors_on_device: bool  # model forward / compiled code: ``x: torch.Tensor`` parameters are on the GPU
 
 
 def matches(name: str, patterns) -> bool:
@@ -50,6 +54,8 @@ class HotScopes:
         self.method_patterns = list(settings["hot-method-patterns"])
         self.hot_functions = list(settings["hot-functions"])
         self.cold_patterns = list(settings["cold-function-patterns"])
+        # A module of a CPU backend (``cpu_attn.py``, ``amx_mla.py``): its builders run on the host.
+        self.cpu_backend = bool(_CPU_PARTS.intersection(ctx.names.module_name.rsplit(".", 1)[-1].lower().split("_")))
         self.functions: list[FunctionInfo] = module_functions(ctx.module, ctx.names)
         self._classes: dict[str, cst.ClassDef] = {}
         self._collect_classes(ctx.module.body, ctx.names.module_name)
@@ -99,25 +105,27 @@ class HotScopes:
         return found
 
     def is_hot_class(self, node: cst.ClassDef) -> bool:
+        if self.cpu_backend or _CPU_CLASS.search(node.name.value):
+            return False  # a CPU backend's tensors are host tensors: nothing there syncs
         if matches(node.name.value, self.class_patterns):
             return True
         return any(matches(base.rsplit(".", 1)[-1], self.class_patterns) for base in self._resolved_bases(node))
 
     def _compiled_by_call(self) -> set[str]:
-        """Names passed to ``torch.compile(...)`` anywhere in the module (``step = torch.compile(f)``)."""
-        if "compile" not in self.ctx.source.text:
-            return set()
+        """Functions passed to ``torch.compile(...)`` at module level (``step = torch.compile(f)``)."""
         names: set[str] = set()
-        ctx = self.ctx
-
-        class Finder(cst.CSTVisitor):
-            def visit_Call(self, node: cst.Call) -> None:
-                if ctx.names.resolve(node.func) in _COMPILE and node.args and node.args[0].keyword is None:
-                    target = dotted(node.args[0].value)
+        if "compile" not in self.ctx.source.text:
+            return names
+        for statement in self.ctx.module.body:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                value = getattr(small, "value", None)
+                if isinstance(value, cst.Call) and self.ctx.names.resolve(value.func) in _COMPILE and value.args \
+                        and value.args[0].keyword is None:
+                    target = dotted(value.args[0].value)
                     if target:
                         names.add(target.rsplit(".", 1)[-1])
-
-        ctx.module.visit(Finder())
         return names
 
     # -- functions ------------------------------------------------------------------------------
@@ -125,19 +133,21 @@ class HotScopes:
         class_node = info.class_node
         hot_class = class_node is not None and self.is_hot_class(class_node)
         if matches(info.name, self.cold_patterns):
-            return Hotness(None, True, hot_class, False)
+            return Hotness(None, True, hot_class)
+        if self.cpu_backend or (class_node is not None and _CPU_CLASS.search(class_node.name.value)):
+            return Hotness(None, False, False)
         short = f"{class_node.name.value}.{info.name}" if class_node is not None else info.name
         if any(d in _COMPILE for d in info.decorators) or (class_node is None and info.name in self._compiled_names):
-            return Hotness(f"`torch.compile`d `{short}`", False, hot_class, True)
+            return Hotness(f"`torch.compile`d `{short}`", False, hot_class)
         if class_node is not None and matches(info.name, self.method_patterns):
             if hot_class:
-                return Hotness(f"hot path `{short}`", False, True, False)
+                return Hotness(f"hot path `{short}`", False, True)
             class_qualname = info.qualname.rsplit(".", 1)[0]
             if class_qualname in self._module_classes:
-                return Hotness(f"model forward `{short}`", False, False, True)
+                return Hotness(f"model forward `{short}`", False, False)
         if self.hot_functions and matches(info.qualname, self.hot_functions):
-            return Hotness(f"hot function `{short}`", False, hot_class, False)
-        return Hotness(None, False, hot_class, False)
+            return Hotness(f"hot function `{short}`", False, hot_class)
+        return Hotness(None, False, hot_class)
 
     def is_graph_block(self, node: cst.With) -> bool:
         """``with torch.cuda.graph(g):``: what runs inside is captured into a CUDA graph."""

@@ -31,10 +31,10 @@ is not known here; a function of the same file is looked into).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 import libcst as cst
-from libcst._nodes.internal import CodegenState
 
 from sync_lint.analysis.device import (
     ClassAttributes,
@@ -128,7 +128,6 @@ class SyncSite:
     template: str  # what it is; ``{code}`` stands for ``subject``'s source
     subject: cst.CSTNode | None
     statement: cst.CSTNode  # the statement a declaration would wrap
-    anchor: cst.CSTNode  # the simple statement / compound header it is in
     scope: str | None  # the hot scope ("hot path `B.build`"), None outside hot code
     in_loop: bool
     declared: bool
@@ -205,7 +204,8 @@ class _Contexts:
         elif isinstance(node, cst.With):
             self._record(node, flags)
             inner = flags
-            index = self._declarations.declaring_item(node, self._context_names) if self._declarations.mentioned else None
+            declarations = self._declarations
+            index = declarations.declaring_item(node, self._context_names) if declarations.mentioned else None
             if index is not None:
                 conditional = not isinstance(node.items[index].item, cst.Call)
                 self.blocks.append(DeclarationBlock(node, index, conditional, self._info))
@@ -240,24 +240,37 @@ class _Contexts:
             self._suite(node.orelse, orelse_flags)
 
 
-class _LineState(CodegenState):
-    """Code generation that only counts lines, recording where statements start (cheaper than
-    libcst's PositionProvider, which tracks every token)."""
+class _Lines:
+    """Line numbers for summaries without position metadata (which costs about two parses, and
+    most files with summaries have no finding): a node's line is where its text first occurs
+    after the previous one found in the same function, from the function's ``def``."""
 
-    def __init__(self, module: cst.Module) -> None:
-        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
-        self.line = 1
-        self.lines: dict[int, int] = {}
+    def __init__(self, ctx, functions: list[FunctionInfo]) -> None:
+        self.text = ctx.source.text
+        self.module = ctx.module
+        self._start: dict[int, int] = {}
+        self._cursor: dict[int, int] = {}
+        cursor = 0
+        for info in functions:  # in source order
+            found = re.compile(rf"\bdef\s+{re.escape(info.name)}\b").search(self.text, cursor)
+            if found is not None:
+                cursor = found.start()
+                self._start[id(info.node)] = cursor
 
-    def add_token(self, value: str) -> None:
-        self.line += value.count("\n")
-
-    def add_indent_tokens(self) -> None:
-        pass
-
-    def before_codegen(self, node: cst.CSTNode) -> None:
-        if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.ExceptHandler)):
-            self.lines[id(node)] = self.line + len(getattr(node, "leading_lines", ()))
+    def line(self, info: FunctionInfo, node: cst.CSTNode) -> int:
+        if isinstance(node, cst.Call) and isinstance(node.func, (cst.Name, cst.Attribute)):
+            node = node.func  # enough to find a call, and cheaper to render
+        code = self.module.code_for_node(node).strip().splitlines()
+        if not code:
+            return 0
+        start = self._start.get(id(info.node), 0)
+        at = self.text.find(code[0], self._cursor.get(id(info.node), start))
+        if at < 0:
+            at = self.text.find(code[0], start)
+        if at < 0:
+            return 0
+        self._cursor[id(info.node)] = at
+        return self.text.count("\n", 0, at) + 1
 
 
 class _Scanner:
@@ -342,8 +355,11 @@ class _Scanner:
         self._hit(node, "candidate", "", None, loop)
 
     def _device_ish(self, place: Place, tensor: bool = False) -> bool:
-        """On the GPU, or unknown where unknown devices count (``tensor``: and certainly a tensor)."""
-        return place.is_device or (place.is_unknown and self.report_unknown and (place.tensor or not tensor))
+        """On the GPU, or unknown where unknown devices count; ``tensor``: and certainly a tensor
+        (for syncs through Python protocols, which any object may implement)."""
+        if tensor and not place.tensor:
+            return False
+        return place.is_device or (place.is_unknown and self.report_unknown)
 
     @staticmethod
     def _maybe_device(place: Place) -> bool:
@@ -431,9 +447,9 @@ class _Scanner:
             self.visit(node.elt, local, None, True)
 
     def _condition(self, node: cst.BaseExpression, env, label: str, loop: bool) -> None:
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("any", "all") \
-                and self.domain.library_name(node.func) is None:
-            receiver = self.domain.evaluate(node.func.value, env)
+        func = node.func if isinstance(node, cst.Call) else None
+        if isinstance(func, cst.Attribute) and func.attr.value in ("any", "all") and not self.domain.library_name(func):
+            receiver = self.domain.evaluate(func.value, env)
             if self.broad:
                 if self._maybe_device(receiver):
                     self._candidate(node, loop)
@@ -525,7 +541,8 @@ class _Scanner:
             else:
                 args = positional(node)
                 if args and receiver.is_host and not non_blocking and self.domain.evaluate(args[0], env).is_device:
-                    self._hit(node, "explicit", "a blocking `.copy_()` of a GPU tensor into the CPU tensor `{code}`", receiver_node, loop)
+                    self._hit(node, "explicit", "a blocking `.copy_()` of a GPU tensor into the CPU tensor `{code}`",
+                              receiver_node, loop)
         elif method in DATA_DEPENDENT_METHODS:
             if self.broad:
                 if self._maybe_device(receiver):
@@ -655,16 +672,40 @@ def _flatten(nodes):
             yield node
 
 
-_WRAPPERS = (cst.Arg, cst.Element, cst.DictElement, cst.StarredDictElement, cst.SubscriptElement, cst.Index,
-             cst.Slice, cst.FormattedStringExpression, cst.ComparisonTarget, cst.StarredElement)
-
-
 def _expression_children(node: cst.CSTNode):
-    for child in node.children:
-        if isinstance(child, cst.BaseExpression):
-            yield child
-        elif isinstance(child, _WRAPPERS) or isinstance(child, cst.BaseFormattedStringContent):
-            yield from _expression_children(child)
+    """The sub-expressions an expression evaluates (Call and Subscript are handled by the caller).
+    Written out per node type: libcst's generic ``children`` runs a visitor, too slow here."""
+    kind = type(node)
+    if kind in _LEAVES:
+        return ()
+    if kind is cst.Attribute:
+        return (node.value,)
+    if kind is cst.BinaryOperation:
+        return (node.left, node.right)
+    if kind is cst.Comparison:
+        return (node.left, *(target.comparator for target in node.comparisons))
+    if kind is cst.UnaryOperation:
+        return (node.expression,)
+    if kind in (cst.Tuple, cst.List, cst.Set):
+        return tuple(element.value for element in node.elements)
+    if kind is cst.Dict:
+        pairs = ((e.key, e.value) if isinstance(e, cst.DictElement) else (e.value,) for e in node.elements)
+        return tuple(value for pair in pairs for value in pair)
+    if kind is cst.FormattedString:
+        return tuple(part.expression for part in node.parts if isinstance(part, cst.FormattedStringExpression))
+    if kind is cst.ConcatenatedString:
+        return (node.left, node.right)
+    if kind is cst.Await:
+        return (node.expression,)
+    if kind is cst.Yield:
+        value = node.value.item if isinstance(node.value, cst.From) else node.value
+        return (value,) if value is not None else ()
+    if kind in (cst.NamedExpr, cst.StarredElement):
+        return (node.value,)
+    return tuple(child for child in node.children if isinstance(child, cst.BaseExpression))
+
+
+_LEAVES = frozenset({cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis})
 
 
 class SyncAnalysis:
@@ -681,7 +722,7 @@ class SyncAnalysis:
         self.module_functions = {s.name.value for s in ctx.module.body if isinstance(s, cst.FunctionDef)}
         self.module_classes = {s.name.value for s in ctx.module.body if isinstance(s, cst.ClassDef)}
         self.module_names = self.module_functions | self.module_classes
-        self._lines: dict[int, int] | None = None
+        self._lines: _Lines | None = None
         self._may_sync: dict[str, bool] = {}
         self._attributes: ClassAttributes | None = None
         for info in self.hot.functions:
@@ -694,9 +735,9 @@ class SyncAnalysis:
     def describe(self, site: SyncSite) -> str:
         if site.subject is None or "{code}" not in site.template:
             return site.template
-        code = self.ctx.module.code_for_node(site.subject).strip()
-        if len(code) > 48 or "\n" in code:
-            code = code.replace("\n", " ")[:45] + "..."
+        code = " ".join(self.ctx.module.code_for_node(site.subject).split())
+        if len(code) > 48:
+            code = code[:45] + "..."
         return site.template.replace("{code}", code)
 
     def describe_declaration(self, block: DeclarationBlock) -> str:
@@ -704,12 +745,10 @@ class SyncAnalysis:
         code = self.ctx.module.code_for_node(block.node.items[block.item].item).strip()
         return f"with {code if len(code) <= 48 else code[:45] + '...'}:"
 
-    def line(self, node: cst.CSTNode) -> int:
+    def line(self, info: FunctionInfo, node: cst.CSTNode) -> int:
         if self._lines is None:
-            state = _LineState(self.ctx.module)
-            self.ctx.module._codegen(state)
-            self._lines = state.lines
-        return self._lines.get(id(node), 0)
+            self._lines = _Lines(self.ctx, self.hot.functions)
+        return self._lines.line(info, node)
 
     # -- per function ---------------------------------------------------------------------------
     def _class_attributes(self, info: FunctionInfo):
@@ -744,7 +783,7 @@ class SyncAnalysis:
             for hit in scanner.scan(node, env, flags.loop):
                 site = SyncSite(
                     node=hit.node, kind=hit.kind, template=hit.template, subject=hit.subject,
-                    statement=flags.wrap, anchor=node,
+                    statement=flags.wrap,
                     scope=hot.reason or (graph_scope if flags.graph else None),
                     in_loop=hit.in_loop, declared=flags.declared or decorated, debug=flags.debug, callee=hit.callee,
                 )
@@ -753,17 +792,15 @@ class SyncAnalysis:
                 elif site.undeclared:
                     self._summarise(info, site)
 
-        # Tensors a CUDA graph captures live on the GPU, as do a forward's.
-        on_device = hot.tensors_on_device or contexts.has_graph
-        _walk(Walker(domain, on_statement), info.node, initial_env(info.node.params, on_device))
+        _walk(Walker(domain, on_statement), info.node, initial_env(info.node.params))
 
     def _summarise(self, info: FunctionInfo, site: SyncSite) -> None:
         summary = self.ctx.summary(info.qualname, info.params)
         if site.kind == "call":
             if site.callee != info.qualname:
-                summary.sync_calls.append(SyncCall(site.callee, self.line(site.anchor)))
+                summary.sync_calls.append(SyncCall(site.callee, self.line(info, site.node)))
         elif summary.sync is None:
-            summary.sync = f"syncs with {self.describe(site)} (line {self.line(site.anchor)})"
+            summary.sync = f"syncs with {self.describe(site)} (line {self.line(info, site.node)})"
 
     # -- stale declarations ---------------------------------------------------------------------
     def _find_stale(self, info: FunctionInfo, contexts: _Contexts) -> None:
@@ -778,7 +815,7 @@ class SyncAnalysis:
             if scanner.may_sync(node, env):
                 live.update(id(b) for b in flags.blocks)
 
-        _walk(Walker(domain, on_statement), info.node, initial_env(info.node.params, False))
+        _walk(Walker(domain, on_statement), info.node, initial_env(info.node.params))
         self.stale.extend(block for block in contexts.blocks if id(block.node) not in live)
 
     def function_may_sync(self, qualname: str) -> bool:
@@ -796,9 +833,9 @@ class SyncAnalysis:
         def on_statement(node, env) -> None:
             nonlocal found
             if not found and not isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-                    found = scanner.may_sync(node, env)
+                found = scanner.may_sync(node, env)
 
-        _walk(Walker(domain, on_statement), info.node, initial_env(info.node.params, False))
+        _walk(Walker(domain, on_statement), info.node, initial_env(info.node.params))
         self._may_sync[qualname] = found
         return found
 

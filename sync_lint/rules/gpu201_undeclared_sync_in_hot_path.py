@@ -8,6 +8,7 @@ from sync_lint.analysis.context import FileContext
 from sync_lint.analysis.syncs import EXPLICIT_TRIGGERS, HOT_TRIGGERS, declared_findings
 from sync_lint.rules.base import Finding, Rule
 
+
 class UndeclaredSyncInHotPath(Rule):
     code = "GPU201"
     name = "undeclared-sync-in-hot-path"
@@ -87,6 +88,7 @@ class UndeclaredSyncInHotPath(Rule):
         "    return torch.ones(4, device=device).tolist()\n\n"
         "class Model(torch.nn.Module):\n"
         "    def forward(self, x: torch.Tensor):\n"
+        "        x = x.to(self.device, non_blocking=True)\n"
         "        lens = host_lens(x.device)  # expect: GPU201\n"
         "        torch.cuda.synchronize()  # expect: GPU201\n"
         "        return x.cpu(), lens  # expect: GPU201\n",

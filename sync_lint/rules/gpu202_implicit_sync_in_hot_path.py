@@ -12,7 +12,10 @@ from sync_lint.rules.base import Finding, Rule
 class ImplicitSyncInHotPath(Rule):
     code = "GPU202"
     name = "implicit-sync-in-hot-path"
-    summary = "A GPU->CPU sync without a sync keyword (a Python conversion, a condition, a data-dependent shape) on the hot path."
+    summary = (
+        "A GPU->CPU sync without a sync keyword (a Python conversion, a condition, a data-dependent shape) "
+        "on the hot path."
+    )
     what = (
         "In a hot scope (see GPU201), outside a sync declaration or debug-only branch: `int()` / `float()` / "
         "`bool()` of a tensor; a tensor as an `if` / `while` / `assert` condition, a conditional-expression "
@@ -77,6 +80,7 @@ class ImplicitSyncInHotPath(Rule):
         "import torch\n\n"
         "class Sampler(torch.nn.Module):\n"
         "    def forward(self, logits: torch.Tensor):\n"
+        "        logits = logits.to(self.device, non_blocking=True)\n"
         "        n = logits.argmax(-1).max()\n"
         "        for i in range(n):  # expect: GPU202\n"
         "            pass\n"
