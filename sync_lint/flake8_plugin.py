@@ -28,7 +28,7 @@ def _rules_for(folder: str) -> tuple[config.Settings, list]:
     rules = all_rules()
     settings.values = {**settings.values, "select": ["GPU"], "extend-select": [], "ignore": ["GPU010"]}
     enabled = config.enabled_codes(settings, {r.code for r in rules if r.preview}, [r.code for r in rules])
-    return settings, [rule() for rule in rules if rule.code in enabled and not rule.tool_rule]
+    return settings, [rule(settings) for rule in rules if rule.code in enabled and not rule.tool_rule]
 
 
 class SyncLintChecker:

@@ -573,3 +573,27 @@ def test_every_expression_kind_is_walked():
                 yield from common.seq_lens.tolist()  # expect: GPU201
                 return (yield)
     """)
+
+
+def test_configured_names_reach_the_prefilter():
+    """A project's own declaration and hot-class names are triggers too: a file that only
+    mentions them is still parsed."""
+    stale = (
+        "from engine.debug import permit_host_read\n\n"
+        "class StepRunner:\n"
+        "    def execute(self, batch):\n"
+        "        with permit_host_read():\n"
+        "            n = len(batch)\n"
+        "        return n\n"
+    )
+    found = lint_text(stale, select=["GPU203"], sync_declarations=["permit_host_read"])
+    assert [d.code for d in found] == ["GPU203"]
+    assert lint_text(stale, select=["GPU203"]) == []  # not a declaration by default
+    hot = (
+        "class StepRunner:\n"
+        "    def execute(self, batch):\n"
+        "        if batch.valid_mask.any():\n"
+        "            return 1\n"
+    )
+    found = lint_text(hot, select=["GPU202"], hot_class_patterns=["*StepRunner"], hot_method_patterns=["execute"])
+    assert [d.code for d in found] == ["GPU202"]

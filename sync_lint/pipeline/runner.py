@@ -42,7 +42,7 @@ class Linter:
         self.fast = fast
         rules = all_rules()
         self.enabled = config.enabled_codes(settings, {r.code for r in rules if r.preview}, [r.code for r in rules])
-        self.rules: list[Rule] = [rule() for rule in rules if rule.code in self.enabled and not rule.tool_rule]
+        self.rules: list[Rule] = [rule(settings) for rule in rules if rule.code in self.enabled and not rule.tool_rule]
         self.cache = cache_stage.Cache(cache_dir, settings, sorted(self.enabled)) if cache_dir else None
 
     # -- per file -------------------------------------------------------------------------

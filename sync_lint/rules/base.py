@@ -57,9 +57,17 @@ class Rule:
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[str, ...]] = ()
     # Substrings without which the rule cannot match a file (the pre-filter); empty: always run.
-    triggers: ClassVar[tuple[str, ...]] = ()
+    triggers: tuple[str, ...] = ()
+    # Options that name things the rule looks for (hot classes, declarations): their literal
+    # parts are triggers too, so a project's own names reach the pre-filter.
+    trigger_options: ClassVar[tuple[str, ...]] = ()
     # Tool rules (GPU0xx) are reported by the engine itself and have no ``check``.
     tool_rule: ClassVar[bool] = False
+
+    def __init__(self, settings=None) -> None:
+        if settings is not None and self.triggers and self.trigger_options:
+            extra = [_literal(pattern) for option in self.trigger_options for pattern in settings[option]]
+            self.triggers = tuple(dict.fromkeys((*type(self).triggers, *(word for word in extra if word))))
 
     def check(self, ctx: "FileContext") -> Iterable[Finding]:
         return ()
@@ -69,3 +77,13 @@ class Rule:
         from sync_lint import DOCS_URL
 
         return f"{DOCS_URL}/{cls.code}.md"
+
+
+def _literal(pattern: str) -> str:
+    """The longest literal piece of a glob or dotted name (``*MetadataBuilder`` -> ``MetadataBuilder``,
+    ``pkg.mod.step`` -> ``step``): text a file must contain for the pattern to match in it."""
+    import re
+
+    pieces = re.split(r"[*?\[\]]+", pattern.rsplit(".", 1)[-1])
+    best = max(pieces, key=len, default="")
+    return best if len(best) >= 3 else ""

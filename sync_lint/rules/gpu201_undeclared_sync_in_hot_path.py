@@ -52,6 +52,7 @@ class UndeclaredSyncInHotPath(Rule):
     )
     fix_applicability = "unsafe"
     triggers = EXPLICIT_TRIGGERS + HOT_TRIGGERS
+    trigger_options = ("hot-class-patterns", "hot-functions", "sync-declarations")
     valid = (
         # Host copies: `.item()` / `.tolist()` on CPU tensors are free.
         "class FlashMetadataBuilder:\n"

@@ -51,6 +51,7 @@ class ImplicitSyncInHotPath(Rule):
     )
     fix_applicability = "unsafe"
     triggers = IMPLICIT_TRIGGERS + HOT_TRIGGERS
+    trigger_options = ("hot-class-patterns", "hot-functions")
     valid = (
         # Host-side counts and shape arithmetic.
         "class GDNAttentionMetadataBuilder:\n"

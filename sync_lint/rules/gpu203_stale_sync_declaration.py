@@ -44,6 +44,7 @@ class StaleSyncDeclaration(Rule):
     )
     fix_applicability = "unsafe"
     triggers = DECLARATION_TRIGGERS
+    trigger_options = ("sync-declarations",)
     valid = (
         "from vllm.utils.gpu_sync_debug import gpu_sync_allowed\n\n"
         "class MLAMetadataBuilder:\n"

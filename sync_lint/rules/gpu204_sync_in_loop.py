@@ -35,6 +35,7 @@ class SyncInLoop(Rule):
     fix_safety = "No fix: hoisting changes the code's structure."
     preview = True
     triggers = EXPLICIT_TRIGGERS + IMPLICIT_TRIGGERS + HOT_TRIGGERS
+    trigger_options = ("hot-class-patterns", "hot-functions")
     valid = (
         "class FlashMetadataBuilder:\n"
         "    def build(self, common):\n"
