@@ -65,6 +65,13 @@ def fetch(name: str, spec: str | None) -> tuple[Path, str, str]:
     WHEELS.mkdir(parents=True, exist_ok=True)
     attempts = [spec, name] if spec else [name]
     note = ""
+    # an unpacked corpus is enough (offline machines): bench/corpus/src/<name>-<version>/.unpacked
+    for attempt in attempts:
+        pinned = attempt.split("==")[1] if "==" in attempt else "*"
+        unpacked = sorted((CORPUS / "src").glob(f"{name}-{pinned}/.unpacked"))
+        if unpacked and not sorted(WHEELS.glob(f"{name}-{pinned}-*.whl")):
+            folder = unpacked[-1].parent
+            return folder, folder.name.split("-", 1)[1], "corpus unpacked earlier (no wheel here)"
     for attempt in attempts:
         pinned = attempt.split("==")[1] if "==" in attempt else None
         existing = sorted(WHEELS.glob(f"{name}-{pinned or '*'}-*.whl"))
@@ -86,6 +93,8 @@ def fetch(name: str, spec: str | None) -> tuple[Path, str, str]:
 
 
 def unpack(wheel: Path, version: str, name: str) -> Path:
+    if wheel.is_dir():
+        return wheel
     dest = CORPUS / "src" / f"{name}-{version}"
     marker = dest / ".unpacked"
     if marker.exists():
@@ -499,10 +508,11 @@ def bench_tree(name: str, args) -> dict:
     label = f"{name}-{version}" + ("-quick" if args.quick else "")
     tree, files = work_tree(src, label, args.quick)
     src_view = src
-    result: dict = {
+    result: dict = PARTIAL.setdefault(name, {})
+    result.update({
         "tree": label, "wheel": wheel.name, "version": version, "note": note,
         "files": len(files), "lines": count_lines(tree, files),
-    }
+    })
     print(f"[bench] {label}: {len(files)} files, {result['lines']:,} lines", flush=True)
     jobs = os.cpu_count() or 1
     result["jobs"] = jobs
@@ -655,7 +665,127 @@ def print_tree(result: dict) -> None:
         print("\n".join("      " + line for line in p["cprofile"].splitlines()[:75]))
 
 
+_SCAN_LINTER = None
+
+
+def _scan_init() -> None:
+    global _SCAN_LINTER
+    sys.path.insert(0, str(ROOT))
+    from sync_lint.api import make_settings
+    from sync_lint.pipeline.runner import Linter
+
+    _SCAN_LINTER = Linter(make_settings())
+
+
+class _Slow(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Slow()
+
+
+def _scan_one(args: tuple[str, int]) -> tuple[str, float, str]:
+    import signal
+
+    path, limit = args
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(limit)
+    started = time.perf_counter()
+    status = "ok"
+    try:
+        facts = _SCAN_LINTER.lint_one(path)
+        status = "masked" if getattr(facts, "masked", False) else ("parsed" if facts.parsed else "skipped")
+    except _Slow:
+        status = f"over {limit}s"
+    except BaseException as exc:  # noqa: BLE001 (the scan reports every failure)
+        status = f"{type(exc).__name__}: {str(exc)[:80]}"
+    finally:
+        signal.alarm(0)
+    return path, time.perf_counter() - started, status
+
+
+def per_file_scan(tree: Path, files: list[str], workers: int, limit: int) -> dict:
+    """Lint each file on its own (no project rounds), in a pool, with a time limit per file."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    started = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=workers, initializer=_scan_init) as pool:
+        rows = list(pool.map(_scan_one, [(str(tree / f), limit) for f in files], chunksize=4))
+    wall = time.perf_counter() - started
+    rows.sort(key=lambda r: -r[1])
+    statuses = collections.Counter(r[2] if r[2] in ("ok", "masked", "parsed", "skipped") else "problem" for r in rows)
+    by_status = collections.defaultdict(float)
+    for _, secs, status in rows:
+        by_status[status if status in ("masked", "parsed", "skipped") else "problem"] += secs
+    return {
+        "wall_s": wall, "workers": workers, "limit_s": limit, "sum_s": sum(r[1] for r in rows),
+        "counts": dict(statuses), "seconds_by_status": dict(by_status),
+        "over_1s": sum(1 for r in rows if r[1] > 1), "over_10s": sum(1 for r in rows if r[1] > 10),
+        "slowest": [(os.path.relpath(p, tree), round(secs, 2), status, Path(p).read_bytes().count(b"\n")) for p, secs, status in rows[:30]],
+        "problems": [(os.path.relpath(p, tree), status) for p, _, status in rows if status not in ("ok", "masked", "parsed", "skipped")][:30],
+    }
+
+
+def run_rounds(tree: Path, files: list[str], jobs: int, limit: int) -> dict:
+    """One whole-project ``Linter.run`` in-process, logging each ``lint_all`` call (the first
+    pass, then the caller rounds and whole-file re-lints of masked files) and each ProjectIndex."""
+    import signal
+
+    sys.path.insert(0, str(ROOT))
+    from sync_lint.api import make_settings
+    from sync_lint.pipeline import project, runner
+
+    log: list[dict] = []
+    original_lint_all = runner.Linter.lint_all
+    original_index = project.ProjectIndex.__init__
+
+    def lint_all(self, paths, jobs=None, progress=None, keep_callers_of=frozenset(), mask=None):
+        t = time.perf_counter()
+        try:
+            return original_lint_all(self, paths, jobs, progress, keep_callers_of=keep_callers_of, mask=mask)
+        finally:
+            log.append({"lint_all_files": len(paths), "keep_callers_of": len(keep_callers_of), "mask": mask,
+                        "seconds": round(time.perf_counter() - t, 2)})
+            print(f"[bench]   rounds: {log[-1]}", flush=True)
+
+    def index_init(self, all_facts):
+        t = time.perf_counter()
+        original_index(self, all_facts)
+        log.append({"project_index_files": len(all_facts), "functions": len(self.functions), "seconds": round(time.perf_counter() - t, 2)})
+        print(f"[bench]   rounds: {log[-1]}", flush=True)
+
+    runner.Linter.lint_all = lint_all
+    project.ProjectIndex.__init__ = index_init
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(limit)
+    started = time.perf_counter()
+    outcome = "finished"
+    try:
+        result = runner.Linter(make_settings()).run([str(tree / f) for f in files], jobs=jobs)
+        findings = collections.Counter(d.code for d in result.diagnostics)
+    except _Slow:
+        outcome, findings = f"stopped after {limit}s", {}
+    finally:
+        signal.alarm(0)
+        runner.Linter.lint_all = original_lint_all
+        project.ProjectIndex.__init__ = original_index
+    return {"outcome": outcome, "seconds": time.perf_counter() - started, "log": log, "findings": dict(findings)}
+
+
+PARTIAL: dict = {}  # what a run has measured so far (written out if it is killed)
+
+
+def _dump_partial(signum, frame) -> None:
+    print(f"\n[bench] killed (signal {signum}); partial results:", flush=True)
+    print(json.dumps(PARTIAL, indent=1, default=str)[-20000:], flush=True)
+    sys.exit(3)
+
+
 def main() -> int:
+    import signal
+
+    signal.signal(signal.SIGTERM, _dump_partial)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=sorted(TREES))
     parser.add_argument("--quick", action="store_true", help="a ~10%% subset of each tree (plus package __init__ files)")
@@ -665,6 +795,8 @@ def main() -> int:
     parser.add_argument("--profile-files", type=int, default=300, help="subset size for the serial profile")
     parser.add_argument("--no-fix", action="store_true", help="skip the fix --unsafe-fixes checks")
     parser.add_argument("--no-serial-parse", action="store_true", help="skip the serial libcst parse (slow)")
+    parser.add_argument("--per-file", type=int, metavar="LIMIT_S", help="only: lint each file on its own with a time limit; list the slowest")
+    parser.add_argument("--rounds-limit", type=int, default=300, help="with --per-file: time limit of the whole-project run")
     parser.add_argument("--_parse", help=argparse.SUPPRESS)
     parser.add_argument("--_workers", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -674,6 +806,21 @@ def main() -> int:
     import libcst  # noqa: F401  (fail early outside the venv)
 
     names = [args.only] if args.only else list(TREES)
+    if args.per_file:
+        for name in names:
+            spec, _ = TREES[name]
+            wheel, version, _ = fetch(name, spec)
+            src = unpack(wheel, version, name)
+            files = python_files(src)
+            if args.quick:
+                files = files[:: max(1, len(files) // 300)]
+            scan = per_file_scan(src, files, os.cpu_count() or 1, args.per_file)
+            print(json.dumps(scan, indent=1), flush=True)
+            scan["rounds"] = run_rounds(src, files, os.cpu_count() or 1, args.rounds_limit)
+            print(json.dumps(scan["rounds"], indent=1), flush=True)
+            if args.json_out:
+                Path(args.json_out).write_text(json.dumps(scan, indent=1), encoding="utf-8")
+        return 0
     results = {
         "python": sys.version.split()[0], "cpu_count": os.cpu_count(), "repeat": args.repeat, "quick": args.quick,
         "memory_method": "ru_maxrss from os.wait4() of each subprocess run: the largest single process of its tree",

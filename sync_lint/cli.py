@@ -321,14 +321,7 @@ def run_fix(args) -> int:
         any_diff = True
         fixed_count += outcome.fixes_applied
         if args.diff:
-            sys.stdout.writelines(
-                difflib.unified_diff(
-                    outcome.original.splitlines(keepends=True),
-                    outcome.fixed.splitlines(keepends=True),
-                    fromfile=f"a/{path}",
-                    tofile=f"b/{path}",
-                )
-            )
+            sys.stdout.write(_unified_diff(path, outcome.original, outcome.fixed))
         else:
             error = write_atomically(outcome)
             if error is not None:
@@ -359,6 +352,16 @@ def run_server(args) -> int:
         raise UsageError(f"server: needs pygls 2 ({exc}): pip install 'sync-lint[server]'") from None
     serve()
     return EXIT_CLEAN
+
+
+def _unified_diff(path: str, before: str, after: str) -> str:
+    """A patch ``git apply`` / ``patch`` accept, with the marker for a missing final newline."""
+    lines = []
+    for line in difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), fromfile=f"a/{path}", tofile=f"b/{path}"
+    ):
+        lines.append(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n")
+    return "".join(lines)
 
 
 def run_rule(args) -> int:

@@ -206,7 +206,7 @@ def ignored_for_file(settings: Settings, path: str) -> list[str]:
         return []
     try:
         relative = Path(path).resolve().relative_to(settings.root).as_posix()
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python 3.11)
         relative = Path(path).as_posix()
     name = os.path.basename(path)
     codes: list[str] = []

@@ -9,8 +9,8 @@ function-level masking (``fast=True``).
 The real rules run, plus two probe rules registered here so that the comparison never becomes
 vacuous whatever the GPU rules do: GPU991 flags ``.item()`` calls (a local finding) and records a
 ``sync`` summary for each top-level function that makes one; GPU992 flags every call by name, in
-any function, conditionally on the callee's summary (a cross-file finding, the case the masking's
-caller rounds exist for).
+any function of a file marked ``# probe-hot`` (its trigger), conditionally on the callee's summary
+(a cross-file finding in a unit without triggers: the case the masking's caller rounds exist for).
 """
 
 from __future__ import annotations
@@ -92,11 +92,14 @@ class ProbeItemCall(Rule):
 class ProbeSyncingCallee(Rule):
     code = "GPU992"
     name = "probe-syncing-callee"
-    summary = "Probe: a call of a function whose summary says it syncs."
+    summary = "Probe: a call of a function whose summary says it syncs, in a file marked `# probe-hot`."
     what = why = example = fix_safety = "Test probe."
-    triggers = (".item()",)
+    # The marker is what makes the trigger honest: without it the rule finds nothing in a file.
+    triggers = ("probe-hot",)
 
     def check(self, ctx):
+        if "probe-hot" not in ctx.source.text:
+            return
         for node, name in ctx.get(_CallsAnalysis).visitor.named_calls:
             callee = ctx.names.resolve(node.func)
             if callee:
@@ -117,7 +120,7 @@ HELPER = '''\
 import torch
 
 
-def sync_helper_{i}(x):
+def host_read_{i}(x):
     return int(x.sum().item())
 
 
@@ -126,11 +129,12 @@ def pure_helper_{i}(x):
 '''
 
 USER_HEAD = '''\
+# probe-hot
 import torch
 import triton
 import triton.language as tl
 
-from gen.helpers_{j} import pure_helper_{j}, sync_helper_{j}
+from gen.helpers_{j} import pure_helper_{j}, host_read_{j}
 '''
 
 USER_PARTS = [
@@ -147,7 +151,7 @@ def launch_copy_{i}(src, dst):
 ''',
     '''
 def calls_helper_{i}(x):
-    return sync_helper_{j}(x)
+    return host_read_{j}(x)
 
 
 def calls_pure_{i}(x):
@@ -187,7 +191,7 @@ def uses_template_{i}():
     '''
 @torch.compile
 def decorated_{i}(x):
-    return sync_helper_{j}(x)
+    return host_read_{j}(x)
 ''',
     '''
 if torch.cuda.is_available():
@@ -205,9 +209,49 @@ def loop_{i}(xs):
 ]
 
 
+# Only cross-file findings, in a unit without triggers: the case of the masking's caller rounds.
+CALLERS = '''\
+# probe-hot
+import torch
+
+from gen.helpers_{j} import host_read_{j}
+
+
+def wrapper_{i}(x):
+    return host_read_{j}(x)
+
+
+def unrelated_{i}(a):
+    return a + 1
+
+
+def where_{i}(t):
+    return t.device
+'''
+
+# Trigger-free code, always present: what the masking replaces by ``pass``.
+PLAIN_PART = '''
+
+def plain_math_{i}(a, b):
+    return a * b + 1
+
+
+def uses_pure_{i}(v):
+    return pure_helper_{j}(v)
+
+
+class Plain{i}:
+    def __init__(self, v):
+        self.v = v
+
+    def method(self, w):
+        return self.v + w
+'''
+
+
 def generated_module(rng: random.Random, i: int, helpers: int) -> str:
     j = rng.randrange(helpers)
-    parts = [part for part in USER_PARTS if rng.random() < 0.7]
+    parts = [PLAIN_PART] + [part for part in USER_PARTS if rng.random() < 0.7]
     if USER_PARTS[2] in parts and USER_PARTS[1] not in parts:
         parts.insert(0, USER_PARTS[1])
     if USER_PARTS[3] in parts and USER_PARTS[0] not in parts:
@@ -220,7 +264,7 @@ def generated_module(rng: random.Random, i: int, helpers: int) -> str:
 def corpus(tmp_path_factory) -> Path:
     """Fixture copies in several packages, and generated engine-like modules: above the threshold."""
     root = tmp_path_factory.mktemp("corpus")
-    for copy in range(2):
+    for copy in range(1):
         for folder in ("gpu1xx", "gpu2xx"):
             shutil.copytree(FIXTURES / folder, root / f"copy{copy}" / folder)
         (root / f"copy{copy}" / "__init__.py").write_text("")
@@ -233,6 +277,8 @@ def corpus(tmp_path_factory) -> Path:
         (gen / f"helpers_{i}.py").write_text(HELPER.format(i=i))
     for i in range(30):
         (gen / f"user_{i}.py").write_bytes(generated_module(rng, i, helpers).encode())
+    for i in range(8):
+        (gen / f"callers_{i}.py").write_text(CALLERS.format(i=i, j=i % helpers))
     files = python_files(root)
     assert len(files) > runner.PARALLEL_THRESHOLD + 5, len(files)
     return root
@@ -278,7 +324,8 @@ def test_corpus_is_not_vacuous(corpus_plain):
     codes = {entry[5] for entry in corpus_plain}
     # local and cross-file probe findings, and findings of the real rules
     assert {"GPU991", "GPU992"} <= codes, codes
-    assert any(entry[6].startswith("probe: `sync_helper_") for entry in corpus_plain)
+    assert any(entry[6].startswith("probe: `host_read_") for entry in corpus_plain)
+    assert any("callers_" in entry[0] and entry[5] == "GPU992" for entry in corpus_plain)
     real = {code for code in codes if code not in ("GPU991", "GPU992")}
     if any(not rule.tool_rule for rule in all_rules()):
         assert real, codes
@@ -305,7 +352,7 @@ def test_masking_off_equals_on(corpus_files, corpus_plain):
 def test_masking_is_actually_used(corpus_files):
     """Otherwise test_fast_serial_equals_plain compares the plain path with itself."""
     linter = runner.Linter(make_settings(**OPTIONS), fast=True)
-    facts = linter.lint_all(corpus_files, jobs=1)
+    facts = linter.lint_all([f for f in corpus_files if "callers_" in f], jobs=1)
     assert any(getattr(f, "masked", False) for f in facts)
 
 
@@ -326,7 +373,7 @@ def test_cache_cold_then_warm_equals_plain(corpus_files, corpus_plain, tmp_path,
 def test_cache_sees_a_changed_callee(corpus, corpus_files, tmp_path, monkeypatch):
     """A warm run after an edit in one file must see its effect on callers in other files."""
     work = tmp_path / "work"
-    shutil.copytree(corpus, work)
+    shutil.copytree(corpus / "gen", work / "gen")
     files = python_files(work)
     cache_dir = str(tmp_path / "cache")
     before = fast(files, jobs=1, cache_dir=cache_dir)

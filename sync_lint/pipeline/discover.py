@@ -27,7 +27,7 @@ class Discovery:
             return True
         try:
             relative = Path(path).resolve().relative_to(self.root).as_posix()
-        except (ValueError, OSError):
+        except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python 3.11)
             relative = Path(path).as_posix()
         return any(
             fnmatch.fnmatch(relative, pattern) or fnmatch.fnmatch(relative, pattern.rstrip("/") + "/*")
