@@ -93,6 +93,10 @@ def lint_source(
         plan = prefilter.unit_plan(active, source.text)
         if plan is not None:
             if not plan.plan(keep_callers_of):
+                # Nothing here for a rule on its own; a call of a function with a summary
+                # elsewhere may still be, which the runner's caller rounds look for.
+                facts.masked = True
+                facts.masked_mentions = plan.masked_names()
                 return _with_reexports(facts, source, settings)
             if plan.is_masking():
                 text = plan.masked_text()

@@ -29,5 +29,5 @@ def unit_plan(active: list[Rule], text: str) -> MaskPlan | None:
     """The function-level plan for a file, or None when a rule needs every unit (no triggers)."""
     if any(not rule.triggers for rule in active):
         return None
-    triggers = tuple(t for rule in active for t in rule.triggers)
+    triggers = tuple(t for rule in active for t in (rule.triggers if rule.unit_triggers is None else rule.unit_triggers))
     return MaskPlan(text, split_lines(text), _trigger_pattern(triggers))

@@ -23,13 +23,24 @@ class ProjectIndex:
                 self.module_imports[facts.module_name] = facts.imports
         self._close()
 
-    def summarised_names(self) -> frozenset[str]:
-        """Short names of functions whose summary can make a call site a finding."""
-        return frozenset(
-            qualname.rsplit(".", 1)[-1]
-            for qualname, summary in self.functions.items()
-            if summary.needs_contiguous or summary.sync is not None
-        )
+    def summarised_callees(self) -> tuple[frozenset[str], list[tuple[str, str, str]]]:
+        """What a call must name to reach a function whose summary can make it a finding.
+
+        Module-level functions: their short names (a call names them, maybe through an import).
+        Methods: (file, class, method): ``self.method()`` in their own file, or ``Class.method``
+        elsewhere, is what resolves to them (``x.method()`` on another object does not).
+        """
+        functions: set[str] = set()
+        methods: list[tuple[str, str, str]] = []
+        for qualname, summary in self.functions.items():
+            if not (summary.needs_contiguous or summary.sync is not None):
+                continue
+            owner, _, short = qualname.rpartition(".")
+            if owner in self.module_imports or not owner:
+                functions.add(short)
+            else:
+                methods.append((summary.path, owner.rpartition(".")[2], short))
+        return frozenset(functions), methods
 
     def lookup(self, name: str) -> FunctionSummary | None:
         """The summary for a dotted name, following re-exports (``from .ops import f``)."""

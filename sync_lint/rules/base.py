@@ -58,6 +58,9 @@ class Rule:
     invalid: ClassVar[tuple[str, ...]] = ()
     # Substrings without which the rule cannot match a file (the pre-filter); empty: always run.
     triggers: tuple[str, ...] = ()
+    # Substrings without which no single function can hold a finding of the rule or a summary
+    # it records (the function-level pre-filter, ``pipeline.units``); None: ``triggers``.
+    unit_triggers: tuple[str, ...] | None = None
     # Options that name things the rule looks for (hot classes, declarations): their literal
     # parts are triggers too, so a project's own names reach the pre-filter.
     trigger_options: ClassVar[tuple[str, ...]] = ()
@@ -66,8 +69,10 @@ class Rule:
 
     def __init__(self, settings=None) -> None:
         if settings is not None and self.triggers and self.trigger_options:
-            extra = [_literal(pattern) for option in self.trigger_options for pattern in settings[option]]
-            self.triggers = tuple(dict.fromkeys((*type(self).triggers, *(word for word in extra if word))))
+            extra = [word for option in self.trigger_options for word in map(_literal, settings[option]) if word]
+            self.triggers = tuple(dict.fromkeys((*type(self).triggers, *extra)))
+            if self.unit_triggers is not None:
+                self.unit_triggers = tuple(dict.fromkeys((*type(self).unit_triggers, *extra)))
 
     def check(self, ctx: "FileContext") -> Iterable[Finding]:
         return ()

@@ -6,7 +6,7 @@ from typing import Iterable
 
 from sync_lint.analysis.context import FileContext
 from sync_lint.analysis.sinks import (
-    SUMMARY_TRIGGERS, ContiguityAnalysis, because, plain_view,
+    SINK_UNIT_TRIGGERS, SUMMARY_TRIGGERS, ContiguityAnalysis, because, plain_view,
 )  # fmt: skip
 from sync_lint.rules._sink_findings import reported_uses, sink_finding
 from sync_lint.rules.base import Finding, Rule
@@ -50,6 +50,8 @@ class NonContiguousViewToKernel(Rule):
     )
     fix_applicability = "safe"
     triggers = VIEW_TRIGGERS + SUMMARY_TRIGGERS
+    unit_triggers = SINK_UNIT_TRIGGERS
+    trigger_options = ("contiguous-sinks",)
     valid = (
         "import torch\n\n"
         "def launch(x, out, n):\n"
