@@ -10,22 +10,10 @@ one-liner) falls back to the whole-module provider.
 
 from __future__ import annotations
 
-from typing import Iterator
-
 import libcst as cst
-from libcst.metadata import CodeRange, CodePosition, MetadataWrapper, PositionProvider
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
-
-def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    # ``node.children`` runs a visitor that rebuilds the node; reading the fields is far cheaper.
-    for name in node.__dataclass_fields__:
-        value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            yield value
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                if isinstance(item, cst.CSTNode):
-                    yield item
+from sync_lint.analysis.nodes import children
 
 
 class Positions:
@@ -62,7 +50,7 @@ class Positions:
             while stack:
                 current = stack.pop()
                 self._owner[id(current)] = index
-                stack.extend(_children(current))
+                stack.extend(children(current))
             self._walked += 1
             found = self._owner.get(id(node))
         return found
