@@ -67,6 +67,13 @@ def check_program(text: str) -> list:
     found = lint_text(text, **OPTIONS)
     assert not tool_errors(found), tool_errors(found)
     fixed = fix_text(text, unsafe=True, **OPTIONS)
+    try:
+        cst.parse_module(text)
+    except cst.ParserSyntaxError:
+        # CPython accepts a few programs libcst cannot parse (``"\\\r\n"`` at the end of a
+        # file): nothing is fixed in them, and they must come back untouched.
+        assert fixed == text
+        return found
     assert_parses(fixed)
     assert fix_text(fixed, unsafe=True, **OPTIONS) == fixed
     assert not tool_errors(lint_text(fixed, **OPTIONS))
