@@ -15,8 +15,13 @@ from pathlib import Path
 
 from sync_lint import __version__, config
 from sync_lint.diagnostics import Diagnostic
-from sync_lint.pipeline.discover import DEFAULT_EXCLUDE, Discovery, git_tracked_python_files
-from sync_lint.pipeline.runner import Linter
+from sync_lint.pipeline import profile
+from sync_lint.pipeline.discover import (
+    DEFAULT_EXCLUDE,
+    Discovery,
+    git_tracked_python_files,
+)
+from sync_lint.pipeline.runner import PARALLEL_THRESHOLD, Linter
 from sync_lint.report import FORMATS
 from sync_lint.report.text import fixable, statistics
 
@@ -73,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--output-format", choices=sorted(FORMATS), default="text")
     check.add_argument("--output-file", "-o", help="write the report here instead of stdout")
     check.add_argument("--statistics", action="store_true", help="count findings per rule")
+    check.add_argument(
+        "--profile", action="store_true", help="print time per phase, analysis and rule to stderr (summed over workers)"
+    )
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
     adoption = check.add_mutually_exclusive_group()
     adoption.add_argument("--baseline", metavar="FILE", help="report only findings not recorded in FILE")
@@ -222,12 +230,17 @@ def run_check(args) -> int:
     if args.write_baseline and args.add_noqa:
         raise UsageError("--write-baseline and --add-noqa: choose one way to accept today's findings")
     known = _load_baseline(args.baseline) if args.baseline else None  # before a long run, not after
+    profiler = profile.enable() if args.profile else None
     settings = _settings(args)
-    files = _files(args, settings)
+    with profile.span("discover"):
+        files = _files(args, settings)
     linter = _linter(args, settings)
     progress = Progress(len(files))
     result = linter.run(files, jobs=args.jobs, progress=progress)
     progress.finish()
+    if profiler is not None:
+        workers = 1 if len(files) < PARALLEL_THRESHOLD else (args.jobs or os.cpu_count() or 1)
+        print(profiler.report(time.perf_counter() - started, len(files), workers), file=sys.stderr)
     diagnostics = sorted(result.diagnostics, key=Diagnostic.sort_key)
     extra = ""
     if args.write_baseline:

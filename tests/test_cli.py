@@ -230,3 +230,25 @@ def test_cache_is_used_and_bypassed(project):
     shutil.rmtree(project / ".sync_lint_cache")
     assert run("check", "--no-cache", "pkg", cwd=project).returncode == 0
     assert not (project / ".sync_lint_cache").exists()
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_profile_prints_time_per_phase_and_rule(jobs):
+    # Over fixtures and reference_kernels (more files than the serial threshold), in one
+    # process and with workers whose totals must come back to the parent.
+    repo = Path(__file__).resolve().parent.parent
+    result = run("check", "--profile", "--no-cache", "--isolated", "--jobs", jobs, "fixtures", "reference_kernels", cwd=repo)
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("sync-lint profile: "))
+    assert f"{jobs} job(s)" in lines[header]
+    rows = {}
+    for line in lines[header + 2 :]:
+        if line.startswith("sync-lint: "):
+            break
+        label, seconds, share, calls = line.rsplit(None, 3)
+        rows[label.strip()] = (float(seconds), int(calls))
+    for label in ("parse", "read and decode", "rule GPU101", "rule GPU201", "analysis SyncAnalysis", "positions and fixes"):
+        assert label in rows and rows[label][1] > 0, label
+    total = float(lines[header].split(" s in the pipeline")[0].rsplit(", ", 1)[1])
+    assert abs(sum(seconds for seconds, _ in rows.values()) - total) < 0.01 * len(rows) + 0.01

@@ -9,6 +9,7 @@ import libcst as cst
 from sync_lint.analysis.names import NameTable
 from sync_lint.analysis.positions import Positions
 from sync_lint.analysis.summaries import FunctionSummary
+from sync_lint.pipeline.profile import span
 
 if TYPE_CHECKING:
     from sync_lint.config import Settings
@@ -38,7 +39,8 @@ class FileContext:
         """The analysis of this file, computed on first use. ``analysis(ctx)`` does the work."""
         found = self._analyses.get(analysis)
         if found is None:
-            found = analysis(self)
+            with span(f"analysis {analysis.__name__}"):
+                found = analysis(self)
             self._analyses[analysis] = found
         return found  # type: ignore[return-value]
 

@@ -16,6 +16,7 @@ from typing import Callable
 from sync_lint import __version__
 from sync_lint.config import Settings
 from sync_lint.pipeline.lint_file import FileFacts, tool_diagnostic
+from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.source import SourceError, SourceFile, decode
 
 
@@ -47,22 +48,26 @@ class Cache:
         return os.path.join(self.folder, key[:2], key)
 
     def lint_path(self, path: str, lint: Callable[[SourceFile], FileFacts], variant: tuple) -> FileFacts:
+        with span("cache lookup"):
+            try:
+                with open(path, "rb") as handle:
+                    raw = handle.read()
+            except OSError as exc:
+                return FileFacts(path=path, diagnostics=[tool_diagnostic(path, "GPU003", f"cannot read file: {exc.strerror}")])
+            entry = self._entry(path, raw, variant)
+            try:
+                with open(entry, "rb") as handle:
+                    return pickle.load(handle)
+            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+                pass  # a miss, or an entry from an incompatible version: lint again
         try:
-            with open(path, "rb") as handle:
-                raw = handle.read()
-        except OSError as exc:
-            return FileFacts(path=path, diagnostics=[tool_diagnostic(path, "GPU003", f"cannot read file: {exc.strerror}")])
-        entry = self._entry(path, raw, variant)
-        try:
-            with open(entry, "rb") as handle:
-                return pickle.load(handle)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
-            pass  # a miss, or an entry from an incompatible version: lint again
-        try:
-            facts = lint(decode(path, raw))
+            with span("read and decode"):
+                source = decode(path, raw)
+            facts = lint(source)
         except SourceError as exc:
             facts = FileFacts(path=path, diagnostics=[tool_diagnostic(path, exc.code, exc.message, exc.line)])
-        self._store(entry, facts)
+        with span("cache store"):
+            self._store(entry, facts)
         return facts
 
     def _store(self, entry: str, facts: FileFacts) -> None:

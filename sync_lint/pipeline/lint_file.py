@@ -22,6 +22,7 @@ from sync_lint.config import Settings
 from sync_lint.diagnostics import Diagnostic
 from sync_lint.fixes import Editor, MaskedLinesTouched
 from sync_lint.pipeline import prefilter
+from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.source import SourceError, SourceFile
 from sync_lint.pipeline.suppress import Suppressions, scan
 from sync_lint.rules.base import Finding, Rule
@@ -82,10 +83,12 @@ def lint_source(
     """Lint one file. ``mask``: parse only the units rules can use (``units``); a file with
     findings is always linted again whole, so positions and fixes come from the plain path.
     ``keep_callers_of``: names of functions with summaries; units mentioning them are kept."""
-    facts = FileFacts(path=source.path, suppressions=scan(source.text))
+    with span("noqa scan"):
+        facts = FileFacts(path=source.path, suppressions=scan(source.text))
     if facts.suppressions.file_is_off():
         return facts
-    active = [rule for rule in rules if prefilter.may_match(rule, source.text)]
+    with span("prefilter"):
+        active = [rule for rule in rules if prefilter.may_match(rule, source.text)]
     if not active:
         return _with_reexports(facts, source, settings)
     text = source.text
@@ -106,7 +109,8 @@ def lint_source(
         facts.diagnostics.append(tool_diagnostic(source.path, "GPU001", *too_long))
         return facts
     try:
-        module = cst.parse_module(text)
+        with span("parse"):
+            module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         if text is not source.text:  # the cut landed inside a string: parse the file whole
             return lint_source(source, settings, rules, mask=False)
@@ -123,7 +127,8 @@ def lint_source(
     findings: list[tuple[Rule, Finding]] = []
     for rule in active:
         try:
-            findings.extend((rule, finding) for finding in rule.check(ctx))
+            with span(f"rule {rule.code}"):
+                findings.extend((rule, finding) for finding in rule.check(ctx))
         except RecursionError:
             facts.diagnostics.append(
                 tool_diagnostic(source.path, "GPU004", f"{rule.code} skipped this file: nested too deeply to analyse")
@@ -140,7 +145,8 @@ def lint_source(
     facts.imports = dict(ctx.names.imports)
     if findings:
         try:
-            _resolve_findings(facts, ctx, findings)
+            with span("positions and fixes"):
+                _resolve_findings(facts, ctx, findings)
         except MaskedLinesTouched:  # a fix reaches into a masked unit: plan it on the whole file
             return lint_source(source, settings, rules, mask=False)
     return facts
@@ -182,12 +188,13 @@ def _with_reexports(facts: FileFacts, source: SourceFile, settings: Settings) ->
     few and small, so their parse is cheap."""
     if not source.path.endswith("__init__.py") or "import" not in source.text:
         return facts
-    try:
-        module = cst.parse_module(source.text)
-    except (cst.ParserSyntaxError, RecursionError):
-        return facts  # it is reported when a rule needs it; nothing to follow through it now
-    facts.module_name = module_name_for(source.path)
-    facts.imports = dict(NameTable(module, facts.module_name, settings["alias-modules"], is_package=True).imports)
+    with span("re-export shims"):
+        try:
+            module = cst.parse_module(source.text)
+        except (cst.ParserSyntaxError, RecursionError):
+            return facts  # it is reported when a rule needs it; nothing to follow through it now
+        facts.module_name = module_name_for(source.path)
+        facts.imports = dict(NameTable(module, facts.module_name, settings["alias-modules"], is_package=True).imports)
     return facts
 
 
@@ -229,7 +236,8 @@ def lint_path(path: str, lint) -> FileFacts:
     from sync_lint.pipeline import source as source_stage
 
     try:
-        source = source_stage.read(path)
+        with span("read and decode"):
+            source = source_stage.read(path)
     except SourceError as exc:
         return FileFacts(path=path, diagnostics=[tool_diagnostic(path, exc.code, exc.message, exc.line)])
     return lint(source)

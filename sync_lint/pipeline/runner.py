@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from sync_lint import config
 from sync_lint.diagnostics import Diagnostic
 from sync_lint.pipeline import cache as cache_stage
-from sync_lint.pipeline import suppress
+from sync_lint.pipeline import profile, suppress
 from sync_lint.pipeline.lint_file import FileFacts, lint_path, lint_source
 from sync_lint.pipeline.project import ProjectIndex
 from sync_lint.pipeline.source import SourceFile
@@ -92,9 +92,12 @@ class Linter:
         chunk = max(8, min(256, len(paths) // (jobs * 8) or 1))
         batches = [(paths[i : i + chunk], keep_callers_of, mask) for i in range(0, len(paths), chunk)]
         results = []
-        with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(self,)) as pool:
-            for batch_result in pool.map(_worker_lint_batch, batches):
+        parent = profile.active()
+        with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(self, parent is not None)) as pool:
+            for batch_result, timings in pool.map(_worker_lint_batch, batches):
                 results.extend(batch_result)
+                if parent is not None and timings is not None:
+                    parent.add(timings)
                 if progress:
                     progress(len(batch_result))
         return results
@@ -102,12 +105,14 @@ class Linter:
     def run(self, paths: list[str], jobs: int | None = None, progress=None) -> RunResult:
         started = time.perf_counter()
         facts = self.lint_all(paths, jobs, progress)
-        index = ProjectIndex(facts)
+        with profile.span("project summaries"):
+            index = ProjectIndex(facts)
         if self.fast:
             facts, index = self._complete_masked(facts, index, jobs)
         diagnostics: list[Diagnostic] = []
-        for file_facts in facts:
-            diagnostics.extend(self.finalize(file_facts, index))
+        with profile.span("cross-file findings and noqa"):
+            for file_facts in facts:
+                diagnostics.extend(self.finalize(file_facts, index))
         return RunResult(
             diagnostics=diagnostics,
             files_checked=len(paths),
@@ -145,12 +150,17 @@ class Linter:
 _WORKER_LINTER: Linter | None = None
 
 
-def _worker_init(linter: Linter) -> None:
+def _worker_init(linter: Linter, profiling: bool) -> None:
     global _WORKER_LINTER
     _WORKER_LINTER = linter
+    if profiling:
+        profile.enable()
 
 
-def _worker_lint_batch(batch) -> list[FileFacts]:
+def _worker_lint_batch(batch):
+    """A batch's facts, and the worker's profile totals for it (None when not profiling)."""
     assert _WORKER_LINTER is not None
     paths, keep_callers_of, mask = batch
-    return [_WORKER_LINTER.lint_one(path, keep_callers_of, mask) for path in paths]
+    facts = [_WORKER_LINTER.lint_one(path, keep_callers_of, mask) for path in paths]
+    profiler = profile.active()
+    return facts, profiler.take() if profiler is not None else None

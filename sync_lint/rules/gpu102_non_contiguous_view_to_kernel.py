@@ -6,7 +6,11 @@ from typing import Iterable
 
 from sync_lint.analysis.context import FileContext
 from sync_lint.analysis.sinks import (
-    SINK_UNIT_TRIGGERS, SUMMARY_TRIGGERS, ContiguityAnalysis, because, plain_view,
+    SINK_UNIT_TRIGGERS,
+    SUMMARY_TRIGGERS,
+    ContiguityAnalysis,
+    because,
+    plain_view,
 )  # fmt: skip
 from sync_lint.rules._sink_findings import reported_uses, sink_finding
 from sync_lint.rules.base import Finding, Rule
