@@ -321,3 +321,15 @@ def test_fast_path_agrees_with_plain_path():
     fast = Linter(settings, fast=True).run(files, jobs=1).diagnostics
     plain = Linter(settings, fast=False).run(files, jobs=1).diagnostics
     assert fast == plain and fast
+
+
+def test_transpose_trigger_is_the_attribute_not_a_prefix():
+    # `.T` in `torch.Tensor` is not a transpose: a file with only annotations is not parsed
+    # for GPU102, while `x.T`, even as the file's last token, is.
+    from sync_lint.pipeline.prefilter import may_match
+    from sync_lint.rules import rule_by_code
+
+    rule = rule_by_code("GPU102")()
+    assert not may_match(rule, "def f(x: Tensor, y: Type) -> Tensor:\n    return g(x, y)\n")
+    for text in ("y = x.T\n", "y = x.T", "y = f(x.T, 1)\n", "y = x.T[0]\n", "y = x.T@w\n"):
+        assert may_match(rule, text), text

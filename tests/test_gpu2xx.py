@@ -9,7 +9,7 @@ import pytest
 
 from expectations import expected_in_text
 from sync_lint import api
-from sync_lint.api import fix_text, lint_paths, lint_text
+from sync_lint.api import fix_text, lint_paths, lint_text, make_settings
 from sync_lint.pipeline.discover import DEFAULT_EXCLUDE, Discovery
 from sync_lint.pipeline.runner import Linter
 
@@ -480,6 +480,20 @@ def test_files_without_triggers_are_not_parsed():
     text = "def f(a, b):\n    return a + b\n"
     for code in ("GPU201", "GPU202", "GPU203", "GPU204"):
         assert not may_match(rule_by_code(code)(), text)
+    # Names that merely contain "sync" are no declaration: only the configured ones are.
+    assert not may_match(rule_by_code("GPU203")(), "async def f(x, is_sync_step):\n    return await x\n")
+    assert may_match(rule_by_code("GPU203")(), "with gpu_sync_allowed():\n    pass\n")
+
+
+def test_a_configured_name_without_a_literal_part_makes_the_rule_always_run():
+    # `*` matches every class: no text can be required of a file, so none is skipped.
+    from sync_lint.pipeline.prefilter import may_match
+    from sync_lint.rules import rule_by_code
+
+    settings = make_settings(hot_class_patterns=["*"])
+    rule = rule_by_code("GPU201")(settings)
+    assert rule.triggers == () and may_match(rule, "x = 1\n")
+    assert rule_by_code("GPU201")(make_settings()).triggers != ()
 
 
 def test_tensor_annotations_do_not_place_a_tensor_on_the_gpu():

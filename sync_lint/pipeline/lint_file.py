@@ -8,6 +8,7 @@ It is what worker processes return and what the cache stores.
 from __future__ import annotations
 
 import ast
+import gc
 import os
 import re
 from dataclasses import dataclass, field
@@ -74,6 +75,29 @@ def tool_diagnostic(path: str, code: str, message: str, line: int = 1, col: int 
 
 
 def lint_source(
+    source: SourceFile,
+    settings: Settings,
+    rules: list[Rule],
+    mask: bool = True,
+    keep_callers_of: frozenset[str] = frozenset(),
+) -> FileFacts:
+    """Lint one file (see ``_lint_source``), with Python's cyclic garbage collector paused.
+
+    A parse allocates about one object per character of source, and each allocation counts
+    towards the collector's next pass, which then scans the whole young tree: about 40% of the
+    parse time, for nothing, since the tree has no reference cycles and is freed by reference
+    counting when the file is done. Whatever cyclic garbage one file makes is collected after
+    it, by the collector's normal passes."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _lint_source(source, settings, rules, mask, keep_callers_of)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _lint_source(
     source: SourceFile,
     settings: Settings,
     rules: list[Rule],

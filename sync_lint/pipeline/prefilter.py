@@ -1,7 +1,7 @@
 """The cheap text pre-filter: skip the parse when no enabled rule can match a file, and
 parse only the units of a file that can matter (``units``).
 
-Each rule lists substrings (``Rule.triggers``) without which it cannot find anything in a file,
+Each rule lists substrings or regular expressions (``Rule.triggers``) without which it cannot find anything in a file,
 nor record a function summary that another file needs. A rule with no triggers always runs.
 """
 
@@ -17,12 +17,15 @@ from sync_lint.rules.base import Rule
 
 def may_match(rule: Rule, text: str) -> bool:
     triggers = rule.triggers
-    return not triggers or any(trigger in text for trigger in triggers)
+    return not triggers or any(
+        trigger in text if type(trigger) is str else trigger.search(text) is not None for trigger in triggers
+    )
 
 
 @lru_cache(maxsize=64)
-def _trigger_pattern(triggers: tuple[str, ...]) -> re.Pattern:
-    return re.compile("|".join(re.escape(t) for t in sorted(set(triggers), key=len, reverse=True)))
+def _trigger_pattern(triggers: tuple[str | re.Pattern, ...]) -> re.Pattern:
+    pieces = {t if isinstance(t, str) else t.pattern: re.escape(t) if isinstance(t, str) else t.pattern for t in triggers}
+    return re.compile("|".join(pieces[key] for key in sorted(pieces, key=len, reverse=True)))
 
 
 def unit_plan(active: list[Rule], text: str) -> MaskPlan | None:

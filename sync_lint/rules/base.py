@@ -8,6 +8,7 @@ function's project-wide summary says so (see ``sync_lint.analysis.summaries``).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, ClassVar, Iterable
 
@@ -56,11 +57,12 @@ class Rule:
     # findings exactly on the lines marked ``# expect: CODE``. Both become tests and docs.
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[str, ...]] = ()
-    # Substrings without which the rule cannot match a file (the pre-filter); empty: always run.
-    triggers: tuple[str, ...] = ()
+    # Substrings (or patterns) without which the rule cannot match a file (the pre-filter); empty:
+    # always run.
+    triggers: tuple[str | re.Pattern, ...] = ()
     # Substrings without which no single function can hold a finding of the rule or a summary
     # it records (the function-level pre-filter, ``pipeline.units``); None: ``triggers``.
-    unit_triggers: tuple[str, ...] | None = None
+    unit_triggers: tuple[str | re.Pattern, ...] | None = None
     # Options that name things the rule looks for (hot classes, declarations): their literal
     # parts are triggers too, so a project's own names reach the pre-filter.
     trigger_options: ClassVar[tuple[str, ...]] = ()
@@ -69,7 +71,11 @@ class Rule:
 
     def __init__(self, settings=None) -> None:
         if settings is not None and self.triggers and self.trigger_options:
-            extra = [word for option in self.trigger_options for word in map(_literal, settings[option]) if word]
+            extra = [_literal(value) for option in self.trigger_options for value in settings[option]]
+            if not all(extra):  # a name with no literal part (``*``) may match in any file
+                self.triggers = ()
+                self.unit_triggers = None
+                return
             self.triggers = tuple(dict.fromkeys((*type(self).triggers, *extra)))
             if self.unit_triggers is not None:
                 self.unit_triggers = tuple(dict.fromkeys((*type(self).unit_triggers, *extra)))

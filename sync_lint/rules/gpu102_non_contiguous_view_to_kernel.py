@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 from sync_lint.analysis.context import FileContext
@@ -16,7 +17,8 @@ from sync_lint.rules._sink_findings import reported_uses, sink_finding
 from sync_lint.rules.base import Finding, Rule
 
 VIEW_TRIGGERS = (
-    "[:", "[...", "...]", "::", ":, ", ".t()", ".T", ".mT", ".mH", "transpose", "permute", "movedim",
+    # ``.T`` as a whole attribute: a bare ".T" would match every ``torch.Tensor`` annotation.
+    "[:", "[...", "...]", "::", ":, ", ".t()", re.compile(r"\.T\b"), ".mT", ".mH", "transpose", "permute", "movedim",
     "moveaxis", "swapaxes", "swapdims", "expand", "broadcast_to", "select(", "narrow(", "unfold(",
     "diagonal(", "as_strided",
 )  # fmt: skip

@@ -9,8 +9,9 @@ from sync_lint.analysis.guards import unwrap_fix
 from sync_lint.analysis.syncs import SyncAnalysis
 from sync_lint.rules.base import Finding, Rule
 
-# Declaration names are expected to contain "sync" (``gpu_sync_allowed``, ``allow_gpu_sync``).
-DECLARATION_TRIGGERS = ("_sync", "sync_")
+# Only the configured ``sync-declarations`` are declarations; their names become triggers
+# (``trigger_options``), so the default's is the only fixed one.
+DECLARATION_TRIGGERS = ("gpu_sync_allowed",)
 
 
 class StaleSyncDeclaration(Rule):
