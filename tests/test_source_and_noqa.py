@@ -76,3 +76,24 @@ def test_file_level_noqa():
     assert not codes.file_is_off() and codes.file_codes == ("GPU201", "GPU202")
     # Not on a line of its own: an ordinary comment.
     assert not scan("x = 1  # sync-lint: noqa\n").file_is_off()
+
+
+def test_noqa_comments_for_other_tools_are_read_when_a_file_has_findings():
+    # Such files are tokenized for noqa comments only once they have a finding: a bare noqa
+    # must still suppress it, and another tool's code must not.
+    from sync_lint.api import lint_text
+
+    source = (
+        "class FlashMetadataBuilder:\n"
+        "    def build(self, common):\n"
+        "        n = common.seq_lens.tolist(){first}\n"
+        "        m = common.query_start_loc.item(){second}\n"
+        "        return n, m\n"
+    )
+    plain = source.format(first="", second="")
+    assert [(d.line, d.code) for d in lint_text(plain)] == [(3, "GPU201"), (4, "GPU201")]
+    commented = source.format(first="  # noqa", second="  # noqa: E501")
+    assert [(d.line, d.code) for d in lint_text(commented)] == [(4, "GPU201")]
+    # A file with no finding still has its unused GPU noqa reported, not its other ones.
+    clean = "x = 1  # noqa: E501\ny = 2  # noqa: GPU201\n"
+    assert [(d.line, d.code) for d in lint_text(clean)] == [(2, "GPU010")]

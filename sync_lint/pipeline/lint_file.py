@@ -91,24 +91,37 @@ def lint_source(
     paused = gc.isenabled()
     gc.disable()
     try:
-        return _lint_source(source, settings, rules, mask, keep_callers_of)
+        # noqa comments matter to a file with findings; to one without, only those naming our
+        # codes (GPU010 judges them) and the file-level switch do. Tokenizing for them is
+        # costly, and most files have both noqa comments (for other tools) and no finding.
+        with span("noqa scan"):
+            early = _NOQA_THAT_MATTERS_ALONE.search(source.text) is not None
+            suppressions = scan(source.text) if early else Suppressions()
+        facts = _lint_source(source, settings, rules, mask, keep_callers_of, suppressions)
+        if not early and (facts.diagnostics or facts.pending):
+            with span("noqa scan"):
+                facts.suppressions = scan(source.text)
+        return facts
     finally:
         if paused:
             gc.enable()
+
+
+_NOQA_THAT_MATTERS_ALONE = re.compile(r"noqa[^\n]*gpu|sync-lint\s*:\s*noqa", re.IGNORECASE)
 
 
 def _lint_source(
     source: SourceFile,
     settings: Settings,
     rules: list[Rule],
-    mask: bool = True,
-    keep_callers_of: frozenset[str] = frozenset(),
+    mask: bool,
+    keep_callers_of: frozenset[str],
+    suppressions: Suppressions,
 ) -> FileFacts:
     """Lint one file. ``mask``: parse only the units rules can use (``units``); a file with
     findings is always linted again whole, so positions and fixes come from the plain path.
     ``keep_callers_of``: names of functions with summaries; units mentioning them are kept."""
-    with span("noqa scan"):
-        facts = FileFacts(path=source.path, suppressions=scan(source.text))
+    facts = FileFacts(path=source.path, suppressions=suppressions)
     if facts.suppressions.file_is_off():
         return facts
     with span("prefilter"):
