@@ -10,11 +10,10 @@ import fnmatch
 import hashlib
 import json
 import os
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 
 class ConfigError(Exception):

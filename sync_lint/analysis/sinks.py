@@ -29,18 +29,11 @@ import libcst as cst
 from sync_lint.analysis.context import FileContext
 from sync_lint.analysis.flow import Walker
 from sync_lint.analysis.functions import FunctionInfo, module_functions
+from sync_lint.analysis.nodes import children
 from sync_lint.analysis.layout import (
-    SCALAR,
-    UNKNOWN,
-    VIEWS,
-    Layout,
-    LayoutDomain,
-    class_attributes,
-    code_of,
-    root_name,
+    SCALAR, UNKNOWN, VIEWS, Layout, LayoutDomain, class_attributes, code_of, root_name,
 )  # fmt: skip
 from sync_lint.analysis.names import dotted
-from sync_lint.analysis.nodes import children
 from sync_lint.analysis.summaries import ArgKey, Forward
 
 # Words without which a file neither holds a contiguity sink nor a function summary that

@@ -1,8 +1,8 @@
 """The cheap text pre-filter: skip the parse when no enabled rule can match a file, and
 parse only the units of a file that can matter (``units``).
 
-Each rule lists substrings or regular expressions (``Rule.triggers``) without which it cannot find anything in a file,
-nor record a function summary that another file needs. A rule with no triggers always runs.
+Each rule lists substrings or regular expressions (``Rule.triggers``) without which it cannot
+find anything in a file, nor record a function summary that another file needs. A rule with no triggers always runs.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ def may_match(rule: Rule, text: str) -> bool:
 
 @lru_cache(maxsize=64)
 def _trigger_pattern(triggers: tuple[str | re.Pattern, ...]) -> re.Pattern:
-    pieces = {t if isinstance(t, str) else t.pattern: re.escape(t) if isinstance(t, str) else t.pattern for t in triggers}
-    return re.compile("|".join(pieces[key] for key in sorted(pieces, key=len, reverse=True)))
+    sources = {re.escape(t) if isinstance(t, str) else t.pattern for t in triggers}
+    return re.compile("|".join(sorted(sources, key=len, reverse=True)))
 
 
 def unit_plan(active: list[Rule], text: str) -> MaskPlan | None:

@@ -6,13 +6,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from sync_lint.analysis.sinks import (
-    ContiguityAnalysis,
-    SinkUse,
-    append_contiguous,
-    fix_target,
-    reported,
-)
+from sync_lint.analysis.sinks import ContiguityAnalysis, SinkUse, append_contiguous, fix_target, reported
 from sync_lint.rules.base import CalleeCondition, Finding
 
 

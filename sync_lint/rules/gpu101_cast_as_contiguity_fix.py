@@ -7,12 +7,7 @@ from typing import Iterable
 from sync_lint.analysis.context import FileContext
 from sync_lint.analysis.layout import PERMUTED
 from sync_lint.analysis.sinks import (
-    SINK_UNIT_TRIGGERS,
-    SUMMARY_TRIGGERS,
-    ContiguityAnalysis,
-    SinkUse,
-    because,
-    cast_relied_on,
+    SINK_UNIT_TRIGGERS, SUMMARY_TRIGGERS, ContiguityAnalysis, SinkUse, because, cast_relied_on,
 )  # fmt: skip
 from sync_lint.rules._sink_findings import reported_uses, sink_finding
 from sync_lint.rules.base import Finding, Rule

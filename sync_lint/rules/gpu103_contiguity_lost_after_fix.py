@@ -7,11 +7,7 @@ from typing import Iterable
 from sync_lint.analysis.context import FileContext
 from sync_lint.analysis.layout import code_of
 from sync_lint.analysis.sinks import (
-    SINK_UNIT_TRIGGERS,
-    SUMMARY_TRIGGERS,
-    ContiguityAnalysis,
-    because,
-    size1_strides_read,
+    SINK_UNIT_TRIGGERS, SUMMARY_TRIGGERS, ContiguityAnalysis, because, size1_strides_read,
     view_after_fix,
 )  # fmt: skip
 from sync_lint.rules._sink_findings import reported_uses, sink_finding

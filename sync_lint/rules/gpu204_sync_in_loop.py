@@ -5,13 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from sync_lint.analysis.context import FileContext
-from sync_lint.analysis.syncs import (
-    EXPLICIT_TRIGGERS,
-    HOT_TRIGGERS,
-    IMPLICIT_TRIGGERS,
-    SyncAnalysis,
-    site_message,
-)
+from sync_lint.analysis.syncs import EXPLICIT_TRIGGERS, HOT_TRIGGERS, IMPLICIT_TRIGGERS, SyncAnalysis, site_message
 from sync_lint.rules.base import CalleeCondition, Finding, Rule
 
 
