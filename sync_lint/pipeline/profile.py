@@ -50,12 +50,9 @@ class Profiler:
         self.seconds.update(seconds)
         self.calls.update(calls)
 
-    def totals(self) -> tuple[dict[str, float], dict[str, int]]:
-        return dict(self.seconds), dict(self.calls)
-
     def take(self) -> tuple[dict[str, float], dict[str, int]]:
         """The totals so far, then start again (a worker sends them once per batch)."""
-        totals = self.totals()
+        totals = dict(self.seconds), dict(self.calls)
         self.seconds.clear()
         self.calls.clear()
         return totals
@@ -79,11 +76,6 @@ def enable() -> Profiler:
     global _active
     _active = Profiler()
     return _active
-
-
-def disable() -> None:
-    global _active
-    _active = None
 
 
 def active() -> Profiler | None:
