@@ -3,6 +3,7 @@ project-wide summaries, then resolve cross-file findings and apply suppressions.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -78,37 +79,36 @@ class Linter:
     # -- many files -----------------------------------------------------------------------
     def lint_all(
         self, paths: list[str], jobs: int | None = None, progress=None,
-        keep_callers_of: frozenset[str] = frozenset(), mask: bool | None = None,
+        keep_callers_of: frozenset[str] = frozenset(), mask: bool | None = None, pool: "_Pool | None" = None,
     ) -> list[FileFacts]:
-        jobs = jobs or os.cpu_count() or 1
-        if len(paths) < PARALLEL_THRESHOLD or jobs == 1:
-            results = []
-            for path in paths:
-                results.append(self.lint_one(path, keep_callers_of, mask))
-                if progress:
-                    progress(1)
-            return results
-        # Chunks big enough to amortise pickling, small enough to balance 2+ workers.
-        chunk = max(8, min(256, len(paths) // (jobs * 8) or 1))
-        batches = [(paths[i : i + chunk], keep_callers_of, mask) for i in range(0, len(paths), chunk)]
-        results = []
-        parent = profile.active()
-        with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(self, parent is not None)) as pool:
-            for batch_result, timings in pool.map(_worker_lint_batch, batches):
-                results.extend(batch_result)
-                if parent is not None and timings is not None:
-                    parent.add(timings)
-                if progress:
-                    progress(len(batch_result))
-        return results
+        """Facts of ``paths``, in order. ``pool``: a started worker pool to use (the caller
+        rounds reuse the first round's, so they pay no second start-up); without one, a pool is
+        started for this call when the input is large enough to pay for it."""
+        if pool is None:
+            jobs = jobs or os.cpu_count() or 1
+            if len(paths) < PARALLEL_THRESHOLD or jobs == 1:
+                results = []
+                for path in paths:
+                    results.append(self.lint_one(path, keep_callers_of, mask))
+                    if progress:
+                        progress(1)
+                return results
+            with _Pool(self, jobs) as pool:
+                return pool.lint(paths, keep_callers_of, mask, progress)
+        return pool.lint(paths, keep_callers_of, mask, progress)
 
     def run(self, paths: list[str], jobs: int | None = None, progress=None) -> RunResult:
         started = time.perf_counter()
-        facts = self.lint_all(paths, jobs, progress)
-        with profile.span("project summaries"):
-            index = ProjectIndex(facts)
-        if self.fast:
-            facts, index = self._complete_masked(facts, index, jobs)
+        jobs = jobs or os.cpu_count() or 1
+        with contextlib.ExitStack() as stack:
+            pool = None
+            if len(paths) >= PARALLEL_THRESHOLD and jobs > 1:
+                pool = stack.enter_context(_Pool(self, jobs))
+            facts = self.lint_all(paths, jobs, progress, pool=pool)
+            with profile.span("project summaries"):
+                index = ProjectIndex(facts)
+            if self.fast:
+                facts, index = self._complete_masked(facts, index, jobs, pool)
         diagnostics: list[Diagnostic] = []
         with profile.span("cross-file findings and noqa"):
             for file_facts in facts:
@@ -121,10 +121,9 @@ class Linter:
             index=index,
         )
 
-
     # Masked files hide units; those that call a function with a summary matter once the
     # project is known.
-    def _complete_masked(self, facts: list[FileFacts], index: ProjectIndex, jobs):
+    def _complete_masked(self, facts: list[FileFacts], index: ProjectIndex, jobs, pool: "_Pool | None"):
         # Lint those files again keeping such units (a few rounds: a caller kept now may give its
         # own callers a summary).
         for _ in range(MAX_CALLER_ROUNDS):
@@ -140,11 +139,43 @@ class Linter:
                     keep |= named
             if not redo:
                 break
-            again = self.lint_all([facts[i].path for i in redo], jobs, keep_callers_of=frozenset(keep))
+            # A round is small, but its files are the large ones: spread it over the pool
+            # already started, whatever its size.
+            round_pool = pool if pool is not None and len(redo) > 1 else None
+            again = self.lint_all([facts[i].path for i in redo], jobs, keep_callers_of=frozenset(keep), pool=round_pool)
             for i, new in zip(redo, again):
                 facts[i] = new
             index = ProjectIndex(facts)
         return facts, index
+
+
+class _Pool:
+    """Worker processes, each holding a copy of the linter, started once per run."""
+
+    def __init__(self, linter: Linter, jobs: int) -> None:
+        self.jobs = jobs
+        self.profiling = profile.active() is not None
+        self.executor = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(linter, self.profiling))
+
+    def __enter__(self) -> "_Pool":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.executor.shutdown()
+
+    def lint(self, paths: list[str], keep_callers_of: frozenset[str], mask: bool | None, progress=None) -> list[FileFacts]:
+        # Chunks big enough to amortise pickling, small enough to balance 2+ workers.
+        chunk = max(1 if len(paths) < PARALLEL_THRESHOLD else 8, min(256, len(paths) // (self.jobs * 8) or 1))
+        batches = [(paths[i : i + chunk], keep_callers_of, mask) for i in range(0, len(paths), chunk)]
+        results: list[FileFacts] = []
+        parent = profile.active()
+        for batch_result, timings in self.executor.map(_worker_lint_batch, batches):
+            results.extend(batch_result)
+            if parent is not None and timings is not None:
+                parent.add(timings)
+            if progress:
+                progress(len(batch_result))
+        return results
 
 
 _WORKER_LINTER: Linter | None = None
