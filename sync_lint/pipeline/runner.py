@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from sync_lint import config
@@ -155,6 +154,9 @@ class _Pool:
     def __init__(self, linter: Linter, jobs: int) -> None:
         self.jobs = jobs
         self.profiling = profile.active() is not None
+        # Imported here: a small run (what pre-commit does) starts no pool and skips the import.
+        from concurrent.futures import ProcessPoolExecutor
+
         self.executor = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(linter, self.profiling))
 
     def __enter__(self) -> "_Pool":
