@@ -333,3 +333,33 @@ def test_transpose_trigger_is_the_attribute_not_a_prefix():
     assert not may_match(rule, "def f(x: Tensor, y: Type) -> Tensor:\n    return g(x, y)\n")
     for text in ("y = x.T\n", "y = x.T", "y = f(x.T, 1)\n", "y = x.T[0]\n", "y = x.T@w\n"):
         assert may_match(rule, text), text
+
+
+def test_strides_unpacked_from_stride_or_taken_conditionally_make_a_launch_stride_aware():
+    # vLLM `causal_conv1d_update`: `a, b, c = conv_state.stride()` and
+    # `s = idx.stride(0) if idx is not None else 0`, passed to the launch.
+    source = """
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def update_kernel(state_ptr, idx_ptr, out_ptr, s_seq, s_dim, s_tok, s_idx):
+        i = tl.program_id(0)
+        slot = tl.load(idx_ptr + i * s_idx)
+        tl.store(out_ptr + i, tl.load(state_ptr + slot * s_seq + s_dim + s_tok))
+
+    def conv_update(conv_state, state_indices, out):
+        s_seq, s_dim, s_tok = conv_state.stride()
+        s_idx = state_indices.stride(0) if state_indices is not None else 0
+        update_kernel[(out.numel(),)](conv_state, state_indices, out, s_seq, s_dim, s_tok, s_idx)
+
+    def conv_update_dense(conv_state, state_indices, out):
+        s_seq, s_dim, s_tok = out.stride()
+        update_kernel[(out.numel(),)](conv_state, state_indices, out, s_seq, s_dim, s_tok, 1)
+
+    def forward(cache, block_table, out):
+        conv_state = cache.transpose(-1, -2)
+        conv_update(conv_state, block_table[:, 0], out)
+        conv_update_dense(conv_state, block_table[:, 0], out)
+    """
+    assert codes(source) == [(23, "GPU102"), (23, "GPU102")]

@@ -210,8 +210,11 @@ def join(a: Layout, b: Layout) -> Layout:
             cast=first.cast or second.cast if first.source == second.source else None,
         )  # fmt: skip
     if first.kind == second.kind:
+        # ``s = x.stride(0) if x is not None else 0``: a stride of ``x`` whenever ``x`` is passed.
+        strides = {layout.stride_of for layout in (first, second) if layout.stride_of}
         return Layout(first.kind, dtype=first.dtype if first.dtype == second.dtype else None, maybe_none=maybe_none,
-                      made_contiguous=first.made_contiguous if first.made_contiguous is second.made_contiguous else None)
+                      made_contiguous=first.made_contiguous if first.made_contiguous is second.made_contiguous else None,
+                      stride_of=strides.pop() if len(strides) == 1 else None)
     if first.kind == FRESH:
         return Layout(UNKNOWN, maybe_none=maybe_none)  # a tensor on one path, a number on another
     return Layout(OTHER, maybe_none=maybe_none)
@@ -237,7 +240,8 @@ class LayoutDomain:
         if value.kind == TUPLE and value.elements is not None and 0 <= index < len(value.elements):
             return value.elements[index]
         if value.kind == SCALAR:
-            return SCALAR_LAYOUT
+            # ``sb, sd, st = x.stride()``: each element is still a stride of ``x``.
+            return Layout(SCALAR, stride_of=value.stride_of) if value.stride_of else SCALAR_LAYOUT
         return UNKNOWN_LAYOUT
 
     def iterate(self, value: Layout) -> Layout:

@@ -72,6 +72,20 @@ class NonContiguousViewToKernel(Rule):
         "    tl.store(out_ptr + i, tl.load(x_ptr + i * stride_x))\n\n"
         "def run(x, out):\n"
         "    col_kernel[(out.numel(),)](x[:, 0], out, x.stride(0))  # stride-aware\n",
+        # Strides unpacked from `.stride()`, or taken only when the tensor is there.
+        "import triton\n"
+        "import triton.language as tl\n\n"
+        "@triton.jit\n"
+        "def conv_kernel(state_ptr, idx_ptr, out_ptr, s_seq, s_dim, s_idx):\n"
+        "    i = tl.program_id(0)\n"
+        "    slot = tl.load(idx_ptr + i * s_idx)\n"
+        "    tl.store(out_ptr + i, tl.load(state_ptr + slot * s_seq + i * s_dim))\n\n"
+        "def conv_update(conv_state, idx, out):\n"
+        "    s_seq, s_dim = conv_state.stride()\n"
+        "    s_idx = idx.stride(0) if idx is not None else 0\n"
+        "    conv_kernel[(out.numel(),)](conv_state, idx, out, s_seq, s_dim, s_idx)\n\n"
+        "def run(cache, block_table, out):\n"
+        "    conv_update(cache.transpose(-1, -2), block_table[:, 0], out)\n",
     )
     invalid = (
         "import triton\n"
