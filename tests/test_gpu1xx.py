@@ -335,6 +335,46 @@ def test_transpose_trigger_is_the_attribute_not_a_prefix():
         assert may_match(rule, text), text
 
 
+def test_a_cast_that_one_path_skips_is_not_relied_on():
+    # SGLang `triton_store_cache.py` / `memory_pool.py`: the cast is guarded by a dtype test, and the
+    # other path hands the parameter itself to the kernel: the author relies on no cast for the layout.
+    source = """
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def store_kernel(idx_ptr, out_ptr):
+        i = tl.program_id(0)
+        tl.store(out_ptr + tl.load(idx_ptr + i), i)
+
+    def store(indices, out):
+        indices_i32 = indices.to(torch.int32) if indices.dtype != torch.int32 else indices
+        store_kernel[(out.numel(),)](indices_i32, out)
+
+    def store_loc(loc, lens, out):
+        if loc.dtype != torch.int64:
+            loc = loc.to(torch.int64)
+        lens = lens if lens.dtype == torch.int32 else lens.int()
+        store_kernel[(out.numel(),)](loc, out)
+        store_kernel[(out.numel(),)](lens, out)
+
+    def store_unguarded(loc, out):
+        store_kernel[(out.numel(),)](loc.to(torch.int64), out)
+
+    def store_column(block_table, out):
+        col = block_table[:, 0]
+        col = col.to(torch.int32) if col.dtype != torch.int32 else col
+        store_kernel[(out.numel(),)](col, out)
+
+    def store_optional(k, out):
+        # The path that skips the cast has no tensor: every tensor reaching the kernel is cast.
+        k2 = k.to(torch.int32) if k is not None else k
+        store_kernel[(out.numel(),)](k2, out)
+    """
+    assert codes(source) == [(23, "GPU101"), (28, "GPU101"), (32, "GPU101")]
+
+
 def test_strides_unpacked_from_stride_or_taken_conditionally_make_a_launch_stride_aware():
     # vLLM `causal_conv1d_update`: `a, b, c = conv_state.stride()` and
     # `s = idx.stride(0) if idx is not None else 0`, passed to the launch.

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Mapping
 
 import libcst as cst
 
-from sync_lint.analysis.flow import Walker
+from sync_lint.analysis.flow import Walker, target_key
 from sync_lint.analysis.names import dotted
 
 if TYPE_CHECKING:
@@ -204,10 +204,12 @@ def join(a: Layout, b: Layout) -> Layout:
         # parameter: keep what summaries need, drop claims that hold on one path only.
         both_unchanged = second.kind == UNKNOWN and first.cast is None and second.cast is None
         params = first.params | second.params if both_unchanged else (first.params if second.kind != UNKNOWN else frozenset())
+        cast = first.cast or second.cast if first.source == second.source else None
+        if cast is not None and second.kind == UNKNOWN and _uncast_on_a_path(first, second, cast):
+            cast = None
         return Layout(
             UNKNOWN, params=params, maybe_none=maybe_none,
-            source=first.source if first.source == second.source else None,
-            cast=first.cast or second.cast if first.source == second.source else None,
+            source=first.source if first.source == second.source else None, cast=cast,
         )  # fmt: skip
     if first.kind == second.kind:
         # ``s = x.stride(0) if x is not None else 0``: a stride of ``x`` whenever ``x`` is passed.
@@ -218,6 +220,14 @@ def join(a: Layout, b: Layout) -> Layout:
     if first.kind == FRESH:
         return Layout(UNKNOWN, maybe_none=maybe_none)  # a tensor on one path, a number on another
     return Layout(OTHER, maybe_none=maybe_none)
+
+
+def _uncast_on_a_path(a: Layout, b: Layout, cast: Cast) -> bool:
+    """``x = x.to(torch.int32) if x.dtype != torch.int32 else x`` (or the same with an ``if``
+    statement): one path hands the parameter itself on, uncast, so the author does not rely on the
+    cast for its layout (and, guarded so, the cast is never a no-op)."""
+    uncast = b if a.cast is cast else a
+    return uncast.cast is None and cast.source_text in uncast.params
 
 
 class LayoutDomain:
@@ -325,7 +335,25 @@ class LayoutDomain:
         return self.evaluate(node.value, env)
 
     def _eval_IfExp(self, node: cst.IfExp, env) -> Layout:
-        return join(self.evaluate(node.body, env), self.evaluate(node.orelse, env))
+        then_env, else_env = dict(env), dict(env)
+        self.refine(node.test, then_env, else_env)
+        return join(self.evaluate(node.body, then_env), self.evaluate(node.orelse, else_env))
+
+    @staticmethod
+    def refine(test: cst.BaseExpression, then_env, else_env) -> None:
+        """``... if x is not None else ...`` / ``... if x is None else ...``: ``x`` is None on the other
+        branch (so that ``x.to(torch.int64) if x is not None else x`` is a cast of every tensor)."""
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            return
+        operator = test.comparisons[0].operator
+        key = target_key(test.left)
+        if key is None or not (isinstance(test.comparisons[0].comparator, cst.Name)
+                               and test.comparisons[0].comparator.value == "None"):
+            return
+        if isinstance(operator, cst.IsNot):
+            else_env[key] = Layout(NONE)
+        elif isinstance(operator, cst.Is):
+            then_env[key] = Layout(NONE)
 
     def _eval_BooleanOperation(self, node: cst.BooleanOperation, env) -> Layout:
         return join(self.evaluate(node.left, env), self.evaluate(node.right, env))

@@ -26,8 +26,9 @@ class CastAsContiguityFix(Rule):
         "tensor, with no `.contiguous()` in between: a Triton kernel that reads the argument as `ptr + offset`, "
         "a `torch.ops` custom op, a function that checks `is_contiguous()` (in any checked file), "
         "`.view(dtype)`, a raw `.data_ptr()`, or a sink named in `contiguous-sinks`. A cast of a source known "
-        "to be fresh, a cast that certainly changes the dtype of a gapped view, and a launch that also passes "
-        "the tensor's strides are not reported."
+        "to be fresh, a cast that certainly changes the dtype of a gapped view, a cast of a parameter that "
+        "another path skips (`x.to(torch.int32) if x.dtype != torch.int32 else x`: the parameter itself reaches "
+        "the sink there), and a launch that also passes the tensor's strides are not reported."
     )
     why = (
         "A cast returns its input itself when there is nothing to convert (`x.to(torch.int32)` of an int32 "
@@ -81,6 +82,13 @@ class CastAsContiguityFix(Rule):
         "def run(query_start_loc, num_reqs, out):\n"
         "    cu_seqlens = query_start_loc[: num_reqs + 1].to(torch.int32)\n"
         "    torch.ops._C.varlen_fwd(out, cu_seqlens)\n",
+        # A guarded cast: the other path hands the parameter on uncast, so no cast is relied on.
+        "import torch\n\n"
+        "def store(loc, lens, out):\n"
+        "    if loc.dtype != torch.int64:\n"
+        "        loc = loc.to(torch.int64)\n"
+        "    lens_i32 = lens.to(torch.int32) if lens.dtype != torch.int32 else lens\n"
+        "    torch.ops._C.store_kv(out, loc, lens_i32)\n",
     )
     invalid = (
         "import torch\n"
