@@ -611,3 +611,32 @@ def test_configured_names_reach_the_prefilter():
     )
     found = lint_text(hot, select=["GPU202"], hot_class_patterns=["*StepRunner"], hot_method_patterns=["execute"])
     assert [d.code for d in found] == ["GPU202"]
+
+
+def test_torch_metadata_predicates_are_python_values():
+    # SGLang `prepare_sdpa_mask`: `torch.is_floating_point(mask)` reads the dtype, not the data;
+    # `torch.equal` does read both tensors and stays a sync.
+    check("""
+        import torch
+
+        def prepare_mask(mask: torch.Tensor, *, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+            mask = mask.to(device=device)
+            if torch.is_floating_point(mask) or torch.is_complex(mask):
+                return mask.to(dtype=dtype)
+            return mask
+
+        def check_positions(positions, expected):
+            positions = positions.to(expected.device)
+            assert torch.equal(positions.cuda(), expected)
+            return positions
+
+        class Attention(torch.nn.Module):
+            def forward(self, q: torch.Tensor, mask: torch.Tensor, positions):
+                q = q.to(self.device)
+                if torch.is_tensor(q) and torch.is_floating_point(q) and q.dim() == 3:
+                    q = q * 2
+                n = torch.numel(q) + int(torch.is_grad_enabled())
+                check_positions(positions, q)  # expect: GPU201
+                return q, n, prepare_mask(mask, dtype=q.dtype, device=q.device)
+    """)
+

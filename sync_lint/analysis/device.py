@@ -123,6 +123,12 @@ TORCH_FACTORIES = frozenset({
     "empty", "zeros", "ones", "full", "arange", "range", "linspace", "logspace", "eye", "rand", "randn",
     "randint", "randperm", "empty_strided", "tensor", "as_tensor", "asarray", "scalar_tensor", "frombuffer",
 })
+# Torch functions that return a Python value read from a tensor's metadata (no device read).
+TORCH_HOST_RESULTS = frozenset({
+    "is_floating_point", "is_complex", "is_tensor", "is_storage", "numel", "is_same_size",
+    "is_grad_enabled", "is_inference_mode_enabled", "is_autocast_enabled", "is_inference", "is_conj", "is_neg",
+    "get_default_dtype", "result_type", "promote_types", "can_cast", "is_signed",
+})
 _LIKE_FACTORIES = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
                              "randint_like"})
 _HOST_LIBRARIES = ("numpy", "math", "random", "itertools", "functools", "collections", "os", "sys", "time",
@@ -447,6 +453,8 @@ class DeviceDomain:
             return HOST_TENSOR
         if name in ("torch.device", "torch.get_default_device") or name.startswith("torch.cuda."):
             return HOST
+        if short in TORCH_HOST_RESULTS:
+            return HOST  # ``torch.is_floating_point(x)`` reads metadata: a Python bool, no sync
         args = positional(node)
         if short in TORCH_FACTORIES or short in _LIKE_FACTORIES:
             placed = self.device_argument(node, env)

@@ -67,6 +67,14 @@ class ImplicitSyncInHotPath(Rule):
         "    def forward(self, x: torch.Tensor, repeats: torch.Tensor):\n"
         "        y = x.repeat_interleave(repeats, output_size=x.shape[0] * 2)\n"
         "        return torch.where(x > 0, x, y[: x.shape[0]])\n",
+        # Predicates on a tensor's metadata are Python values.
+        "import torch\n\n"
+        "class Attention(torch.nn.Module):\n"
+        "    def forward(self, q: torch.Tensor, mask: torch.Tensor):\n"
+        "        mask = mask.to(q.device)\n"
+        "        if torch.is_floating_point(mask) and not torch.is_complex(mask):\n"
+        "            mask = mask.to(q.dtype)\n"
+        "        return q, mask\n",
     )
     invalid = (
         "import torch\n\n"
