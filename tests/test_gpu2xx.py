@@ -640,3 +640,43 @@ def test_torch_metadata_predicates_are_python_values():
                 return q, n, prepare_mask(mask, dtype=q.dtype, device=q.device)
     """)
 
+
+def test_memoized_helpers_sync_once_per_key_not_per_step(tmp_path):
+    # SGLang `complex_rope_triton._fuse_real_sin(device)` and `_cached_sparse_permutation(h, w, ..., device)`:
+    # `functools.lru_cache` runs the body once per key; a tensor-annotated argument misses every step.
+    helpers = tmp_path / "helpers.py"
+    helpers.write_text(textwrap.dedent("""
+        import functools
+        from functools import lru_cache
+
+        import torch
+
+        @lru_cache
+        def fuse_real_sin(device: torch.device) -> bool:
+            values = torch.tensor([[1.0, -1.0], [1.0, 1.0]], device=device)
+            return values.sum().item() != 0
+
+        @functools.lru_cache(maxsize=64)
+        def cached_permutation(grid_h: int, grid_w: int, device: torch.device):
+            order = torch.arange(grid_h * grid_w, device=device)
+            return order, tuple((order % 2).sum(dim=0, keepdim=True).tolist())
+
+        @functools.cache
+        def cached_by_tensor(x: torch.Tensor):
+            return x.cuda().sum().item()
+    """))
+    model = tmp_path / "model.py"
+    model.write_text(textwrap.dedent("""
+        import torch
+        from helpers import cached_by_tensor, cached_permutation, fuse_real_sin
+
+        class Rope(torch.nn.Module):
+            def forward(self, x: torch.Tensor):
+                x = x.to(self.device)
+                if fuse_real_sin(x.device):
+                    x = x * 2
+                order, lengths = cached_permutation(4, 4, x.device)
+                return x, order, lengths, cached_by_tensor(x)
+    """))
+    found = sorted((Path(d.path).name, d.line, d.code) for d in lint_paths([str(tmp_path)], **OPTIONS))
+    assert found == [("model.py", 11, "GPU201")]

@@ -31,6 +31,8 @@ from sync_lint.analysis.names import dotted
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
 _COMPILE = ("torch.compile", "torch.compiler.compile")
 _GRAPH_BLOCKS = ("torch.cuda.graph", "torch.cuda.graphs.graph")
+# Memoizing decorators: the body runs once per distinct (hashable: ints, a device) argument set.
+_MEMOIZERS = ("functools.lru_cache", "functools.cache")
 _CPU_PARTS = frozenset({"cpu", "amx"})
 _CPU_CLASS = re.compile(r"(?:^|[a-z_])(?:CPU|Cpu|AMX)(?=[A-Z_]|$)")
 
@@ -132,7 +134,7 @@ class HotScopes:
     def _judge(self, info: FunctionInfo) -> Hotness:
         class_node = info.class_node
         hot_class = class_node is not None and self.is_hot_class(class_node)
-        if matches(info.name, self.cold_patterns):
+        if matches(info.name, self.cold_patterns) or self._memoized(info):
             return Hotness(None, True, hot_class)
         if self.cpu_backend or (class_node is not None and _CPU_CLASS.search(class_node.name.value)):
             return Hotness(None, False, False)
@@ -148,6 +150,18 @@ class HotScopes:
         if self.hot_functions and matches(info.qualname, self.hot_functions):
             return Hotness(f"hot function `{short}`", False, hot_class)
         return Hotness(None, False, hot_class)
+
+    def _memoized(self, info: FunctionInfo) -> bool:
+        """``@functools.lru_cache`` / ``@cache`` on a function whose parameters are not annotated as
+        tensors (a tensor argument would miss the cache every step): its syncs run once per key
+        (``_probe(device)``), not per step, so it is cold."""
+        if info.class_node is not None or not any(d in _MEMOIZERS for d in info.decorators):
+            return False
+        params = info.node.params
+        return not any(
+            param.annotation is not None and "Tensor" in (self.ctx.module.code_for_node(param.annotation.annotation))
+            for param in (*params.posonly_params, *params.params, *params.kwonly_params)
+        )
 
     def is_graph_block(self, node: cst.With) -> bool:
         """``with torch.cuda.graph(g):``: what runs inside is captured into a CUDA graph."""

@@ -24,7 +24,8 @@ class UndeclaredSyncInHotPath(Rule):
         "`if self.debug:`, `if __debug__:`), CPU-side receivers (`*_cpu`, `*_np`, `*_host`, `device=\"cpu\"`, "
         "`pin_memory=True`, results of `.cpu()` / `.numpy()` / `.tolist()`, numpy arrays, Python values), "
         "shape arithmetic (`x.shape[0]`, `x.size(0)`, `x.numel()`, `len(x)`), and cold code (`__init__`, weight "
-        "loading, warm-up, capture set-up: `cold-function-patterns`). A receiver of unknown device is reported "
+        "loading, warm-up, capture set-up: `cold-function-patterns`; module functions memoized with "
+        "`functools.lru_cache` / `functools.cache` and no tensor-annotated parameter, which run once per key). A receiver of unknown device is reported "
         "in metadata builders only (`unknown-device`)."
     )
     why = (
@@ -77,6 +78,16 @@ class UndeclaredSyncInHotPath(Rule):
         "import torch\n\n"
         "def summarize(x):\n"
         "    return torch.zeros(4, device='cuda').tolist()\n",
+        # A memoized probe: it syncs once per device, not per step.
+        "import functools\n"
+        "import torch\n\n"
+        "@functools.lru_cache\n"
+        "def supports_fast_path(device: torch.device) -> bool:\n"
+        "    return torch.ones(2, device=device).sum().item() == 2\n\n"
+        "class Model(torch.nn.Module):\n"
+        "    def forward(self, x: torch.Tensor):\n"
+        "        x = x.to(self.device)\n"
+        "        return x * 2 if supports_fast_path(x.device) else x\n",
     )
     invalid = (
         "class AiterMLAMetadataBuilder(MLAMetadataBuilder):\n"
