@@ -78,7 +78,7 @@ class Linter:
     # -- many files -----------------------------------------------------------------------
     def lint_all(
         self, paths: list[str], jobs: int | None = None, progress=None,
-        keep_callers_of: frozenset[str] = frozenset(), mask: bool | None = None, pool: "_Pool | None" = None,
+        keep_callers_of: frozenset[str] = frozenset(), mask: bool | None = None, pool: _Pool | None = None,
     ) -> list[FileFacts]:
         """Facts of ``paths``, in order. ``pool``: a started worker pool to use (the caller
         rounds reuse the first round's, so they pay no second start-up); without one, a pool is
@@ -122,7 +122,7 @@ class Linter:
 
     # Masked files hide units; those that call a function with a summary matter once the
     # project is known.
-    def _complete_masked(self, facts: list[FileFacts], index: ProjectIndex, jobs, pool: "_Pool | None"):
+    def _complete_masked(self, facts: list[FileFacts], index: ProjectIndex, jobs, pool: _Pool | None):
         # Lint those files again keeping such units (a few rounds: a caller kept now may give its
         # own callers a summary).
         for _ in range(MAX_CALLER_ROUNDS):
@@ -153,13 +153,12 @@ class _Pool:
 
     def __init__(self, linter: Linter, jobs: int) -> None:
         self.jobs = jobs
-        self.profiling = profile.active() is not None
         # Imported here: a small run (what pre-commit does) starts no pool and skips the import.
         from concurrent.futures import ProcessPoolExecutor
 
-        self.executor = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(linter, self.profiling))
+        self.executor = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(linter, profile.active() is not None))
 
-    def __enter__(self) -> "_Pool":
+    def __enter__(self) -> _Pool:
         return self
 
     def __exit__(self, *exc_info) -> None:
