@@ -224,7 +224,7 @@ def flake8(*args: str, plugin: bool = False) -> list[str]:
     return [PY, "-c", FLAKE8_NO_PLUGIN, *args]
 
 
-# -- bare libcst parse (a subprocess runs this script with --_parse) ------------------------------
+# -- bare parses (a subprocess runs this script with --_parse) ------------------------------------
 def _parse_one(path: str) -> int:
     import libcst as cst
 
@@ -237,18 +237,32 @@ def _parse_one(path: str) -> int:
         return 1
 
 
-def parse_worker(list_file: str, workers: int) -> None:
+def _ast_parse_one(path: str) -> int:
+    """CPython's own parser, for comparison: what an analysis on ``ast`` would start from."""
+    import ast
+
+    with open(path, "rb") as handle:
+        raw = handle.read()
+    try:
+        ast.parse(raw)
+        return 0
+    except (SyntaxError, ValueError):
+        return 1
+
+
+def parse_worker(list_file: str, workers: int, parser: str = "libcst") -> None:
+    parse_one = _ast_parse_one if parser == "ast" else _parse_one
     with open(list_file) as handle:
         paths = [line.rstrip("\n") for line in handle if line.strip()]
     started = time.perf_counter()
     if workers <= 1:
-        failures = sum(_parse_one(p) for p in paths)
+        failures = sum(parse_one(p) for p in paths)
     else:
         from concurrent.futures import ProcessPoolExecutor
 
         chunk = max(8, min(256, len(paths) // (workers * 8) or 1))  # as sync-lint's runner chunks
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            failures = sum(pool.map(_parse_one, paths, chunksize=chunk))
+            failures = sum(pool.map(parse_one, paths, chunksize=chunk))
     print(json.dumps({"files": len(paths), "failures": failures, "seconds": time.perf_counter() - started}))
 
 
@@ -567,10 +581,11 @@ def bench_tree(name: str, args) -> dict:
     list_file.write_text("".join(str(tree / f) + "\n" for f in files))
     script = str(Path(__file__).resolve())
     t["libcst_parse_pool"] = series(f"libcst parse ({jobs} workers)", [PY, script, "--_parse", str(list_file), "--_workers", str(jobs)], tree, repeat, keep_output=True)
+    t["ast_parse_pool"] = series(f"ast parse ({jobs} workers)", [PY, script, "--_parse", str(list_file), "--_workers", str(jobs), "--_parser", "ast"], tree, repeat, keep_output=True)
     if not args.no_serial_parse:
         # once: it is the slowest measurement by far, and only a reference point
         t["libcst_parse_serial"] = series("libcst parse (serial)", [PY, script, "--_parse", str(list_file), "--_workers", "1"], tree, 1, keep_output=True)
-    for key in ("libcst_parse_pool", "libcst_parse_serial"):
+    for key in ("libcst_parse_pool", "libcst_parse_serial", "ast_parse_pool"):
         if key in t:
             last = t[key].pop("last")
             try:
@@ -637,6 +652,7 @@ def print_tree(result: dict) -> None:
     cold = t["sync_lint_cold"]["median"]
     print(f"    ratios: cold/ruff={cold / t['ruff_select_all']['median']:.2f}  cold/flake8={cold / t['flake8_E9F']['median']:.2f}  "
           f"cold/libcst-pool={cold / t['libcst_parse_pool']['median']:.2f}  "
+          f"ast-pool/ruff={t['ast_parse_pool']['median'] / t['ruff_select_all']['median']:.2f}  "
           + (f"libcst-serial/ruff={t['libcst_parse_serial']['median'] / t['ruff_select_all']['median']:.1f}" if "libcst_parse_serial" in t else ""))
     print("    targets:")
     for row in result["targets"]:
@@ -819,9 +835,10 @@ def main() -> int:
     parser.add_argument("--rounds-limit", type=int, default=300, help="with --per-file: time limit of the whole-project run")
     parser.add_argument("--_parse", help=argparse.SUPPRESS)
     parser.add_argument("--_workers", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--_parser", choices=("libcst", "ast"), default="libcst", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args._parse:
-        parse_worker(args._parse, args._workers)
+        parse_worker(args._parse, args._workers, args._parser)
         return 0
     import libcst  # noqa: F401  (fail early outside the venv)
 
