@@ -36,14 +36,6 @@ from sync_lint.analysis.layout import (
 from sync_lint.analysis.names import dotted
 from sync_lint.analysis.summaries import ArgKey, Forward
 
-# Words without which a file neither holds a contiguity sink nor a function summary that
-# another file needs; every GPU1xx rule lists them among its triggers.
-SUMMARY_TRIGGERS = ("is_contiguous", "stride(", "triton", "tl.load", "tl.store", "torch.ops", "data_ptr")
-# A function can only report a GPU1xx finding at a sink it calls: a kernel launch, a custom op,
-# `.view(dtype)`, `.data_ptr()`, or a function with a summary (whose callers the runner keeps in
-# a later round). Casts and views alone are common; sinks are not.
-SINK_UNIT_TRIGGERS = SUMMARY_TRIGGERS + ("](", ".view(")
-
 _TRITON_DECORATORS = ("triton.jit", "triton.autotune", "triton.heuristics", "triton.runtime.jit")
 _POINTER_CALLS = {"load": "read", "store": "written", "atomic_add": "updated", "atomic_max": "updated",
                   "atomic_min": "updated", "atomic_cas": "updated", "atomic_xchg": "updated",

@@ -886,15 +886,6 @@ def _walk(walker: Walker, function: cst.FunctionDef, env) -> None:
 
 # -- what the GPU2xx rules share -----------------------------------------------------------------
 
-# Hot-scope markers (default patterns): a file with none and no sync word has nothing to report.
-HOT_TRIGGERS = ("MetadataBuilder", "def forward", "torch.compile", "cuda.graph", "support_torch_compile")
-EXPLICIT_TRIGGERS = (".item(", ".tolist(", ".cpu(", ".numpy(", "synchronize", '"cpu"', "'cpu'", ".copy_(")
-IMPLICIT_TRIGGERS = (
-    "nonzero", "argwhere", "unique", "masked_select", "repeat_interleave", "where(", "device", ".cuda(", "_gpu",
-    ".gpu",
-)
-
-
 UNDECLARED = "undeclared GPU->CPU sync"
 DECLARE_FIX = "Declare the intended sync: wrap the statement in `with gpu_sync_allowed():`"
 

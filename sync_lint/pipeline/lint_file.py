@@ -13,20 +13,24 @@ import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import libcst as cst
-
-from sync_lint.analysis.context import FileContext
-from sync_lint.analysis.names import NameTable
 from sync_lint.analysis.summaries import FunctionSummary, PendingCall
 from sync_lint.config import Settings
 from sync_lint.diagnostics import Diagnostic
-from sync_lint.fixes import Editor, MaskedLinesTouched
 from sync_lint.pipeline import prefilter
 from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.source import SourceError, SourceFile
 from sync_lint.pipeline.suppress import Suppressions, scan
 from sync_lint.rules.base import Finding, Rule
+
+# libcst and the analyses are imported where a file is parsed, not here: a file that no rule's
+# triggers match (about a third of an engine's files) is done without them, and their import
+# is most of a one-file run (what pre-commit does).
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from sync_lint.analysis.context import FileContext
 
 
 @dataclass
@@ -145,6 +149,18 @@ def _lint_source(
     if too_long is not None:
         facts.diagnostics.append(tool_diagnostic(source.path, "GPU001", *too_long))
         return facts
+    return _parse_and_check(source, text, settings, rules, active, facts)
+
+
+def _parse_and_check(
+    source: SourceFile, text: str, settings: Settings, rules: list[Rule], active: list[Rule], facts: FileFacts
+) -> FileFacts:
+    """Parse ``text`` (the source, or the source with units masked) and run the ``active`` rules."""
+    import libcst as cst
+
+    from sync_lint.analysis.context import FileContext
+    from sync_lint.fixes import MaskedLinesTouched
+
     try:
         with span("parse"):
             module = cst.parse_module(text)
@@ -225,6 +241,10 @@ def _with_reexports(facts: FileFacts, source: SourceFile, settings: Settings) ->
     few and small, so their parse is cheap."""
     if not source.path.endswith("__init__.py") or "import" not in source.text:
         return facts
+    import libcst as cst
+
+    from sync_lint.analysis.names import NameTable
+
     with span("re-export shims"):
         try:
             module = cst.parse_module(source.text)
@@ -237,6 +257,8 @@ def _with_reexports(facts: FileFacts, source: SourceFile, settings: Settings) ->
 
 def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[Rule, Finding]]) -> None:
     """Positions and fixes, computed only for files that have findings."""
+    from sync_lint.fixes import Editor, MaskedLinesTouched
+
     positions = ctx.positions()
     editor = Editor(ctx.module, ctx.source.text, positions, parsed_text=ctx.parsed_text)
     for rule, finding in findings:

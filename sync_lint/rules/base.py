@@ -12,11 +12,11 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, ClassVar, Iterable
 
-import libcst as cst
-
 from sync_lint.diagnostics import Applicability, Fix
 
 if TYPE_CHECKING:
+    import libcst as cst
+
     from sync_lint.analysis.context import FileContext
     from sync_lint.fixes import Editor
 

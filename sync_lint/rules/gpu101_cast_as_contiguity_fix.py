@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-from sync_lint.analysis.context import FileContext
-from sync_lint.analysis.layout import PERMUTED
-from sync_lint.analysis.sinks import (
-    SINK_UNIT_TRIGGERS, SUMMARY_TRIGGERS, ContiguityAnalysis, SinkUse, because, cast_relied_on,
-)  # fmt: skip
-from sync_lint.rules._sink_findings import reported_uses, sink_finding
 from sync_lint.rules.base import Finding, Rule
+from sync_lint.rules.triggers import CAST_TRIGGERS, SINK_UNIT_TRIGGERS, SUMMARY_TRIGGERS
 
-CAST_TRIGGERS = (".to(", ".int()", ".long()", ".float()", ".half()", ".bfloat16()", ".double()", ".type(", ".cuda(")
+if TYPE_CHECKING:
+    from sync_lint.analysis.context import FileContext
+    from sync_lint.analysis.sinks import ContiguityAnalysis, SinkUse
 
 
 class CastAsContiguityFix(Rule):
@@ -107,12 +104,18 @@ class CastAsContiguityFix(Rule):
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
+        from sync_lint.analysis.sinks import ContiguityAnalysis, cast_relied_on
+        from sync_lint.rules._sink_findings import reported_uses, sink_finding
+
         analysis = ctx.get(ContiguityAnalysis)
         for use in reported_uses(analysis, cast_relied_on):
             yield sink_finding(use, self._message(use, analysis))
 
     @staticmethod
     def _message(use: SinkUse, analysis: ContiguityAnalysis) -> str:
+        from sync_lint.analysis.layout import PERMUTED
+        from sync_lint.analysis.sinks import because
+
         layout = use.layout
         cast = layout.cast
         assert cast is not None

@@ -2,26 +2,13 @@
 
 from __future__ import annotations
 
-import re
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-from sync_lint.analysis.context import FileContext
-from sync_lint.analysis.sinks import (
-    SINK_UNIT_TRIGGERS,
-    SUMMARY_TRIGGERS,
-    ContiguityAnalysis,
-    because,
-    plain_view,
-)  # fmt: skip
-from sync_lint.rules._sink_findings import reported_uses, sink_finding
 from sync_lint.rules.base import Finding, Rule
+from sync_lint.rules.triggers import SINK_UNIT_TRIGGERS, SUMMARY_TRIGGERS, VIEW_TRIGGERS
 
-VIEW_TRIGGERS = (
-    # ``.T`` as a whole attribute: a bare ".T" would match every ``torch.Tensor`` annotation.
-    "[:", "[...", "...]", "::", ":, ", ".t()", re.compile(r"\.T\b"), ".mT", ".mH", "transpose", "permute", "movedim",
-    "moveaxis", "swapaxes", "swapdims", "expand", "broadcast_to", "select(", "narrow(", "unfold(",
-    "diagonal(", "as_strided",
-)  # fmt: skip
+if TYPE_CHECKING:
+    from sync_lint.analysis.context import FileContext
 
 
 class NonContiguousViewToKernel(Rule):
@@ -103,6 +90,9 @@ class NonContiguousViewToKernel(Rule):
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
+        from sync_lint.analysis.sinks import ContiguityAnalysis, because, plain_view
+        from sync_lint.rules._sink_findings import reported_uses, sink_finding
+
         analysis = ctx.get(ContiguityAnalysis)
         for use in reported_uses(analysis, plain_view):
             layout = use.layout

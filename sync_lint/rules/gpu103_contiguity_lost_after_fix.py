@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-from sync_lint.analysis.context import FileContext
-from sync_lint.analysis.layout import code_of
-from sync_lint.analysis.sinks import (
-    SINK_UNIT_TRIGGERS, SUMMARY_TRIGGERS, ContiguityAnalysis, because, size1_strides_read,
-    view_after_fix,
-)  # fmt: skip
-from sync_lint.rules._sink_findings import reported_uses, sink_finding
 from sync_lint.rules.base import Finding, Rule
+from sync_lint.rules.triggers import CONTIGUOUS_TRIGGERS, SINK_UNIT_TRIGGERS, SUMMARY_TRIGGERS
+
+if TYPE_CHECKING:
+    from sync_lint.analysis.context import FileContext
 
 
 class ContiguityLostAfterFix(Rule):
@@ -43,7 +40,7 @@ class ContiguityLostAfterFix(Rule):
         "does not change those strides."
     )
     fix_applicability = "safe"
-    triggers = ("contiguous(",) + SUMMARY_TRIGGERS
+    triggers = CONTIGUOUS_TRIGGERS + SUMMARY_TRIGGERS
     unit_triggers = SINK_UNIT_TRIGGERS
     trigger_options = ("contiguous-sinks",)
     valid = (
@@ -68,6 +65,10 @@ class ContiguityLostAfterFix(Rule):
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
+        from sync_lint.analysis.layout import code_of
+        from sync_lint.analysis.sinks import ContiguityAnalysis, because, size1_strides_read, view_after_fix
+        from sync_lint.rules._sink_findings import reported_uses, sink_finding
+
         analysis = ctx.get(ContiguityAnalysis)
         seen: set[int] = set()
         for use in reported_uses(analysis, view_after_fix, seen):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-from sync_lint.analysis.context import FileContext
-from sync_lint.analysis.syncs import EXPLICIT_TRIGGERS, HOT_TRIGGERS, declared_findings
 from sync_lint.rules.base import Finding, Rule
+from sync_lint.rules.triggers import EXPLICIT_TRIGGERS, HOT_TRIGGERS
+
+if TYPE_CHECKING:
+    from sync_lint.analysis.context import FileContext
 
 
 class UndeclaredSyncInHotPath(Rule):
@@ -107,4 +109,6 @@ class UndeclaredSyncInHotPath(Rule):
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
+        from sync_lint.analysis.syncs import declared_findings
+
         return declared_findings(ctx, ("explicit", "call"))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-from sync_lint.analysis.context import FileContext
-from sync_lint.analysis.syncs import HOT_TRIGGERS, IMPLICIT_TRIGGERS, declared_findings
 from sync_lint.rules.base import Finding, Rule
+from sync_lint.rules.triggers import HOT_TRIGGERS, IMPLICIT_TRIGGERS
+
+if TYPE_CHECKING:
+    from sync_lint.analysis.context import FileContext
 
 
 class ImplicitSyncInHotPath(Rule):
@@ -97,4 +99,6 @@ class ImplicitSyncInHotPath(Rule):
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
+        from sync_lint.analysis.syncs import declared_findings
+
         return declared_findings(ctx, ("implicit",))

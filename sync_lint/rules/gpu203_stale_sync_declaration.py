@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-from sync_lint.analysis.context import FileContext
-from sync_lint.analysis.guards import unwrap_fix
-from sync_lint.analysis.syncs import SyncAnalysis
 from sync_lint.rules.base import Finding, Rule
+from sync_lint.rules.triggers import DECLARATION_TRIGGERS
 
-# Only the configured ``sync-declarations`` are declarations; their names become triggers
-# (``trigger_options``), so the default's is the only fixed one.
-DECLARATION_TRIGGERS = ("gpu_sync_allowed",)
+if TYPE_CHECKING:
+    from sync_lint.analysis.context import FileContext
 
 
 class StaleSyncDeclaration(Rule):
@@ -66,6 +63,9 @@ class StaleSyncDeclaration(Rule):
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
+        from sync_lint.analysis.guards import unwrap_fix
+        from sync_lint.analysis.syncs import SyncAnalysis
+
         analysis = ctx.get(SyncAnalysis)
         for block in analysis.stale:
             name = analysis.describe_declaration(block)

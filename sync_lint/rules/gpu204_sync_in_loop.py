@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-from sync_lint.analysis.context import FileContext
-from sync_lint.analysis.syncs import EXPLICIT_TRIGGERS, HOT_TRIGGERS, IMPLICIT_TRIGGERS, SyncAnalysis, site_message
 from sync_lint.rules.base import CalleeCondition, Finding, Rule
+from sync_lint.rules.triggers import EXPLICIT_TRIGGERS, HOT_TRIGGERS, IMPLICIT_TRIGGERS
+
+if TYPE_CHECKING:
+    from sync_lint.analysis.context import FileContext
 
 
 class SyncInLoop(Rule):
@@ -55,6 +57,8 @@ class SyncInLoop(Rule):
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
+        from sync_lint.analysis.syncs import SyncAnalysis, site_message
+
         analysis = ctx.get(SyncAnalysis)
         for site in analysis.hot_sites(("explicit", "implicit", "call"), undeclared=False):
             if not site.in_loop:
