@@ -446,7 +446,9 @@ def profile(tree: Path, files: list[str], subset_size: int) -> dict:
     patch(source_stage, "read", "read+decode")
     patch(lint_file, "scan", "noqa scan")
     patch(cst, "parse_module", "libcst parse")
-    patch(lint_file, "FileContext", "FileContext()")
+    from sync_lint.analysis import context as context_stage
+
+    patch(context_stage, "FileContext", "FileContext()")  # lint_file imports it where it parses
     patch(lint_file, "_resolve_findings", "positions+fixes")
     patch(prefilter, "may_match", "prefilter")
     from sync_lint.pipeline import units as units_stage

@@ -74,7 +74,7 @@ class DocumentLinter:
 
     def lint(self, text: str, path: str) -> list[Diagnostic]:
         linter = self.linter_for(path)
-        facts = linter.lint_source(self.source(text, path))
+        facts = linter.lint_source(self.source(text, path), alone=True)
         return linter.finalize(facts, ProjectIndex([facts]))
 
     def fix(self, text: str, path: str, unsafe: bool = False) -> FixOutcome:

@@ -22,20 +22,12 @@ from sync_lint.pipeline.source import LineIndex, split_lines
 _ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.List, cst.Tuple, cst.Dict, cst.Set)
 
 
-class MaskedLinesTouched(Exception):
-    """A fix would change lines that were masked out of the parse: plan it on the whole file."""
-
-
 class Editor:
-    """Edits are offsets into ``text`` (the file). ``parsed_text`` is what libcst parsed: the
-    same text, or the same lines with some units masked (``pipeline.units``)."""
+    """Edits are offsets into ``text``, the file that libcst parsed whole into ``module``."""
 
-    def __init__(
-        self, module: cst.Module, text: str, positions: Mapping[cst.CSTNode, CodeRange], parsed_text: str | None = None
-    ) -> None:
+    def __init__(self, module: cst.Module, text: str, positions: Mapping[cst.CSTNode, CodeRange]) -> None:
         self.module = module
         self.text = text
-        self.parsed_text = text if parsed_text is None else parsed_text
         self.positions = positions
         self.lines = LineIndex(text)
 
@@ -59,17 +51,14 @@ class Editor:
 
     def transform(self, new_module: cst.Module) -> tuple[Edit, ...]:
         """Line-level edits that turn the original text into ``new_module``'s code."""
-        old_lines = split_lines(self.parsed_text)
+        old_lines = split_lines(self.text)
         new_lines = split_lines(new_module.code)
-        file_lines = old_lines if self.parsed_text is self.text else split_lines(self.text)
         edits = []
         starts = self.lines.starts
         matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag == "equal":
                 continue
-            if file_lines is not old_lines and file_lines[i1:i2] != old_lines[i1:i2]:
-                raise MaskedLinesTouched()
             start = starts[i1] if i1 < len(starts) else len(self.text)
             end = starts[i2] if i2 < len(starts) else len(self.text)
             edits.append(Edit(start, end, "".join(new_lines[j1:j2])))

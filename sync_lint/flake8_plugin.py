@@ -44,7 +44,7 @@ class SyncLintChecker:
         settings, rules = _rules_for(folder)
         text = "".join(self.lines)
         source = SourceFile(path=self.filename, text=text, encoding="utf-8", raw=b"")
-        facts = lint_source(source, settings, rules, mask=False)  # one file: no caller rounds
+        facts = lint_source(source, settings, rules, mask=False, alone=True)  # one file: no caller rounds
         index = ProjectIndex([facts])
         found = list(facts.diagnostics)
         found.extend(d for d in (index.resolve(p) for p in facts.pending) if d is not None)

@@ -294,7 +294,7 @@ def key(diagnostics) -> list[tuple]:
 
 def plain(files: list[str], monkeypatch) -> list[tuple]:
     with monkeypatch.context() as patch:
-        patch.setattr(prefilter, "may_match", lambda rule, text: True)
+        patch.setattr(prefilter, "may_match", lambda rule, text, alone=False: True)
         linter = runner.Linter(make_settings(**OPTIONS), fast=False)
         return key(linter.run(files, jobs=1).diagnostics)
 
@@ -340,7 +340,7 @@ def test_parallel_equals_serial(corpus_files, corpus_plain):
 
 
 def test_prefilter_off_equals_on(corpus_files, corpus_plain, monkeypatch):
-    monkeypatch.setattr(prefilter, "may_match", lambda rule, text: True)
+    monkeypatch.setattr(prefilter, "may_match", lambda rule, text, alone=False: True)
     assert fast(corpus_files) == corpus_plain
 
 
@@ -392,3 +392,22 @@ def test_fixtures_fast_equals_plain(monkeypatch):
     assert expected, "the fixtures produce findings"
     assert fast(files) == expected
     assert fast(files, jobs=2) == expected
+
+
+def test_one_file_runs_equal_plain(corpus_files, monkeypatch):
+    """A run of one file skips the rules that could only find something there with another
+    file's summaries (``Rule.alone_triggers``): each file checked on its own must still find
+    exactly what the plain path finds for it on its own."""
+    for path in corpus_files:
+        assert fast([path]) == plain([path], monkeypatch), path
+
+
+def test_one_file_gate_is_actually_used(corpus_files):
+    """Otherwise test_one_file_runs_equal_plain compares the plain path with itself: some file
+    must pass a real rule's triggers yet fail its ``alone_triggers``."""
+    rules = [rule(make_settings(**OPTIONS)) for rule in all_rules() if not rule.tool_rule]
+    skipped = set()
+    for path in corpus_files:
+        text = Path(path).read_text()
+        skipped.update(r.code for r in rules if prefilter.may_match(r, text) and not prefilter.may_match(r, text, alone=True))
+    assert skipped & {"GPU101", "GPU102", "GPU201", "GPU202"}, skipped

@@ -19,7 +19,9 @@ A = TypeVar("A")
 
 
 class FileContext:
-    def __init__(self, source: "SourceFile", module: cst.Module, module_name: str, settings: "Settings") -> None:
+    def __init__(
+        self, source: "SourceFile", module: cst.Module, module_name: str, settings: "Settings", parsed_text: str | None = None
+    ) -> None:
         self.source = source
         self.path = source.path
         self.module = module
@@ -33,7 +35,7 @@ class FileContext:
         self._analyses: dict[type, object] = {}
         self._positions: Positions | None = None
         # What libcst parsed: the source, or the source with units masked (same lines).
-        self.parsed_text = source.text
+        self.parsed_text = source.text if parsed_text is None else parsed_text
 
     def get(self, analysis: type[A]) -> A:
         """The analysis of this file, computed on first use. ``analysis(ctx)`` does the work."""

@@ -84,8 +84,12 @@ def lint_source(
     rules: list[Rule],
     mask: bool = True,
     keep_callers_of: frozenset[str] = frozenset(),
+    alone: bool = False,
 ) -> FileFacts:
     """Lint one file (see ``_lint_source``), with Python's cyclic garbage collector paused.
+    ``alone``: the file is checked on its own, its facts meet no other file's (a one-file run,
+    an editor, the flake8 plugin): rules that need another file's summary to find anything in
+    it are skipped (``Rule.alone_triggers``), and it records no summary for other files.
 
     A parse allocates about one object per character of source, and each allocation counts
     towards the collector's next pass, which then scans the whole young tree: about 40% of the
@@ -101,7 +105,7 @@ def lint_source(
         with span("noqa scan"):
             early = _NOQA_THAT_MATTERS_ALONE.search(source.text) is not None
             suppressions = scan(source.text) if early else Suppressions()
-        facts = _lint_source(source, settings, rules, mask, keep_callers_of, suppressions)
+        facts = _lint_source(source, settings, rules, mask, keep_callers_of, suppressions, alone)
         if not early and (facts.diagnostics or facts.pending):
             with span("noqa scan"):
                 facts.suppressions = scan(source.text)
@@ -121,6 +125,7 @@ def _lint_source(
     mask: bool,
     keep_callers_of: frozenset[str],
     suppressions: Suppressions,
+    alone: bool = False,
 ) -> FileFacts:
     """Lint one file. ``mask``: parse only the units rules can use (``units``); a file with
     findings is always linted again whole, so positions and fixes come from the plain path.
@@ -129,9 +134,9 @@ def _lint_source(
     if facts.suppressions.file_is_off():
         return facts
     with span("prefilter"):
-        active = [rule for rule in rules if prefilter.may_match(rule, source.text)]
+        active = [rule for rule in rules if prefilter.may_match(rule, source.text, alone)]
     if not active:
-        return _with_reexports(facts, source, settings)
+        return facts if alone else _with_reexports(facts, source, settings)
     text = source.text
     if mask:
         plan = prefilter.unit_plan(active, source.text)
@@ -149,24 +154,24 @@ def _lint_source(
     if too_long is not None:
         facts.diagnostics.append(tool_diagnostic(source.path, "GPU001", *too_long))
         return facts
-    return _parse_and_check(source, text, settings, rules, active, facts)
+    return _parse_and_check(source, text, settings, rules, active, facts, alone)
 
 
 def _parse_and_check(
-    source: SourceFile, text: str, settings: Settings, rules: list[Rule], active: list[Rule], facts: FileFacts
+    source: SourceFile, text: str, settings: Settings, rules: list[Rule], active: list[Rule], facts: FileFacts,
+    alone: bool,
 ) -> FileFacts:
     """Parse ``text`` (the source, or the source with units masked) and run the ``active`` rules."""
     import libcst as cst
 
     from sync_lint.analysis.context import FileContext
-    from sync_lint.fixes import MaskedLinesTouched
 
     try:
         with span("parse"):
             module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         if text is not source.text:  # the cut landed inside a string: parse the file whole
-            return lint_source(source, settings, rules, mask=False)
+            return lint_source(source, settings, rules, mask=False, alone=alone)
         message, line, col = _syntax_error(source, exc)
         facts.diagnostics.append(tool_diagnostic(source.path, "GPU001", f"syntax error: {message}", line, col))
         return facts
@@ -175,8 +180,7 @@ def _parse_and_check(
         return facts
     facts.parsed = True
     facts.module_name = module_name_for(source.path)
-    ctx = FileContext(source, module, facts.module_name, settings)
-    ctx.parsed_text = text
+    ctx = FileContext(source, module, facts.module_name, settings, parsed_text=text)
     findings: list[tuple[Rule, Finding]] = []
     for rule in active:
         try:
@@ -191,17 +195,17 @@ def _parse_and_check(
                 tool_diagnostic(source.path, "GPU004", f"internal error in {rule.code}: {type(exc).__name__}: {exc}")
             )
     masked = text is not source.text
-    if masked and facts.diagnostics:  # an internal error: make sure masking is not its cause
-        return lint_source(source, settings, rules, mask=False)
+    if masked and (facts.diagnostics or findings):
+        # An internal error (masking must not be its cause), or findings: their positions and
+        # fixes are planned on the whole file, as a fix may depend on a masked unit (an import
+        # added above a masked ``def`` keeps two blank lines before it, not one).
+        return lint_source(source, settings, rules, mask=False, alone=alone)
     facts.masked = masked
     facts.summaries = ctx.summaries
     facts.imports = dict(ctx.names.imports)
     if findings:
-        try:
-            with span("positions and fixes"):
-                _resolve_findings(facts, ctx, findings)
-        except MaskedLinesTouched:  # a fix reaches into a masked unit: plan it on the whole file
-            return lint_source(source, settings, rules, mask=False)
+        with span("positions and fixes"):
+            _resolve_findings(facts, ctx, findings)
     return facts
 
 
@@ -257,18 +261,16 @@ def _with_reexports(facts: FileFacts, source: SourceFile, settings: Settings) ->
 
 def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[Rule, Finding]]) -> None:
     """Positions and fixes, computed only for files that have findings."""
-    from sync_lint.fixes import Editor, MaskedLinesTouched
+    from sync_lint.fixes import Editor
 
     positions = ctx.positions()
-    editor = Editor(ctx.module, ctx.source.text, positions, parsed_text=ctx.parsed_text)
+    editor = Editor(ctx.module, ctx.source.text, positions)
     for rule, finding in findings:
         where = positions[finding.node]
         fix = None
         if finding.fix is not None:
             try:
                 fix = finding.fix(editor)
-            except MaskedLinesTouched:
-                raise
             except Exception as exc:  # a broken fix must not lose the finding
                 facts.diagnostics.append(
                     tool_diagnostic(ctx.path, "GPU004", f"internal error in {rule.code} fix: {type(exc).__name__}: {exc}")

@@ -15,8 +15,15 @@ from sync_lint.pipeline.units import MaskPlan
 from sync_lint.rules.base import Rule
 
 
-def may_match(rule: Rule, text: str) -> bool:
-    triggers = rule.triggers
+def may_match(rule: Rule, text: str, alone: bool = False) -> bool:
+    """Whether ``rule`` can find anything in ``text``; ``alone``: in a file checked on its own,
+    without other files' summaries (``Rule.alone_triggers``)."""
+    if not _any_in(rule.triggers, text):
+        return False
+    return not alone or _any_in(rule.alone_triggers, text)
+
+
+def _any_in(triggers: tuple[str | re.Pattern, ...] | None, text: str) -> bool:
     return not triggers or any(
         trigger in text if type(trigger) is str else trigger.search(text) is not None for trigger in triggers
     )

@@ -48,19 +48,22 @@ class Linter:
         self.cache = cache_stage.Cache(cache_dir, settings, sorted(self.enabled)) if cache_dir else None
 
     # -- per file -------------------------------------------------------------------------
-    def lint_one(self, path: str, keep_callers_of: frozenset[str] = frozenset(), mask: bool | None = None) -> FileFacts:
+    def lint_one(
+        self, path: str, keep_callers_of: frozenset[str] = frozenset(), mask: bool | None = None, alone: bool = False
+    ) -> FileFacts:
+        """``alone``: the run checks this file only (``lint_file.lint_source``)."""
         mask = self.fast if mask is None else mask
 
         def lint(source: SourceFile) -> FileFacts:
-            return lint_source(source, self.settings, self.rules, mask=mask, keep_callers_of=keep_callers_of)
+            return lint_source(source, self.settings, self.rules, mask=mask, keep_callers_of=keep_callers_of, alone=alone)
 
         if self.cache is not None:
-            return self.cache.lint_path(path, lint, variant=(mask, keep_callers_of))
+            return self.cache.lint_path(path, lint, variant=(mask, keep_callers_of, alone))
         return lint_path(path, lint)
 
-    def lint_source(self, source: SourceFile) -> FileFacts:
+    def lint_source(self, source: SourceFile, alone: bool = False) -> FileFacts:
         """Whole-file lint (the fix loop and the API use it: they need exact fixes)."""
-        return lint_source(source, self.settings, self.rules, mask=False)
+        return lint_source(source, self.settings, self.rules, mask=False, alone=alone)
 
     def finalize(self, facts: FileFacts, index: ProjectIndex) -> list[Diagnostic]:
         """Local + resolved cross-file findings of one file, after selection and suppression."""
@@ -103,7 +106,12 @@ class Linter:
             pool = None
             if len(paths) >= PARALLEL_THRESHOLD and jobs > 1:
                 pool = stack.enter_context(_Pool(self, jobs))
-            facts = self.lint_all(paths, jobs, progress, pool=pool)
+            if len(paths) == 1:  # what pre-commit does for one changed file
+                facts = [self.lint_one(paths[0], alone=True)]
+                if progress:
+                    progress(1)
+            else:
+                facts = self.lint_all(paths, jobs, progress, pool=pool)
             with profile.span("project summaries"):
                 index = ProjectIndex(facts)
             if self.fast:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, ClassVar, Iterable
 
 from sync_lint.diagnostics import Applicability, Fix
+from sync_lint.rules.triggers import method_definitions
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -63,22 +64,39 @@ class Rule:
     # Substrings without which no single function can hold a finding of the rule or a summary
     # it records (the function-level pre-filter, ``pipeline.units``); None: ``triggers``.
     unit_triggers: tuple[str | re.Pattern, ...] | None = None
+    # For a file checked on its own (a one-file run, the flake8 plugin, an editor), where no
+    # other file's summary can complete a finding: substrings the file must also contain
+    # (one of them, besides one of ``triggers``). None: ``triggers`` alone decide.
+    alone_triggers: tuple[str | re.Pattern, ...] | None = None
     # Options that name things the rule looks for (hot classes, declarations): their literal
     # parts are triggers too, so a project's own names reach the pre-filter.
     trigger_options: ClassVar[tuple[str, ...]] = ()
+    # Options that name methods (fnmatch globs): ``def NAME(`` is a trigger for each.
+    method_trigger_options: ClassVar[tuple[str, ...]] = ()
     # Tool rules (GPU0xx) are reported by the engine itself and have no ``check``.
     tool_rule: ClassVar[bool] = False
 
     def __init__(self, settings=None) -> None:
-        if settings is not None and self.triggers and self.trigger_options:
-            extra = [_literal(value) for option in self.trigger_options for value in settings[option]]
-            if not all(extra):  # a name with no literal part (``*``) may match in any file
-                self.triggers = ()
-                self.unit_triggers = None
-                return
-            self.triggers = tuple(dict.fromkeys((*type(self).triggers, *extra)))
-            if self.unit_triggers is not None:
-                self.unit_triggers = tuple(dict.fromkeys((*type(self).unit_triggers, *extra)))
+        if settings is None or not self.triggers:
+            return
+        extra: list[str | re.Pattern] = [_literal(value) for option in self.trigger_options for value in settings[option]]
+        if not all(extra):  # a name with no literal part (``*``) may match in any file
+            self.triggers = ()
+            self.unit_triggers = None
+            self.alone_triggers = None
+            return
+        methods = method_definitions(value for option in self.method_trigger_options for value in settings[option])
+        if methods is not None:
+            extra.append(methods)
+        if not extra:
+            return
+
+        def extended(triggers):
+            return None if triggers is None else tuple(dict.fromkeys((*triggers, *extra)))
+
+        self.triggers = extended(self.triggers)
+        self.unit_triggers = extended(self.unit_triggers)
+        self.alone_triggers = extended(self.alone_triggers)
 
     def check(self, ctx: "FileContext") -> Iterable[Finding]:
         return ()

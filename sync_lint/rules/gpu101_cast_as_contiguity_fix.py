@@ -49,6 +49,7 @@ class CastAsContiguityFix(Rule):
     fix_applicability = "safe"
     triggers = CAST_TRIGGERS + SUMMARY_TRIGGERS
     unit_triggers = SINK_UNIT_TRIGGERS
+    alone_triggers = SINK_UNIT_TRIGGERS
     trigger_options = ("contiguous-sinks",)
     valid = (
         # A fresh tensor: the cast cannot leave a view behind.

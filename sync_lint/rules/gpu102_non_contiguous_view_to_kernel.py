@@ -44,6 +44,7 @@ class NonContiguousViewToKernel(Rule):
     fix_applicability = "safe"
     triggers = VIEW_TRIGGERS + SUMMARY_TRIGGERS
     unit_triggers = SINK_UNIT_TRIGGERS
+    alone_triggers = SINK_UNIT_TRIGGERS
     trigger_options = ("contiguous-sinks",)
     valid = (
         "import torch\n\n"

@@ -42,6 +42,7 @@ class ContiguityLostAfterFix(Rule):
     fix_applicability = "safe"
     triggers = CONTIGUOUS_TRIGGERS + SUMMARY_TRIGGERS
     unit_triggers = SINK_UNIT_TRIGGERS
+    alone_triggers = SINK_UNIT_TRIGGERS
     trigger_options = ("contiguous-sinks",)
     valid = (
         "import torch\n\n"

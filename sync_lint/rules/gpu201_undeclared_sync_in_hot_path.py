@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable
 
 from sync_lint.rules.base import Finding, Rule
-from sync_lint.rules.triggers import EXPLICIT_TRIGGERS, HOT_TRIGGERS
+from sync_lint.rules.triggers import EXPLICIT_TRIGGERS, HOT_SCOPE_MARKERS, HOT_TRIGGERS
 
 if TYPE_CHECKING:
     from sync_lint.analysis.context import FileContext
@@ -56,6 +56,8 @@ class UndeclaredSyncInHotPath(Rule):
     fix_applicability = "unsafe"
     triggers = EXPLICIT_TRIGGERS + HOT_TRIGGERS
     trigger_options = ("hot-class-patterns", "hot-functions", "sync-declarations")
+    method_trigger_options = ("hot-method-patterns",)
+    alone_triggers = HOT_SCOPE_MARKERS
     valid = (
         # Host copies: `.item()` / `.tolist()` on CPU tensors are free.
         "class FlashMetadataBuilder:\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable
 
 from sync_lint.rules.base import Finding, Rule
-from sync_lint.rules.triggers import HOT_TRIGGERS, IMPLICIT_TRIGGERS
+from sync_lint.rules.triggers import HOT_SCOPE_MARKERS, HOT_TRIGGERS, IMPLICIT_TRIGGERS
 
 if TYPE_CHECKING:
     from sync_lint.analysis.context import FileContext
@@ -54,6 +54,8 @@ class ImplicitSyncInHotPath(Rule):
     fix_applicability = "unsafe"
     triggers = IMPLICIT_TRIGGERS + HOT_TRIGGERS
     trigger_options = ("hot-class-patterns", "hot-functions")
+    method_trigger_options = ("hot-method-patterns",)
+    alone_triggers = HOT_SCOPE_MARKERS
     valid = (
         # Host-side counts and shape arithmetic.
         "class GDNAttentionMetadataBuilder:\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable
 
 from sync_lint.rules.base import CalleeCondition, Finding, Rule
-from sync_lint.rules.triggers import EXPLICIT_TRIGGERS, HOT_TRIGGERS, IMPLICIT_TRIGGERS
+from sync_lint.rules.triggers import EXPLICIT_TRIGGERS, HOT_SCOPE_MARKERS, HOT_TRIGGERS, IMPLICIT_TRIGGERS
 
 if TYPE_CHECKING:
     from sync_lint.analysis.context import FileContext
@@ -38,6 +38,8 @@ class SyncInLoop(Rule):
     preview = True
     triggers = EXPLICIT_TRIGGERS + IMPLICIT_TRIGGERS + HOT_TRIGGERS
     trigger_options = ("hot-class-patterns", "hot-functions")
+    method_trigger_options = ("hot-method-patterns",)
+    alone_triggers = HOT_SCOPE_MARKERS
     valid = (
         "class FlashMetadataBuilder:\n"
         "    def build(self, common):\n"

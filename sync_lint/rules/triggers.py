@@ -38,3 +38,22 @@ IMPLICIT_TRIGGERS = (
 # Only the configured ``sync-declarations`` are declarations; their names become triggers
 # (``trigger_options``), so the default's is the only fixed one.
 DECLARATION_TRIGGERS = ("gpu_sync_allowed",)
+
+# Without one of these a file has no hot scope (``analysis.hot_scopes``), so a GPU2xx rule can
+# find nothing in it unless another file's summaries are at hand. Broad on purpose: ``compile``
+# and ``graph`` also catch ``th.compile`` and ``from torch.cuda import graph``.
+HOT_SCOPE_MARKERS = HOT_TRIGGERS + (re.compile(r"\bcompile\b"), re.compile(r"\bgraph\b"))
+
+
+def method_definitions(patterns) -> re.Pattern | None:
+    """``def NAME(`` for method names matching any of the fnmatch ``patterns`` (``_build_*``):
+    the text a file must contain to define such a method. None: no pattern."""
+    alternatives = []
+    for pattern in patterns:
+        if any(c in pattern for c in "[]"):
+            alternatives.append(r"\w+")  # a character class: any name may match
+            continue
+        alternatives.append("".join(r"\w*" if c == "*" else r"\w" if c == "?" else re.escape(c) for c in pattern))
+    if not alternatives:
+        return None
+    return re.compile(r"\bdef\s+(?:" + "|".join(alternatives) + r")\s*\(")

@@ -1,0 +1,107 @@
+"""The text pre-filter: which rules a file's text lets run, in a project run and on its own.
+
+Whether the skipped rules could have found anything is checked against the plain path in
+``test_fast_path_equivalence``; here: the triggers that options add, and that a file no rule
+needs is checked without importing libcst.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+from sync_lint.api import lint_text, make_settings
+from sync_lint.pipeline.prefilter import may_match
+from sync_lint.rules import all_rules
+from sync_lint.rules.triggers import method_definitions
+
+MODULE_METHOD = textwrap.dedent(
+    """\
+    import torch
+    from torch import nn
+
+
+    class Head(nn.Module):
+        def decode(self, x: torch.Tensor):
+            if x.any():
+                return x
+            return x + 1
+    """
+)
+
+
+def rule(code: str, **options):
+    (found,) = [r for r in all_rules() if r.code == code]
+    return found(make_settings(**options))
+
+
+def test_method_definitions_follow_the_globs():
+    pattern = method_definitions(["build", "_build_*", "forward"])
+    assert pattern.search("    def build(self, common):")
+    assert pattern.search("    def _build_decode(self):")
+    assert pattern.search("    async def forward (self, x):")
+    assert not pattern.search("    def builder(self):")
+    assert not pattern.search("    def rebuild(self):")
+    assert not pattern.search("x = self.build(common)")
+    assert method_definitions([]) is None
+    assert method_definitions(["[ab]x"]).search("def anything(")  # a class: any name may match
+
+
+def test_configured_hot_methods_reach_the_prefilter():
+    """A hot ``nn.Module`` method named by ``hot-method-patterns``, in a file with no other
+    trigger: found (it was skipped before the option's names became triggers)."""
+    found = lint_text(MODULE_METHOD, unknown_device="always", hot_method_patterns=["forward", "decode"])
+    assert [(d.line, d.code) for d in found] == [(7, "GPU202")]
+    assert may_match(rule("GPU202", hot_method_patterns=["forward", "decode"]), MODULE_METHOD)
+
+
+def test_unconfigured_method_is_not_hot():
+    assert lint_text(MODULE_METHOD, unknown_device="always") == []
+
+
+def test_alone_needs_a_hot_scope_for_gpu2xx():
+    """On its own, a file with sync words but no hot scope has nothing for GPU201/202: only
+    another file's hot caller could make its syncs findings."""
+    helper = "import torch\n\ndef host_lens(t: torch.Tensor):\n    return t.tolist()\n"
+    gpu201 = rule("GPU201")
+    assert may_match(gpu201, helper)  # in a project: a summary other files may need
+    assert not may_match(gpu201, helper, alone=True)
+    builder = "class FooMetadataBuilder:\n    def build(self, common):\n        return common.seq_lens.tolist()\n"
+    assert may_match(gpu201, builder, alone=True)
+    assert [d.code for d in lint_text(builder)] == ["GPU201"]
+
+
+def test_alone_needs_a_sink_for_gpu1xx():
+    view_only = "def pick(block_table):\n    return block_table[:, 0].to(torch.int32)\n"
+    gpu101 = rule("GPU101")
+    assert may_match(gpu101, view_only) and not may_match(gpu101, view_only, alone=True)
+    launch = view_only + "\ndef run(bt, out):\n    kernel[(1,)](pick(bt), out)\n"
+    assert may_match(gpu101, launch, alone=True)
+
+
+def test_alone_gate_widens_with_configured_names():
+    """A configured hot function or sink name is a trigger on its own too."""
+    text = "def run_step(x):\n    return x.item()\n"
+    assert not may_match(rule("GPU201"), text, alone=True)
+    assert may_match(rule("GPU201", hot_functions=["*run_step"]), text, alone=True)
+    assert [d.code for d in lint_text(text, hot_functions=["*run_step"], unknown_device="always")] == ["GPU201"]
+    sink_call = "def run(x):\n    my_ext.gather(x[:, 0])\n"
+    assert not may_match(rule("GPU102"), sink_call, alone=True)
+    assert may_match(rule("GPU102", contiguous_sinks=["my_ext.gather"]), sink_call, alone=True)
+
+
+def test_one_file_run_without_a_trigger_does_not_import_libcst(tmp_path):
+    plain = tmp_path / "plain.py"
+    plain.write_text("def area(w, h):\n    return w * h\n")
+    helper = tmp_path / "helper.py"  # sync words, no hot scope: nothing to find on its own
+    helper.write_text("def host_lens(t):\n    return t.tolist()\n")
+    for path in (plain, helper):
+        probe = (
+            "import sys\n"
+            "from sync_lint.cli import main\n"
+            f"status = main(['check', '--no-cache', '--isolated', {str(path)!r}])\n"
+            "print(status, 'libcst' in sys.modules)\n"
+        )
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+        assert done.stdout.split() == ["0", "False"], (path, done.stdout, done.stderr)
