@@ -153,6 +153,33 @@ def pick_big_file(tree: Path, files: list[str], preferred: list[str]) -> str:
     return sizes[int(len(sizes) * 0.99)][1]
 
 
+def pick_size_spread(tree: Path, files: list[str], count: int) -> list[str]:
+    """``count`` files spread evenly over the size distribution (the middle of each of ``count``
+    equal slices): the one-file runs pre-commit makes are of files of every size."""
+    sizes = sorted(((tree / f).stat().st_size, f) for f in files)
+    return [sizes[int((k + 0.5) * len(sizes) / count)][1] for k in range(min(count, len(sizes)))]
+
+
+def one_file_sample(tree: Path, files: list[str], count: int, repeat: int) -> dict:
+    """A one-file run of sync-lint and of flake8 ``E9,F`` on each file of a size-spread sample
+    (median of ``repeat`` runs each): on how many is ours no slower, and the ratios."""
+    rows = []
+    for path in pick_size_spread(tree, files, count):
+        ours = statistics.median(run_timed(sync_lint("check", path, "--isolated", "--no-cache"), tree)["wall"] for _ in range(repeat))
+        theirs = statistics.median(run_timed(flake8(path, "--isolated", "--select", "E9,F", "--exit-zero"), tree)["wall"] for _ in range(repeat))
+        rows.append({"path": path, "lines": (tree / path).read_bytes().count(b"\n"), "sync_lint": ours, "flake8": theirs, "ratio": ours / theirs})
+    ratios = [r["ratio"] for r in rows]
+    summary = {
+        "files": len(rows), "no_slower": sum(r <= 1.0 for r in ratios),
+        "median_ratio": statistics.median(ratios), "max_ratio": max(ratios),
+        "median_sync_lint": statistics.median(r["sync_lint"] for r in rows),
+        "median_flake8": statistics.median(r["flake8"] for r in rows), "rows": rows,
+    }
+    print(f"[bench]   one-file sample: sync-lint no slower than flake8 on {summary['no_slower']}/{len(rows)} files, "
+          f"median ratio {summary['median_ratio']:.2f}, max {summary['max_ratio']:.2f}", flush=True)
+    return summary
+
+
 def pick_median_file(tree: Path, files: list[str]) -> str:
     """The file of median size: what a pre-commit run usually gets, where start-up dominates."""
     sizes = sorted(((tree / f).stat().st_size, f) for f in files)
@@ -599,6 +626,8 @@ def bench_tree(name: str, args) -> dict:
     t["one_file_flake8"] = series("one file: flake8 E9,F", flake8(big, "--isolated", "--select", "E9,F", "--exit-zero"), tree, max(repeat, 5))
     t["median_file_sync_lint"] = series("median file: sync-lint", sync_lint("check", median, "--isolated", "--no-cache"), tree, max(repeat, 5))
     t["median_file_flake8"] = series("median file: flake8 E9,F", flake8(median, "--isolated", "--select", "E9,F", "--exit-zero"), tree, max(repeat, 5))
+    if args.one_file_sample:
+        result["one_file_sample"] = one_file_sample(tree, files, args.one_file_sample, max(repeat, 3))
     t["one_file_flake8_with_plugin"] = series("one file: flake8 +plugin", flake8(big, "--isolated", "--select", "E9,F", "--exit-zero", plugin=True), tree, max(repeat, 5))
 
     if not args.no_fix:
@@ -608,11 +637,11 @@ def bench_tree(name: str, args) -> dict:
         print("[bench]   profile", flush=True)
         result["profile"] = profile(tree, files, args.profile_files)
     shutil.rmtree(cache_dir, ignore_errors=True)
-    result["targets"] = targets(t)
+    result["targets"] = targets(t, result.get("one_file_sample"))
     return result
 
 
-def targets(t: dict) -> list[dict]:
+def targets(t: dict, sample: dict | None = None) -> list[dict]:
     cold = t["sync_lint_cold"]["median"]
     rows = [
         ("cold full scan <= 1.0 x ruff --select ALL", cold / t["ruff_select_all"]["median"], 1.0),
@@ -631,6 +660,10 @@ def targets(t: dict) -> list[dict]:
         row["cpu_ratio"] = ratio
     peak = max(v.get("maxrss_mb", 0) for k, v in t.items() if k.startswith(("sync_lint", "one_file_sync_lint", "median_file_sync_lint")))
     out.append({"target": "peak memory < 500 MB per process", "ratio": peak, "limit": 500, "pass": peak < 500, "unit": "MB"})
+    if sample:
+        out.append({"target": f"one-file runs <= 1.0 x flake8 on a size-spread sample (worst of {sample['files']}; "
+                              f"no slower on {sample['no_slower']})", "ratio": sample["max_ratio"], "limit": 1.0,
+                    "pass": sample["max_ratio"] <= 1.0})
     return out
 
 
@@ -662,6 +695,12 @@ def print_tree(result: dict) -> None:
         value = f"{row['ratio']:.0f} MB" if unit == "MB" else f"{row['ratio']:.3f}x"
         cpu_note = f"   (on CPU time: {row['cpu_ratio']:.3f}x)" if "cpu_ratio" in row else ""
         print(f"      [{'PASS' if row['pass'] else 'FAIL'}] {row['target']:<48} {value}{cpu_note}")
+    sample = result.get("one_file_sample")
+    if sample:
+        print(f"    one-file sample ({sample['files']} files over the size range; median of runs, seconds):"
+              f" sync-lint median {sample['median_sync_lint']:.3f}, flake8 median {sample['median_flake8']:.3f}")
+        for row in sample["rows"]:
+            print(f"      {row['lines']:>6} lines  {row['sync_lint']:6.3f} vs {row['flake8']:6.3f}  {row['ratio']:5.2f}x  {row['path']}")
     f = result["findings"]
     print(f"    findings: {f.get('total')} in {f.get('files_with_findings')} files; per rule: {f.get('per_rule')}")
     print(f"    with a fix: {f.get('with_fix')}; warm run found the same: {result['warm_findings_equal_cold']}")
@@ -833,6 +872,8 @@ def main() -> int:
     parser.add_argument("--profile-files", type=int, default=300, help="subset size for the serial profile")
     parser.add_argument("--no-fix", action="store_true", help="skip the fix --unsafe-fixes checks")
     parser.add_argument("--no-serial-parse", action="store_true", help="skip the serial libcst parse (slow)")
+    parser.add_argument("--one-file-sample", type=int, default=24, metavar="N",
+                        help="one-file runs on N files spread over the size distribution (0: none)")
     parser.add_argument("--per-file", type=int, metavar="LIMIT_S", help="only: lint each file on its own with a time limit; list the slowest")
     parser.add_argument("--rounds-limit", type=int, default=300, help="with --per-file: time limit of the whole-project run")
     parser.add_argument("--_parse", help=argparse.SUPPRESS)

@@ -10,7 +10,6 @@ import fnmatch
 import hashlib
 import json
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,6 +105,8 @@ def find_pyproject(start: Path) -> Path | None:
 
 
 def _read_toml(path: Path) -> dict:
+    import tomllib  # here: an isolated run, or a project without a pyproject.toml, reads no TOML
+
     try:
         with open(path, "rb") as handle:
             return tomllib.load(handle)

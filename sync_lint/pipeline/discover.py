@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import subprocess
 from pathlib import Path
 
 # Folders that hold no project code (the defaults ruff and flake8 users expect).
@@ -67,6 +66,8 @@ class Discovery:
 
 def git_tracked_python_files(cwd: str = ".") -> list[str] | None:
     """The Python files git tracks under ``cwd``, or None outside a git work tree."""
+    import subprocess  # here: most runs are given their files and never ask git (a one-file run's start-up)
+
     try:
         result = subprocess.run(
             ["git", "ls-files", "-z", "--", "*.py", "*.pyi"],
