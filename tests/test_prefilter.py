@@ -105,3 +105,14 @@ def test_one_file_run_without_a_trigger_does_not_import_libcst(tmp_path):
         )
         done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
         assert done.stdout.split() == ["0", "False"], (path, done.stdout, done.stderr)
+
+
+def test_an_alias_of_torch_ops_is_a_sink_word():
+    """``alias-modules`` can make a plain-looking call a custom op: the alias is a trigger."""
+    text = "from myproj import kernels\n\ndef run(x):\n    kernels.gather(x[:, 0])\n"
+    aliased = {"alias_modules": {"myproj.kernels": "torch.ops.myproj"}}
+    assert not may_match(rule("GPU102"), text, alone=True)
+    assert may_match(rule("GPU102", **aliased), text, alone=True)
+    assert [d.code for d in lint_text(text, **aliased)] == ["GPU102"]
+    # the default aliases (to triton) add nothing: their files say "triton" anyway
+    assert rule("GPU102").triggers == type(rule("GPU102")).triggers

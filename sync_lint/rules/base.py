@@ -73,6 +73,9 @@ class Rule:
     trigger_options: ClassVar[tuple[str, ...]] = ()
     # Options that name methods (fnmatch globs): ``def NAME(`` is a trigger for each.
     method_trigger_options: ClassVar[tuple[str, ...]] = ()
+    # ``alias-modules`` entries standing for a name under one of these: the alias is a trigger
+    # too, as code calls through it without the words (``ops.gather(x)`` for ``torch.ops._C``).
+    alias_trigger_targets: ClassVar[tuple[str, ...]] = ()
     # Tool rules (GPU0xx) are reported by the engine itself and have no ``check``.
     tool_rule: ClassVar[bool] = False
 
@@ -80,6 +83,10 @@ class Rule:
         if settings is None or not self.triggers:
             return
         extra: list[str | re.Pattern] = [_literal(value) for option in self.trigger_options for value in settings[option]]
+        extra += [
+            _literal(alias) for alias, target in settings["alias-modules"].items()
+            if any(target == t or target.startswith(t + ".") for t in self.alias_trigger_targets)
+        ]
         if not all(extra):  # a name with no literal part (``*``) may match in any file
             self.triggers = ()
             self.unit_triggers = None

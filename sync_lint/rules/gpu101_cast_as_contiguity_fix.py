@@ -51,6 +51,7 @@ class CastAsContiguityFix(Rule):
     unit_triggers = SINK_UNIT_TRIGGERS
     alone_triggers = SINK_UNIT_TRIGGERS
     trigger_options = ("contiguous-sinks",)
+    alias_trigger_targets = ("torch.ops",)
     valid = (
         # A fresh tensor: the cast cannot leave a view behind.
         "import torch\n"

@@ -44,6 +44,7 @@ class ContiguityLostAfterFix(Rule):
     unit_triggers = SINK_UNIT_TRIGGERS
     alone_triggers = SINK_UNIT_TRIGGERS
     trigger_options = ("contiguous-sinks",)
+    alias_trigger_targets = ("torch.ops",)
     valid = (
         "import torch\n\n"
         "def launch(x, out):\n"
