@@ -885,6 +885,9 @@ def main() -> int:
         return 0
     import libcst  # noqa: F401  (fail early outside the venv)
 
+    # Byte-compile sync-lint as pip does for the installed peers: an editable install run with
+    # PYTHONDONTWRITEBYTECODE set (this machine's default) would compile every module on each run.
+    subprocess.run([PY, "-m", "compileall", "-q", str(Path(__file__).resolve().parent.parent / "sync_lint")], check=True)
     names = [args.only] if args.only else list(TREES)
     if args.per_file:
         for name in names:
