@@ -267,6 +267,115 @@ def test_debug_only_regions():
     """)
 
 
+def test_opt_in_diagnostic_flags_by_name():
+    # The SGLang form (`srt/layers/logits_processor.py`): an environment field read with `.get()`,
+    # whose name says tracing; and the other ways an engine spells an opt-in trace/profile switch.
+    source = """
+        import os
+
+        import torch
+
+        from sglang.srt.environ import envs
+        from vllm import envs as vllm_envs
+
+        VERBOSE = False
+
+        class LogitsProcessor(torch.nn.Module):
+            def forward(self, hidden_states, lm_head):
+                if envs.SGLANG_TRACE_LOGITS_E2E_SYNC.get():
+                    torch.cuda.synchronize()
+                if envs.SGLANG_DEBUG_LOGITS.get():
+                    torch.cuda.synchronize()
+                if vllm_envs.VLLM_LOGITS_TRACE:
+                    torch.cuda.synchronize()
+                if envs.SGLANG_PROFILE_LM_HEAD.get() and hidden_states.numel() > 0:
+                    torch.cuda.synchronize()
+                if os.environ.get("SGLANG_LOGITS_VERBOSE"):
+                    torch.cuda.synchronize()
+                if self.enable_trace:
+                    torch.cuda.synchronize()
+                if self._profiling_enabled:
+                    torch.cuda.synchronize()
+                if VERBOSE:
+                    torch.cuda.synchronize()
+                if not envs.SGLANG_TRACE_LOGITS_E2E_SYNC.get():
+                    pass
+                else:
+                    torch.cuda.synchronize()
+                return lm_head(hidden_states)
+    """
+    check(source)
+    # The same branches under a flag that is no diagnostic switch: every sync reports.
+    for flag in ("SGLANG_TRACE_LOGITS_E2E_SYNC", "SGLANG_DEBUG_LOGITS", "VLLM_LOGITS_TRACE", "SGLANG_PROFILE_LM_HEAD",
+                 "SGLANG_LOGITS_VERBOSE", "enable_trace", "_profiling_enabled", "VERBOSE"):
+        source = source.replace(flag, "STEP_FLAG")
+    assert len(findings(source)) == 9
+
+
+def test_flag_names_that_are_not_an_opt_in_diagnostic_mode_still_report():
+    # Real bugs that look alike: a fast-path switch whose name merely contains a diagnostic word, a
+    # negated flag, trace data (not a switch), an engine-step flag, a comparison on a trace value,
+    # a `.get(key)` lookup, and an env field read with `.get()` whose name says nothing diagnostic.
+    check("""
+        import torch
+
+        from sglang.srt.environ import envs
+
+        class LogitsProcessor(torch.nn.Module):
+            def forward(self, hidden_states, lm_head, trace_ctx, trace_len):
+                if self.enable_trace_free_path:
+                    torch.cuda.synchronize()  # expect: GPU201
+                if envs.SGLANG_ENABLE_TRACE_FREE_PATH.get():
+                    torch.cuda.synchronize()  # expect: GPU201
+                if envs.SGLANG_NO_TRACE.get():
+                    torch.cuda.synchronize()  # expect: GPU201
+                if envs.SGLANG_DISABLE_PROFILE_SYNC:
+                    torch.cuda.synchronize()  # expect: GPU201
+                if self.use_cuda_graph:
+                    torch.cuda.synchronize()  # expect: GPU201
+                if trace_ctx:
+                    torch.cuda.synchronize()  # expect: GPU201
+                if self.trace_replay_state:
+                    torch.cuda.synchronize()  # expect: GPU201
+                if self.profile_in_progress:
+                    torch.cuda.synchronize()  # expect: GPU201
+                if trace_len <= 0:
+                    torch.cuda.synchronize()  # expect: GPU201
+                if self.config.get("trace"):
+                    torch.cuda.synchronize()  # expect: GPU201
+                if envs.SGLANG_ENABLE_LOGITS_SYNC.get():
+                    torch.cuda.synchronize()  # expect: GPU201
+                if self.retrace:
+                    torch.cuda.synchronize()  # expect: GPU201
+                if envs.SGLANG_TRACE_LOGITS_E2E_SYNC.get():
+                    pass
+                else:
+                    torch.cuda.synchronize()  # expect: GPU201
+                return lm_head(hidden_states)
+    """)
+
+
+def test_diagnostic_flag_in_a_helper_is_cold_for_its_hot_caller():
+    # What made `LogitsProcessor.forward` report `_get_logits` (a call site, not the sync): the
+    # helper's sync is under a trace flag, so the helper's summary has no sync.
+    source = """
+        import torch
+
+        from sglang.srt.environ import envs
+
+        class LogitsProcessor(torch.nn.Module):
+            def forward(self, hidden_states, lm_head):
+                return self._get_logits(hidden_states, lm_head)
+
+            def _get_logits(self, hidden_states, lm_head):
+                if envs.SGLANG_TRACE_LOGITS_E2E_SYNC.get():
+                    torch.cuda.synchronize()
+                return lm_head(hidden_states)
+    """
+    assert findings(source) == set()
+    assert findings(source.replace("SGLANG_TRACE_LOGITS_E2E_SYNC", "SGLANG_LOGITS_E2E_SYNC")) == {(8, "GPU201")}
+
+
 # -- summaries: helpers in this and other files -------------------------------------------------
 
 def _project(tmp_path: Path, files: dict[str, str]) -> Path:

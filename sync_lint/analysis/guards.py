@@ -14,11 +14,17 @@ Debug-only regions: the body of an ``if`` whose test is (or starts with ``and``)
 attribute containing ``debug`` (``if envs.VLLM_DEBUG:``, ``if self.debug:``, ``if __debug__:``,
 ``if self._debug_checks and ...:``), a call of such a name (``if is_debug_enabled():``), or
 ``logger.isEnabledFor(logging.DEBUG)``; ``if not <debug>:`` makes the ``else`` branch the debug one.
+The same holds for a flag whose name switches on another opt-in diagnostic mode (trace, verbose,
+profile: see ``_DIAGNOSTIC_WORDS``), read as a name or attribute (``if envs.VLLM_X_TRACE:``,
+``if self.enable_trace:``), through an environment field's ``.get()``
+(``if envs.SGLANG_TRACE_LOGITS_E2E_SYNC.get():``) or an environment reader
+(``if os.environ.get("X_TRACE"):``, ``get_bool_env_var("SGLANG_DEBUG_X")``).
 Syncs there run only when someone debugs, and are not reported.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 import libcst as cst
@@ -98,10 +104,71 @@ class Declarations:
 
 # -- debug-only regions --------------------------------------------------------------------------
 
+# Opt-in diagnostic modes, besides ``debug`` (matched anywhere in a name, as before): words that
+# name a mode someone switches on to look at a run, never one an engine step depends on. Matched
+# as whole words of a flag's name (``SGLANG_TRACE_LOGITS_E2E_SYNC``, ``enable_trace``), not as
+# substrings. Left out on purpose: ``dump`` (``model_dump`` is pydantic serialisation), ``log``
+# (``logprobs``, ``logits``), ``check`` / ``validate`` (input checks that do run every step),
+# ``stats`` / ``metrics`` (always-on counters in engines).
+_DIAGNOSTIC_WORDS = frozenset({"trace", "tracing", "verbose", "profile", "profiler", "profiling"})
+# Words that make the flag mean the opposite, or a fast path that merely avoids the diagnostic
+# (``enable_trace_free_path``, ``SGLANG_NO_PROFILE``, ``skip_trace``).
+_NEGATING_WORDS = frozenset({"free", "less", "no", "not", "non", "disable", "disabled", "skip", "without", "off"})
+# In a lowercase name, the only other words a diagnostic switch has (``enable_trace``,
+# ``trace_enabled``, ``tracing_enable``, ``do_profile``): a lowercase name with other words is
+# usually data (``trace_ctx``, ``profile_in_progress``, ``trace_len``), and a bare ``verbose`` or
+# ``profile`` attribute may be a field of a per-step object, so it needs one of these.
+_SWITCH_WORDS = frozenset({"enable", "enabled", "do", "use", "with", "on"})
+# Functions that read an environment variable named by their first (string) argument (and
+# ``os.environ.get``).
+_ENV_READERS = frozenset({"getenv", "get_bool_env_var", "get_int_env_var"})
+
+
+def _words(name: str) -> list[str]:
+    """``SGLANG_TRACE_E2E`` -> sglang, trace, e2e; ``enableTrace`` -> enable, trace."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    return [word for word in spaced.lower().split("_") if word]
+
+
+def _diagnostic_flag(name: str) -> bool:
+    """Does a flag's name say it switches on an opt-in diagnostic mode (tracing, profiling,
+    verbose output)? An UPPER_CASE name is a configuration constant or an environment variable,
+    so any diagnostic word in it counts (``VLLM_X_TRACE``, ``SGLANG_TRACE_LOGITS_E2E_SYNC``); a
+    lowercase one counts only when it is a switch (``enable_trace``, ``profile_enabled``)."""
+    words = _words(name)
+    if not words or not _DIAGNOSTIC_WORDS.intersection(words) or _NEGATING_WORDS.intersection(words):
+        return False
+    if name.strip("_").isupper():
+        return True
+    return set(words) <= _DIAGNOSTIC_WORDS | _SWITCH_WORDS and bool(_SWITCH_WORDS.intersection(words))
+
+
+def _flag_name(node: cst.BaseExpression) -> str | None:
+    """The name a condition reads as a flag: the last part of a name or attribute chain
+    (``envs.VLLM_X_TRACE``), of the receiver of an accessor ``.get()`` without arguments
+    (``envs.SGLANG_TRACE_X.get()``: an environment field), or the variable an environment reader
+    names (``os.environ.get("X_TRACE")``, ``get_bool_env_var("X_TRACE")``)."""
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        return (dotted(node) or "").rsplit(".", 1)[-1] or None
+    if not isinstance(node, cst.Call):
+        return None
+    func = node.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "get" and not node.args:
+        return _flag_name(func.value) if isinstance(func.value, (cst.Name, cst.Attribute)) else None
+    name = dotted(func) or ""
+    if name.rsplit(".", 1)[-1] in _ENV_READERS or name.endswith("environ.get"):
+        first = node.args[0].value if node.args and node.args[0].keyword is None else None
+        if isinstance(first, cst.SimpleString):
+            value = first.evaluated_value
+            return value if isinstance(value, str) and value.isupper() else None
+    return None
+
+
 def _mentions_debug(node: cst.BaseExpression) -> bool:
     if isinstance(node, (cst.Name, cst.Attribute)):
         name = dotted(node) or ""
-        return "debug" in name.rsplit(".", 1)[-1].lower()
+        last = name.rsplit(".", 1)[-1]
+        return "debug" in last.lower() or _diagnostic_flag(last)
     if isinstance(node, cst.Call):
         func = dotted(node.func) or ""
         last = func.rsplit(".", 1)[-1]
@@ -109,8 +176,28 @@ def _mentions_debug(node: cst.BaseExpression) -> bool:
             return True
         if last == "isEnabledFor":
             return any(_mentions_debug(arg.value) for arg in node.args)
+        flag = _flag_name(node)
+        if flag is not None and ("debug" in flag.lower() or _diagnostic_flag(flag)):
+            return True
     if isinstance(node, cst.Comparison):
-        return _mentions_debug(node.left) or any(_mentions_debug(c.comparator) for c in node.comparisons)
+        # Only ``debug`` here (``logger.level == logging.DEBUG``): a diagnostic word compared
+        # (``trace_len <= 0``, ``profiler is None``) says nothing about which branch is the opt-in one.
+        return _mentions_debug_word(node.left) or any(_mentions_debug_word(c.comparator) for c in node.comparisons)
+    return False
+
+
+def _mentions_debug_word(node: cst.BaseExpression) -> bool:
+    """The comparison case: ``debug`` in a name, or a debug-named call, as before."""
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        return "debug" in (dotted(node) or "").rsplit(".", 1)[-1].lower()
+    if isinstance(node, cst.Call):
+        last = (dotted(node.func) or "").rsplit(".", 1)[-1]
+        if "debug" in last.lower():
+            return True
+        if last == "isEnabledFor":
+            return any(_mentions_debug_word(arg.value) for arg in node.args)
+    if isinstance(node, cst.Comparison):
+        return _mentions_debug_word(node.left) or any(_mentions_debug_word(c.comparator) for c in node.comparisons)
     return False
 
 

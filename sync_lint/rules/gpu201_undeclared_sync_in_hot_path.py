@@ -23,7 +23,9 @@ class UndeclaredSyncInHotPath(Rule):
         "`with torch.cuda.graph(...)`, and `hot-functions`. A call of a function (of any checked file) that syncs "
         "is reported at the hot call site, naming the function and its sync. Not reported: syncs inside "
         "`with gpu_sync_allowed():` (see `sync-declarations`) or a debug-only branch (`if envs.VLLM_DEBUG:`, "
-        "`if self.debug:`, `if __debug__:`), CPU-side receivers (`*_cpu`, `*_np`, `*_host`, `device=\"cpu\"`, "
+        "`if self.debug:`, `if __debug__:`, or a flag named for another opt-in diagnostic mode: "
+        "`if envs.SGLANG_TRACE_LOGITS_E2E_SYNC.get():`, `if envs.VLLM_X_PROFILE:`, `if self.enable_trace:`; not "
+        "`if self.enable_trace_free_path:`), CPU-side receivers (`*_cpu`, `*_np`, `*_host`, `device=\"cpu\"`, "
         "`pin_memory=True`, results of `.cpu()` / `.numpy()` / `.tolist()`, numpy arrays, Python values), "
         "shape arithmetic (`x.shape[0]`, `x.size(0)`, `x.numel()`, `len(x)`), and cold code (`__init__`, weight "
         "loading, warm-up, capture set-up: `cold-function-patterns`; module functions memoized with "
@@ -92,6 +94,14 @@ class UndeclaredSyncInHotPath(Rule):
         "    def forward(self, x: torch.Tensor):\n"
         "        x = x.to(self.device)\n"
         "        return x * 2 if supports_fast_path(x.device) else x\n",
+        # An opt-in trace switch (an environment field): the sync runs only when someone traces.
+        "import torch\n"
+        "from sglang.srt.environ import envs\n\n"
+        "class LogitsProcessor(torch.nn.Module):\n"
+        "    def forward(self, hidden_states, lm_head):\n"
+        "        if envs.SGLANG_TRACE_LOGITS_E2E_SYNC.get():\n"
+        "            torch.cuda.synchronize()\n"
+        "        return lm_head(hidden_states)\n",
     )
     invalid = (
         "class AiterMLAMetadataBuilder(MLAMetadataBuilder):\n"
@@ -108,6 +118,13 @@ class UndeclaredSyncInHotPath(Rule):
         "        lens = host_lens(x.device)  # expect: GPU201\n"
         "        torch.cuda.synchronize()  # expect: GPU201\n"
         "        return x.cpu(), lens  # expect: GPU201\n",
+        # A fast-path switch whose name only contains `trace`: it runs every step.
+        "import torch\n\n"
+        "class LogitsProcessor(torch.nn.Module):\n"
+        "    def forward(self, hidden_states, lm_head):\n"
+        "        if self.enable_trace_free_path:\n"
+        "            torch.cuda.synchronize()  # expect: GPU201\n"
+        "        return lm_head(hidden_states)\n",
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
