@@ -34,6 +34,11 @@ VIEW_EXPRESSIONS = [
     "x.narrow(0, 1, 2)", "x.permute(0, 1)", "x.transpose(1, 1)", "x[:, 0] + 1", "x[:, 0].clone()",
     "x.t().contiguous()", "x[:, 0].sum()", "torch.cat([x[:, 0], x[:, 1]])", "x[[0, 2]]", "y[1]", "y[1, 2]",
     "x[None]", "x[0, None]",
+    # as_strided: contiguous exactly when the explicit strides are the row-major ones of the size
+    "x.as_strided((32,), (1,))", "x.as_strided((4, 8), (8, 1))", "torch.as_strided(x, (2, 4), (4, 1), 3)",
+    "x.as_strided(size=(2, 2, 4), stride=(2 * 4, 4, 1))", "torch.as_strided(y, (6, 4), (4, 1))",
+    "x.as_strided((4, 4), (8, 1))", "x.as_strided((16,), (2,))", "x.as_strided((8, 4), (1, 8))",
+    "x.as_strided((2, 4), (8, 1))", "x.as_strided((2, 2, 4), (4, 4, 1))",
 ]  # fmt: skip
 
 
@@ -403,3 +408,116 @@ def test_strides_unpacked_from_stride_or_taken_conditionally_make_a_launch_strid
         conv_update_dense(conv_state, block_table[:, 0], out)
     """
     assert codes(source) == [(23, "GPU102"), (23, "GPU102")]
+
+
+def test_as_strided_with_row_major_strides_is_contiguous():
+    # SGLang `flash_mla_sm120_triton.py`: a flat byte view of the paged cache,
+    # `k_cache.as_strided((total_elems,), (1,))`, retyped with `.view(dtype)` and handed to a
+    # kernel that addresses it with its own page arithmetic: a 1-D unit-stride view is contiguous.
+    source = """
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def decode_kernel(fp8_ptr, u8_ptr, out_ptr, page_bytes):
+        i = tl.program_id(0)
+        tl.store(out_ptr + i, tl.load(fp8_ptr + i * page_bytes) + tl.load(u8_ptr + i))
+
+    def run(k_cache, out, num_pages, n, h, d):
+        page_bytes = k_cache.stride(0)
+        raw_flat = k_cache.as_strided((num_pages * page_bytes,), (1,))
+        raw_uint8 = raw_flat.view(torch.uint8)
+        raw_fp8 = raw_uint8.view(torch.float8_e4m3fn)
+        decode_kernel[(n,)](raw_fp8, raw_uint8, out, int(page_bytes))
+        rows = torch.as_strided(k_cache, size=(n, h, d), stride=(h * d, d, 1), storage_offset=4)
+        torch.ops._C.gather(rows, out)
+        torch.ops._C.gather(k_cache.contiguous().as_strided((n, d), (d, 1)), out)
+    """
+    assert codes(source) == []
+
+
+def test_as_strided_with_other_strides_still_reports():
+    # Look-alikes that are real bugs: a unit last stride with a row stride wider than the row (one
+    # head of a [tokens, heads, dim] cache), strides taken from another tensor, a column-major
+    # view, strides in a variable, and a non-unit last stride.
+    source = """
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def copy_kernel(src_ptr, out_ptr):
+        i = tl.program_id(0)
+        tl.store(out_ptr + i, tl.load(src_ptr + i))
+
+    def run(kv_flat, x, out, total_k, heads, dim, sizes, strides):
+        head = torch.as_strided(kv_flat, size=(total_k, dim), stride=(heads * dim, 1), storage_offset=dim)
+        copy_kernel[(total_k * dim,)](head, out)
+        copy_kernel[(4,)](x.as_strided((total_k, dim), out.stride()), out)
+        copy_kernel[(4,)](x.as_strided((dim, total_k), (1, dim)), out)
+        copy_kernel[(4,)](x.as_strided(sizes, strides), out)
+        copy_kernel[(4,)](x.as_strided((total_k,), (2,)), out)
+    """
+    assert codes(source) == [(13, "GPU102"), (14, "GPU102"), (15, "GPU102"), (16, "GPU102"), (17, "GPU102")]
+
+
+def test_launch_with_the_strides_of_the_parameter_a_local_aliases_is_stride_aware():
+    # vLLM `triton_unified_attention.py`: the scale cache (an `as_strided` view with its own
+    # strides, built in `triton_attn.py`) is bound to a local only when it is used
+    # (`k_scale_ptr = k_scale_cache`, else None), and the launch gets `k_scale_cache.stride()`.
+    source = """
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def attn_kernel(out_ptr, ks_ptr, s_blk, s_slot, s_head):
+        i = tl.program_id(0)
+        tl.store(out_ptr + i, tl.load(ks_ptr + i * s_blk + s_slot + s_head))
+
+    def unified_attention(out, k_scale_cache, use_scales):
+        if use_scales:
+            ks = k_scale_cache.stride()
+            s_blk, s_slot, s_head = ks[0], ks[1], ks[2]
+            k_scale_ptr = k_scale_cache
+        else:
+            s_blk = s_slot = s_head = None
+            k_scale_ptr = None
+        attn_kernel[(4,)](out, k_scale_ptr, s_blk, s_slot, s_head)
+
+    def forward(base_f32, out, nb, bs, nkv, b, s, h, off):
+        k_scale_cache = torch.as_strided(base_f32, size=(nb, bs, nkv), stride=(b, s, h), storage_offset=off)
+        unified_attention(out, k_scale_cache, True)
+    """
+    assert codes(source) == []
+
+
+def test_launch_with_the_strides_of_another_tensor_than_the_alias_still_reports():
+    # The alias may be either of two parameters and only one's strides are passed, or the launch
+    # passes the output's strides: the view's strides never reach the kernel.
+    source = """
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def attn_kernel(out_ptr, ks_ptr, s_blk):
+        i = tl.program_id(0)
+        tl.store(out_ptr + i, tl.load(ks_ptr + i * s_blk))
+
+    def either(out, k_scale_cache, v_scale_cache, use_k):
+        scales = k_scale_cache if use_k else v_scale_cache
+        attn_kernel[(4,)](out, scales, k_scale_cache.stride(0))
+
+    def other(out, k_scale_cache):
+        k_scale_ptr = k_scale_cache
+        attn_kernel[(4,)](out, k_scale_ptr, out.stride(0))
+
+    def forward(base_f32, out, nb, bs, b):
+        k_scale_cache = torch.as_strided(base_f32, size=(nb, bs), stride=(b, 1))
+        either(out, k_scale_cache, k_scale_cache, True)  # expect: GPU102
+        other(out, k_scale_cache)  # expect: GPU102
+    """
+    assert codes(source) == [(21, "GPU102"), (21, "GPU102"), (22, "GPU102")]
+

@@ -15,7 +15,9 @@ The rules rest on these runtime facts (see docs/FACTS.md):
 - basic indexing keeps contiguity only while the selected dims lead (``x[i]``, ``x[:n]``,
   ``x[i, :k]``); ``x[:, i]``, ``x[..., i]``, ``x[:, :k]`` and step slices leave gaps; a size-1
   slice (``x[:1, 0]``) counts as a selected dim: the view passes ``is_contiguous()`` but keeps the
-  row width as its stride.
+  row width as its stride;
+- ``as_strided(size, stride)`` is contiguous exactly when ``stride`` is the row-major stride of
+  ``size`` (whatever the base was); only literal tuples are judged, any other is a gapped view.
 """
 
 from __future__ import annotations
@@ -558,6 +560,10 @@ class LayoutDomain:
             return self._view(base, PERMUTED, f"{what} of `{self.text(receiver)}`", node, receiver, inner_unit=False)
         if method in _BROADCASTING:
             return self._view(base, BROADCAST, f"a broadcast (stride-0) view of `{self.text(receiver)}`", node, receiver)
+        if method == "as_strided" and _row_major(*self._as_strided_geometry(node, positional)):
+            # Explicit strides that are the row-major strides of the explicit size: contiguous
+            # whatever the base's layout (``k_cache.as_strided((n,), (1,))``, a flat byte view).
+            return Layout(FRESH, dtype=base.dtype)
         if method in _GAPPING or method in _DIM0_OK:
             dim = positional[0] if positional else self._keyword(node, "dim")
             if method in _DIM0_OK and _int_literal(dim) == 0:
@@ -588,6 +594,12 @@ class LayoutDomain:
         if method.endswith("_") and not method.endswith("__"):
             return base  # in place: returns the receiver
         return UNKNOWN_LAYOUT
+
+    def _as_strided_geometry(self, node: cst.Call, positional: list):
+        """The ``size`` and ``stride`` arguments of ``as_strided`` (positional or keyword)."""
+        size = positional[0] if positional else self._keyword(node, "size")
+        stride = positional[1] if len(positional) > 1 else self._keyword(node, "stride")
+        return size, stride
 
     @staticmethod
     def _identity_permutation(method: str, positional: list) -> bool:
@@ -644,6 +656,43 @@ class LayoutDomain:
         # Unknown layout: the cast is not a contiguity fix; remember it only when the receiver is
         # a parameter or an attribute itself (the upstream pattern), not a derived value.
         return Layout(UNKNOWN, dtype=dtype, source=base.source, cast=cast if base.source else None)
+
+
+def _factors(node: cst.BaseExpression) -> tuple[int, tuple[str, ...]] | None:
+    """A product as (integer constant, sorted source texts of the other factors):
+    ``h * d * 2`` -> (2, ("d", "h")); None for anything that is not a product."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+        left, right = _factors(node.left), _factors(node.right)
+        if left is None or right is None:
+            return None
+        return left[0] * right[0], tuple(sorted(left[1] + right[1]))
+    if isinstance(node, cst.Integer):
+        return _int_literal(node), ()
+    if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+        return 1, (cst.Module([]).code_for_node(node).replace(" ", ""),)
+    return None
+
+
+def _row_major(size: cst.BaseExpression | None, stride: cst.BaseExpression | None) -> bool:
+    """Are the ``stride`` elements, as written, the row-major (C-contiguous) strides of ``size``:
+    the last stride 1 and each other one the product of the sizes after it (``(n,), (1,)``;
+    ``(t, h, d), (h * d, d, 1)``)? Sizes or strides that are not literal tuples of the same length
+    (``x.stride()``, a variable) are never known to be."""
+    if not (isinstance(size, (cst.Tuple, cst.List)) and isinstance(stride, (cst.Tuple, cst.List))):
+        return False
+    sizes = [e.value for e in size.elements]
+    strides = [e.value for e in stride.elements]
+    if not sizes or len(sizes) != len(strides) or any(isinstance(e, cst.StarredElement) for e in (*size.elements, *stride.elements)):
+        return False
+    expected: tuple[int, tuple[str, ...]] = (1, ())
+    for index in range(len(sizes) - 1, -1, -1):
+        if _factors(strides[index]) != expected:
+            return False
+        factor = _factors(sizes[index])
+        if factor is None:
+            return index == 0  # the outermost size never enters a stride
+        expected = (expected[0] * factor[0], tuple(sorted(expected[1] + factor[1])))
+    return True
 
 
 @dataclass(frozen=True)

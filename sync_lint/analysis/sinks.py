@@ -3,7 +3,8 @@
 A sink is an argument that is read as if it were contiguous:
 - an argument of a Triton launch ``kernel[grid](...)`` whose parameter the kernel reads as
   ``ptr + offset`` (``tl.load`` / ``tl.store``), unless the launch also passes the tensor's strides
-  (``x.stride(0)`` among the arguments);
+  (``x.stride(0)`` among the arguments; for a local that is a parameter, ``ptr = x``, the
+  parameter's);
 - an argument of a custom op ``torch.ops.<ns>.<op>(...)``, or of a function named in the
   ``contiguous-sinks`` option;
 - a parameter of a Python function that checks ``p.is_contiguous()`` / ``p.stride(-1) == 1``
@@ -505,7 +506,12 @@ class _FunctionFacts:
         candidates = {root_name(part), layout.base_root}
         if layout.cast is not None:
             candidates.add(root_name(layout.cast.node))
-        return bool(candidates & strides)
+        if candidates & strides:
+            return True
+        # A local bound to a parameter (``k_scale_ptr = k_scale_cache`` on the path that uses it,
+        # None on the other), launched with that parameter's strides: every parameter the value
+        # may be must have its strides passed.
+        return bool(layout.params) and layout.cast is None and layout.params <= strides
 
 
 def _raises(body: cst.BaseSuite) -> bool:

@@ -17,13 +17,15 @@ class NonContiguousViewToKernel(Rule):
     summary = "A strided view reaches a kernel or op that needs a contiguous tensor."
     what = (
         "A gapped view (`x[:, i]`, `x[:, :k]`, `x[..., i]`, step slices, `select`/`narrow` off dim 0, "
-        "`unfold`, `diagonal`, `as_strided`), a permuted view (`t`, `T`, `mT`, `transpose`, `permute`, "
+        "`unfold`, `diagonal`, `as_strided` unless its literal strides are the row-major ones of its literal size, "
+        "as in `as_strided((n,), (1,))` or `as_strided((t, h, d), (h * d, d, 1))`), a permuted view (`t`, `T`, `mT`, `transpose`, `permute`, "
         "`movedim`, `swapaxes`) or a broadcast view (`expand`, `broadcast_to`) handed, with no cast and no "
         "`.contiguous()`, to a Triton kernel that reads it as `ptr + offset`, a `torch.ops` custom op, a "
         "function that checks `is_contiguous()` or passes it on to such a sink (in any checked file), "
         "`.view(dtype)`, a raw `.data_ptr()`, or a sink named in `contiguous-sinks`. Views that keep "
         "contiguity (`x[i]`, `x[:n]`, `x[1:]`, `x[i, :k]`, `x[:1, 0]`) and launches that also pass the "
-        "strides are not reported."
+        "strides (the argument's, or those of the parameter a local stands for: `ptr = x` then `x.stride()`) "
+        "are not reported."
     )
     why = (
         "A Triton kernel that loads `ptr + i` assumes stride 1: given a column of `block_table` it reads "
@@ -75,6 +77,11 @@ class NonContiguousViewToKernel(Rule):
         "    conv_kernel[(out.numel(),)](conv_state, idx, out, s_seq, s_dim, s_idx)\n\n"
         "def run(cache, block_table, out):\n"
         "    conv_update(cache.transpose(-1, -2), block_table[:, 0], out)\n",
+        # A flat byte view with unit stride is contiguous, whatever `k_cache`'s layout.
+        "import torch\n\n"
+        "def decode(k_cache, out, total_bytes):\n"
+        "    raw = k_cache.as_strided((total_bytes,), (1,)).view(torch.uint8)\n"
+        "    torch.ops._C.sparse_decode(out, raw)\n",
     )
     invalid = (
         "import triton\n"
@@ -89,6 +96,11 @@ class NonContiguousViewToKernel(Rule):
         "import torch\n\n"
         "def gemm(a, b, out):\n"
         "    torch.ops._C.cutlass_mm(out, a, b.t())  # expect: GPU102\n",
+        # One head of a [tokens, heads, dim] cache: unit last stride, but rows `heads * dim` apart.
+        "import torch\n\n"
+        "def gather_head(kv, out, tokens, heads, dim, h):\n"
+        "    head = kv.as_strided((tokens, dim), (heads * dim, 1), h * dim)\n"
+        "    torch.ops._C.gather(out, head)  # expect: GPU102\n",
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
