@@ -14,6 +14,7 @@ from typing import Iterator
 
 from sync_lint import __version__, config
 from sync_lint.pipeline.lint_file import lint_source
+from sync_lint.pipeline.prefilter import rules_that_can_report
 from sync_lint.pipeline.project import ProjectIndex
 from sync_lint.pipeline.source import SourceFile
 from sync_lint.rules import all_rules
@@ -44,7 +45,8 @@ class SyncLintChecker:
         settings, rules = _rules_for(folder)
         text = "".join(self.lines)
         source = SourceFile(path=self.filename, text=text, encoding="utf-8", raw=b"")
-        facts = lint_source(source, settings, rules, mask=False, alone=True)  # one file: no caller rounds
+        # One file is all there is: only the rules that can report in it alone, no caller rounds.
+        facts = lint_source(source, settings, rules_that_can_report(rules, [text]), mask=False, reexports=False)
         index = ProjectIndex([facts])
         found = list(facts.diagnostics)
         found.extend(d for d in (index.resolve(p) for p in facts.pending) if d is not None)

@@ -402,6 +402,15 @@ def test_one_file_runs_equal_plain(corpus_files, monkeypatch):
         assert fast([path]) == plain([path], monkeypatch), path
 
 
+def test_small_runs_equal_plain(corpus_files, monkeypatch):
+    """A small run (pre-commit's staged files) runs only the rules that some file of it may
+    match alone: random groups of files must find what the plain path finds for them."""
+    rng = random.Random(7)
+    for _ in range(25):
+        group = rng.sample(corpus_files, rng.randint(2, 6))
+        assert fast(group) == plain(group, monkeypatch), group
+
+
 def test_one_file_gate_is_actually_used(corpus_files):
     """Otherwise test_one_file_runs_equal_plain compares the plain path with itself: some file
     must pass a real rule's triggers yet fail its ``alone_triggers``."""

@@ -39,10 +39,10 @@ class Cache:
         self.salt = f"{__version__}|{_code_fingerprint()}|{settings.fingerprint()}|{','.join(enabled)}".encode()
 
     def _entry(self, path: str, raw: bytes, variant: tuple) -> str:
-        mask, keep, alone = variant
+        mask, keep, scope = variant
         digest = hashlib.blake2b(self.salt + b"\0" + os.path.abspath(path).encode() + b"\0" + raw, digest_size=20)
         digest.update(b"masked" if mask else b"whole")
-        digest.update(b"alone" if alone else b"project")
+        digest.update(repr(scope).encode())
         for name in sorted(keep):
             digest.update(b"\0" + name.encode())
         key = digest.hexdigest()

@@ -84,12 +84,11 @@ def lint_source(
     rules: list[Rule],
     mask: bool = True,
     keep_callers_of: frozenset[str] = frozenset(),
-    alone: bool = False,
+    reexports: bool = True,
 ) -> FileFacts:
     """Lint one file (see ``_lint_source``), with Python's cyclic garbage collector paused.
-    ``alone``: the file is checked on its own, its facts meet no other file's (a one-file run,
-    an editor, the flake8 plugin): rules that need another file's summary to find anything in
-    it are skipped (``Rule.alone_triggers``), and it records no summary for other files.
+    ``reexports``: record the imports of a package ``__init__.py`` that no rule needs, which
+    other files' calls are followed through (pointless when the run has no other file).
 
     A parse allocates about one object per character of source, and each allocation counts
     towards the collector's next pass, which then scans the whole young tree: about 40% of the
@@ -105,7 +104,7 @@ def lint_source(
         with span("noqa scan"):
             early = _NOQA_THAT_MATTERS_ALONE.search(source.text) is not None
             suppressions = scan(source.text) if early else Suppressions()
-        facts = _lint_source(source, settings, rules, mask, keep_callers_of, suppressions, alone)
+        facts = _lint_source(source, settings, rules, mask, keep_callers_of, suppressions, reexports)
         if not early and (facts.diagnostics or facts.pending):
             with span("noqa scan"):
                 facts.suppressions = scan(source.text)
@@ -125,7 +124,7 @@ def _lint_source(
     mask: bool,
     keep_callers_of: frozenset[str],
     suppressions: Suppressions,
-    alone: bool = False,
+    reexports: bool = True,
 ) -> FileFacts:
     """Lint one file. ``mask``: parse only the units rules can use (``units``); a file with
     findings is always linted again whole, so positions and fixes come from the plain path.
@@ -134,9 +133,9 @@ def _lint_source(
     if facts.suppressions.file_is_off():
         return facts
     with span("prefilter"):
-        active = [rule for rule in rules if prefilter.may_match(rule, source.text, alone)]
+        active = [rule for rule in rules if prefilter.may_match(rule, source.text)]
     if not active:
-        return facts if alone else _with_reexports(facts, source, settings)
+        return _with_reexports(facts, source, settings) if reexports else facts
     text = source.text
     if mask:
         plan = prefilter.unit_plan(active, source.text)
@@ -154,12 +153,12 @@ def _lint_source(
     if too_long is not None:
         facts.diagnostics.append(tool_diagnostic(source.path, "GPU001", *too_long))
         return facts
-    return _parse_and_check(source, text, settings, rules, active, facts, alone)
+    return _parse_and_check(source, text, settings, rules, active, facts, reexports)
 
 
 def _parse_and_check(
     source: SourceFile, text: str, settings: Settings, rules: list[Rule], active: list[Rule], facts: FileFacts,
-    alone: bool,
+    reexports: bool,
 ) -> FileFacts:
     """Parse ``text`` (the source, or the source with units masked) and run the ``active`` rules."""
     import libcst as cst
@@ -171,7 +170,7 @@ def _parse_and_check(
             module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         if text is not source.text:  # the cut landed inside a string: parse the file whole
-            return lint_source(source, settings, rules, mask=False, alone=alone)
+            return lint_source(source, settings, rules, mask=False, reexports=reexports)
         message, line, col = _syntax_error(source, exc)
         facts.diagnostics.append(tool_diagnostic(source.path, "GPU001", f"syntax error: {message}", line, col))
         return facts
@@ -199,7 +198,7 @@ def _parse_and_check(
         # An internal error (masking must not be its cause), or findings: their positions and
         # fixes are planned on the whole file, as a fix may depend on a masked unit (an import
         # added above a masked ``def`` keeps two blank lines before it, not one).
-        return lint_source(source, settings, rules, mask=False, alone=alone)
+        return lint_source(source, settings, rules, mask=False, reexports=reexports)
     facts.masked = masked
     facts.summaries = ctx.summaries
     facts.imports = dict(ctx.names.imports)

@@ -23,6 +23,15 @@ def may_match(rule: Rule, text: str, alone: bool = False) -> bool:
     return not alone or _any_in(rule.alone_triggers, text)
 
 
+def rules_that_can_report(rules: list[Rule], texts: list[str]) -> list[Rule]:
+    """The rules that can find anything in a run of just these files. A rule reports only in a
+    file it may match alone, or through a summary that such a file records (a kernel wrapper's
+    contiguity check lives where a sink word is), so a rule that no file of the run may match
+    alone finds nothing anywhere in it: a small run (pre-commit's staged files, an editor's
+    file) skips it, and most often every parse."""
+    return [rule for rule in rules if any(may_match(rule, text, alone=True) for text in texts)]
+
+
 def _any_in(triggers: tuple[str | re.Pattern, ...] | None, text: str) -> bool:
     return not triggers or any(
         trigger in text if type(trigger) is str else trigger.search(text) is not None for trigger in triggers

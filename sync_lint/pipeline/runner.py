@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from sync_lint import config
 from sync_lint.diagnostics import Diagnostic
 from sync_lint.pipeline import cache as cache_stage
-from sync_lint.pipeline import profile, suppress
+from sync_lint.pipeline import prefilter, profile, suppress
 from sync_lint.pipeline.lint_file import FileFacts, lint_path, lint_source
 from sync_lint.pipeline.project import ProjectIndex
-from sync_lint.pipeline.source import SourceFile
+from sync_lint.pipeline.source import SourceError, SourceFile
 from sync_lint.rules import all_rules
 from sync_lint.rules.base import Rule
 
@@ -45,25 +45,35 @@ class Linter:
         rules = all_rules()
         self.enabled = config.enabled_codes(settings, {r.code for r in rules if r.preview}, [r.code for r in rules])
         self.rules: list[Rule] = [rule(settings) for rule in rules if rule.code in self.enabled and not rule.tool_rule]
+        self.whole_project = RunScope(self.rules)
         self.cache = cache_stage.Cache(cache_dir, settings, sorted(self.enabled)) if cache_dir else None
 
     # -- per file -------------------------------------------------------------------------
     def lint_one(
-        self, path: str, keep_callers_of: frozenset[str] = frozenset(), mask: bool | None = None, alone: bool = False
+        self, path: str, keep_callers_of: frozenset[str] = frozenset(), mask: bool | None = None,
+        scope: RunScope | None = None,
     ) -> FileFacts:
-        """``alone``: the run checks this file only (``lint_file.lint_source``)."""
         mask = self.fast if mask is None else mask
+        scope = scope or self.whole_project
 
         def lint(source: SourceFile) -> FileFacts:
-            return lint_source(source, self.settings, self.rules, mask=mask, keep_callers_of=keep_callers_of, alone=alone)
+            return lint_source(
+                source, self.settings, scope.rules, mask=mask, keep_callers_of=keep_callers_of, reexports=scope.reexports
+            )
 
         if self.cache is not None:
-            return self.cache.lint_path(path, lint, variant=(mask, keep_callers_of, alone))
+            return self.cache.lint_path(path, lint, variant=(mask, keep_callers_of, scope.key()))
         return lint_path(path, lint)
 
     def lint_source(self, source: SourceFile, alone: bool = False) -> FileFacts:
-        """Whole-file lint (the fix loop and the API use it: they need exact fixes)."""
-        return lint_source(source, self.settings, self.rules, mask=False, alone=alone)
+        """Whole-file lint (the fix loop and the API use it: they need exact fixes). ``alone``:
+        the file is all there is (an editor's buffer): only the rules that can report in it run."""
+        scope = self.scope_of([source.text]) if alone else self.whole_project
+        return lint_source(source, self.settings, scope.rules, mask=False, reexports=scope.reexports)
+
+    def scope_of(self, texts: list[str]) -> RunScope:
+        """What a run of just these files needs (``prefilter.rules_that_can_report``)."""
+        return RunScope(prefilter.rules_that_can_report(self.rules, texts), reexports=len(texts) > 1)
 
     def finalize(self, facts: FileFacts, index: ProjectIndex) -> list[Diagnostic]:
         """Local + resolved cross-file findings of one file, after selection and suppression."""
@@ -82,16 +92,18 @@ class Linter:
     def lint_all(
         self, paths: list[str], jobs: int | None = None, progress=None,
         keep_callers_of: frozenset[str] = frozenset(), mask: bool | None = None, pool: _Pool | None = None,
+        scope: RunScope | None = None,
     ) -> list[FileFacts]:
         """Facts of ``paths``, in order. ``pool``: a started worker pool to use (the caller
         rounds reuse the first round's, so they pay no second start-up); without one, a pool is
-        started for this call when the input is large enough to pay for it."""
+        started for this call when the input is large enough to pay for it. ``scope``: the rules
+        to run (a small run's, linted here); workers run them all."""
         if pool is None:
             jobs = jobs or os.cpu_count() or 1
-            if len(paths) < PARALLEL_THRESHOLD or jobs == 1:
+            if len(paths) < PARALLEL_THRESHOLD or jobs == 1 or scope is not None:
                 results = []
                 for path in paths:
-                    results.append(self.lint_one(path, keep_callers_of, mask))
+                    results.append(self.lint_one(path, keep_callers_of, mask, scope))
                     if progress:
                         progress(1)
                 return results
@@ -103,19 +115,17 @@ class Linter:
         started = time.perf_counter()
         jobs = jobs or os.cpu_count() or 1
         with contextlib.ExitStack() as stack:
-            pool = None
+            pool = scope = None
             if len(paths) >= PARALLEL_THRESHOLD and jobs > 1:
                 pool = stack.enter_context(_Pool(self, jobs))
-            if len(paths) == 1:  # what pre-commit does for one changed file
-                facts = [self.lint_one(paths[0], alone=True)]
-                if progress:
-                    progress(1)
-            else:
-                facts = self.lint_all(paths, jobs, progress, pool=pool)
+            elif len(paths) < PARALLEL_THRESHOLD:  # pre-commit's staged files: often nothing to parse
+                with profile.span("prefilter"):
+                    scope = self.scope_of(_texts(paths))
+            facts = self.lint_all(paths, jobs, progress, pool=pool, scope=scope)
             with profile.span("project summaries"):
                 index = ProjectIndex(facts)
             if self.fast:
-                facts, index = self._complete_masked(facts, index, jobs, pool)
+                facts, index = self._complete_masked(facts, index, jobs, pool, scope)
         diagnostics: list[Diagnostic] = []
         with profile.span("cross-file findings and noqa"):
             for file_facts in facts:
@@ -130,7 +140,7 @@ class Linter:
 
     # Masked files hide units; those that call a function with a summary matter once the
     # project is known.
-    def _complete_masked(self, facts: list[FileFacts], index: ProjectIndex, jobs, pool: _Pool | None):
+    def _complete_masked(self, facts: list[FileFacts], index: ProjectIndex, jobs, pool: _Pool | None, scope: RunScope | None):
         # Lint those files again keeping such units (a few rounds: a caller kept now may give its
         # own callers a summary).
         for _ in range(MAX_CALLER_ROUNDS):
@@ -149,11 +159,36 @@ class Linter:
             # A round is small, but its files are the large ones: spread it over the pool
             # already started, whatever its size.
             round_pool = pool if pool is not None and len(redo) > 1 else None
-            again = self.lint_all([facts[i].path for i in redo], jobs, keep_callers_of=frozenset(keep), pool=round_pool)
+            again = self.lint_all([facts[i].path for i in redo], jobs, keep_callers_of=frozenset(keep), pool=round_pool, scope=scope)
             for i, new in zip(redo, again):
                 facts[i] = new
             index = ProjectIndex(facts)
         return facts, index
+
+
+@dataclass(frozen=True)
+class RunScope:
+    """The rules a run needs, and whether its files meet others (``Linter.scope_of``)."""
+
+    rules: list[Rule]
+    reexports: bool = True
+
+    def key(self) -> tuple:
+        """What the cache keys facts on: they differ with the rules that made them."""
+        return (tuple(rule.code for rule in self.rules), self.reexports)
+
+
+def _texts(paths: list[str]) -> list[str]:
+    """The decoded text of each readable file (an unreadable one is reported when it is linted)."""
+    from sync_lint.pipeline import source as source_stage
+
+    texts = []
+    for path in paths:
+        try:
+            texts.append(source_stage.read(path).text)
+        except SourceError:
+            continue
+    return texts
 
 
 class _Pool:
