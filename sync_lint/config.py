@@ -45,6 +45,13 @@ OPTIONS: dict[str, Option] = {
     "contiguous-sinks": Option(
         list, [], "Dotted names of functions whose tensor arguments must be contiguous (`pkg.mod.func`)."
     ),
+    "strided-sinks": Option(
+        list,
+        [],
+        "Dotted names or fnmatch globs of functions, custom ops and kernels that accept tensors of any strides "
+        "(`vllm._custom_ops.cutlass_scaled_mm`, `torch.ops._C.cutlass_*`): a view handed to one is not reported. "
+        "Wins over `contiguous-sinks` and the custom-op rule.",
+    ),
     "hot-class-patterns": Option(list, ["*MetadataBuilder"], "Classes whose methods are hot (fnmatch globs)."),
     "hot-method-patterns": Option(
         list,

@@ -100,6 +100,7 @@ def test_explicit_config_file(project, tmp_path_factory):
         ('[tool.sync-lint]\nselect = "GPU"\n', "must be a list of strings"),
         ('[tool.sync-lint]\nselect = [\n', "invalid TOML"),
         ('[tool.sync-lint]\nsync-guard = "no_colon"\n', "package.module:name"),
+        ('[tool.sync-lint]\nstrided-sinks = "torch.ops._C.gemm"\n', "`strided-sinks` must be a list of strings"),
         ('[tool.sync-lint.per-file-ignores]\n"tests/*" = ["GPU7"]\n', "GPU7"),
     ],
 )

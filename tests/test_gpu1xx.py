@@ -521,3 +521,91 @@ def test_launch_with_the_strides_of_another_tensor_than_the_alias_still_reports(
     """
     assert codes(source) == [(21, "GPU102"), (21, "GPU102"), (22, "GPU102")]
 
+
+def _gemm_project(tmp_path: Path) -> Path:
+    """vLLM's shape: a `_custom_ops` wrapper around the CUTLASS op, called with transposed
+    (column-major) weights on purpose, and a prepack of a `t().contiguous().t()` weight."""
+    package = tmp_path / "engine"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "_custom_ops.py").write_text(textwrap.dedent(
+        """
+        import torch
+
+
+        def cutlass_scaled_mm(a, b, scale_a, scale_b, out_dtype):
+            out = torch.empty((a.shape[0], b.shape[1]), dtype=out_dtype, device=a.device)
+            torch.ops._C.cutlass_scaled_mm(out, a, b, scale_a, scale_b, None)
+            return out
+
+
+        def cutlass_scaled_mm_azp(a, b, scale_a, scale_b, out_dtype, azp_adj):
+            out = torch.empty((a.shape[0], b.shape[1]), dtype=out_dtype, device=a.device)
+            torch.ops._C.cutlass_scaled_mm_azp(out, a, b, scale_a, scale_b, azp_adj, None, None)
+            return out
+        """
+    ))
+    (package / "cutlass.py").write_text(textwrap.dedent(
+        """
+        import torch
+
+        from engine import _custom_ops as ops
+
+
+        def apply_block_scaled_mm(A, B, As, Bs):
+            return ops.cutlass_scaled_mm(A, B.T, out_dtype=torch.bfloat16, scale_a=As, scale_b=Bs.T)
+
+
+        def apply_azp(A, B, As, Bs, azp_adj):
+            return ops.cutlass_scaled_mm_azp(A, B.T, As, Bs, torch.bfloat16, azp_adj)
+
+
+        def prepack(w, out, x):
+            w.data = torch.ops._C.machete_prepack_B(w.data.t().contiguous().t(), torch.int8)
+            torch.ops._C.silu_and_mul(out, x.t())
+        """
+    ))
+    return package
+
+
+def _gemm_findings(package: Path, **options) -> list[tuple[str, int, str]]:
+    return [(Path(d.path).name, d.line, d.code) for d in lint_paths([str(package)], **options) if d.code.startswith("GPU1")]
+
+
+ALL_GEMM_FINDINGS = [
+    ("cutlass.py", 8, "GPU102"), ("cutlass.py", 8, "GPU102"), ("cutlass.py", 12, "GPU102"),
+    ("cutlass.py", 16, "GPU103"), ("cutlass.py", 17, "GPU102"),
+]  # fmt: skip
+
+
+def test_strided_sinks_are_not_contiguity_sinks(tmp_path: Path):
+    package = _gemm_project(tmp_path)
+    assert _gemm_findings(package) == ALL_GEMM_FINDINGS
+    # The wrapper by name: its calls are not judged (the azp wrapper, not named, still is).
+    named_wrapper = _gemm_findings(package, strided_sinks=["engine._custom_ops.cutlass_scaled_mm"])
+    assert named_wrapper == [f for f in ALL_GEMM_FINDINGS if f[1] != 8]
+    # The op itself: the wrapper hands `b` to a strided sink only, so it needs nothing either.
+    named_op = _gemm_findings(package, strided_sinks=["torch.ops._C.cutlass_scaled_mm", "torch.ops._C.machete_prepack_B"])
+    assert named_op == [("cutlass.py", 12, "GPU102"), ("cutlass.py", 17, "GPU102")]
+    # Globs, as in `contiguous-sinks`; an op left out of the glob (`silu_and_mul`) still reports.
+    assert _gemm_findings(package, strided_sinks=["torch.ops._C.cutlass_*", "torch.ops._C.machete_*"]) == [
+        ("cutlass.py", 17, "GPU102")
+    ]
+
+
+def test_strided_sinks_default_is_empty_and_read_from_pyproject(tmp_path: Path):
+    from sync_lint import config
+
+    assert config.OPTIONS["strided-sinks"].default == []
+    package = _gemm_project(tmp_path)
+    (tmp_path / "pyproject.toml").write_text('[tool.sync-lint]\nstrided-sinks = ["torch.ops._C.cutlass_scaled_mm"]\n')
+    settings = config.load(None, start=tmp_path)
+    assert settings["strided-sinks"] == ["torch.ops._C.cutlass_scaled_mm"]
+    found = [
+        (Path(d.path).name, d.line, d.code)
+        for d in Linter(settings).run([str(p) for p in sorted(package.glob("*.py"))], jobs=1).diagnostics
+        if d.code.startswith("GPU1")
+    ]
+    assert found == [f for f in ALL_GEMM_FINDINGS if f[1] != 8]
+    with pytest.raises(config.ConfigError, match="`strided-sinks` must be a list of strings"):
+        config.validate({"strided-sinks": "torch.ops._C.cutlass_scaled_mm"}, "<test>")

@@ -6,7 +6,8 @@ A sink is an argument that is read as if it were contiguous:
   (``x.stride(0)`` among the arguments; for a local that is a parameter, ``ptr = x``, the
   parameter's);
 - an argument of a custom op ``torch.ops.<ns>.<op>(...)``, or of a function named in the
-  ``contiguous-sinks`` option;
+  ``contiguous-sinks`` option; never one of a callee named in ``strided-sinks`` (an op that takes
+  any strides, such as a GEMM that wants its weight column-major), which is not looked up either;
 - a parameter of a Python function that checks ``p.is_contiguous()`` / ``p.stride(-1) == 1``
   (assert, or if-raise), or passes it on unchanged to a sink;
 - the receiver of ``.view(dtype)`` (it needs a unit inner stride) and of a ``.data_ptr()``
@@ -174,6 +175,7 @@ class ContiguityAnalysis:
         self.functions = module_functions(ctx.module, ctx.names)
         self._offsets = self.lines.def_offsets(self.functions)
         self._configured = tuple(ctx.settings["contiguous-sinks"])
+        self._strided = tuple(ctx.settings["strided-sinks"])
         self._module_level = self._module_level_names()
         # Pointer parameters of this file's kernels that are stored through (for fix safety).
         self.kernel_writes: dict[str, set[str]] = {}
@@ -312,6 +314,12 @@ class ContiguityAnalysis:
     def callee_of(self, call: cst.Call, info: FunctionInfo, env) -> tuple[str | None, str]:
         """(dotted callee for a summary look-up, kind): kind is "launch", "op", "configured",
         "call" or "" (nothing to look up)."""
+        callee, kind = self._callee_of(call, info, env)
+        if callee is not None and self._strided and any(fnmatch.fnmatchcase(callee, p) for p in self._strided):
+            return None, ""  # ``strided-sinks``: it takes any strides (a column-major GEMM operand)
+        return callee, kind
+
+    def _callee_of(self, call: cst.Call, info: FunctionInfo, env) -> tuple[str | None, str]:
         func = call.func
         if isinstance(func, cst.Subscript) and isinstance(func.value, (cst.Name, cst.Attribute)):
             if not self._is_global(func.value, info, env):

@@ -20,7 +20,9 @@ class ContiguityLostAfterFix(Rule):
         "(`x.contiguous()[:, 0]`, `x.contiguous().t()`, `y = x.contiguous(); k[grid](y[..., 0])`), and a "
         "view that is contiguous only through a size-1 dim (`bt[:1, 0]`, with or without `.contiguous()`) "
         "whose strides a Triton launch reads (`t.stride(0)` among its arguments); the size-1 case is "
-        "reported only with `preview` on, since a kernel that never steps along that dim is unaffected."
+        "reported only with `preview` on, since a kernel that never steps along that dim is unaffected. A "
+        "callee named in `strided-sinks` (a prepack that takes the `t().contiguous().t()` column-major "
+        "weight on purpose) is never a sink."
     )
     why = (
         "The view op after `.contiguous()` makes a strided view again, so the kernel reads `ptr + i` "
