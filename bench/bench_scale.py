@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import collections
 import cProfile
+import functools
 import io
 import json
 import os
@@ -252,33 +253,35 @@ def flake8(*args: str, plugin: bool = False) -> list[str]:
 
 
 # -- bare parses (a subprocess runs this script with --_parse) ------------------------------------
-def _parse_one(path: str) -> int:
+def _libcst_parse(raw: bytes) -> None:
     import libcst as cst
 
-    with open(path, "rb") as handle:
-        raw = handle.read()
-    try:
-        cst.parse_module(raw)
-        return 0
-    except Exception:
-        return 1
+    cst.parse_module(raw)
 
 
-def _ast_parse_one(path: str) -> int:
+def _ast_parse(raw: bytes) -> None:
     """CPython's own parser, for comparison: what an analysis on ``ast`` would start from."""
     import ast
 
+    ast.parse(raw)
+
+
+_PARSERS = {"libcst": _libcst_parse, "ast": _ast_parse}
+
+
+def _parse_one(path: str, parser: str) -> int:
+    """0 when the file parses, 1 when it does not."""
     with open(path, "rb") as handle:
         raw = handle.read()
     try:
-        ast.parse(raw)
+        _PARSERS[parser](raw)
         return 0
-    except (SyntaxError, ValueError):
+    except Exception:  # libcst's ParserSyntaxError, CPython's SyntaxError / ValueError (null bytes)
         return 1
 
 
 def parse_worker(list_file: str, workers: int, parser: str = "libcst") -> None:
-    parse_one = _ast_parse_one if parser == "ast" else _parse_one
+    parse_one = functools.partial(_parse_one, parser=parser)
     with open(list_file) as handle:
         paths = [line.rstrip("\n") for line in handle if line.strip()]
     started = time.perf_counter()
