@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable
 
 from sync_lint.rules.base import Finding, Rule
-from sync_lint.rules.triggers import CAST_TRIGGERS, SINK_UNIT_TRIGGERS, SUMMARY_TRIGGERS
+from sync_lint.rules.triggers import ALONE_SINK_TRIGGERS, CAST_TRIGGERS, SINK_UNIT_TRIGGERS, SUMMARY_TRIGGERS
 
 if TYPE_CHECKING:
     from sync_lint.analysis.context import FileContext
@@ -50,7 +50,7 @@ class CastAsContiguityFix(Rule):
     fix_applicability = "safe"
     triggers = CAST_TRIGGERS + SUMMARY_TRIGGERS
     unit_triggers = SINK_UNIT_TRIGGERS
-    alone_triggers = SINK_UNIT_TRIGGERS
+    alone_triggers = ALONE_SINK_TRIGGERS
     trigger_options = ("contiguous-sinks",)
     alias_trigger_targets = ("torch.ops",)
     valid = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable
 
 from sync_lint.rules.base import Finding, Rule
-from sync_lint.rules.triggers import SINK_UNIT_TRIGGERS, SUMMARY_TRIGGERS, VIEW_TRIGGERS
+from sync_lint.rules.triggers import ALONE_SINK_TRIGGERS, SINK_UNIT_TRIGGERS, SUMMARY_TRIGGERS, VIEW_TRIGGERS
 
 if TYPE_CHECKING:
     from sync_lint.analysis.context import FileContext
@@ -46,7 +46,7 @@ class NonContiguousViewToKernel(Rule):
     fix_applicability = "safe"
     triggers = VIEW_TRIGGERS + SUMMARY_TRIGGERS
     unit_triggers = SINK_UNIT_TRIGGERS
-    alone_triggers = SINK_UNIT_TRIGGERS
+    alone_triggers = ALONE_SINK_TRIGGERS
     trigger_options = ("contiguous-sinks",)
     alias_trigger_targets = ("torch.ops",)
     valid = (

@@ -17,6 +17,9 @@ SUMMARY_TRIGGERS = ("is_contiguous", "stride(", "triton", "tl.load", "tl.store",
 # `.view(dtype)`, `.data_ptr()`, or a function with a summary (whose callers the runner keeps in
 # a later round). Casts and views alone are common; sinks are not.
 SINK_UNIT_TRIGGERS = SUMMARY_TRIGGERS + ("](", ".view(")
+# A file checked on its own needs a sink it calls: a Triton kernel's body words (``triton``,
+# ``tl.load``) only summarise it for launches (``](``), which may be in other files.
+ALONE_SINK_TRIGGERS = ("is_contiguous", "stride(", "torch.ops", "data_ptr", "](", ".view(")
 CAST_TRIGGERS = (".to(", ".int()", ".long()", ".float()", ".half()", ".bfloat16()", ".double()", ".type(", ".cuda(")
 VIEW_TRIGGERS = (
     # ``.T`` as a whole attribute: a bare ".T" would match every ``torch.Tensor`` annotation.
