@@ -14,7 +14,7 @@ from sync_lint.pipeline import cache as cache_stage
 from sync_lint.pipeline import prefilter, profile, suppress
 from sync_lint.pipeline.lint_file import FileFacts, lint_path, lint_source
 from sync_lint.pipeline.project import ProjectIndex
-from sync_lint.pipeline.source import SourceError, SourceFile
+from sync_lint.pipeline.source import SourceError, SourceFile, read
 from sync_lint.rules import all_rules
 from sync_lint.rules.base import Rule
 
@@ -97,10 +97,10 @@ class Linter:
         """Facts of ``paths``, in order. ``pool``: a started worker pool to use (the caller
         rounds reuse the first round's, so they pay no second start-up); without one, a pool is
         started for this call when the input is large enough to pay for it. ``scope``: the rules
-        to run (a small run's, linted here); workers run them all."""
+        to run, for a small run (always linted here, in this process)."""
         if pool is None:
             jobs = jobs or os.cpu_count() or 1
-            if len(paths) < PARALLEL_THRESHOLD or jobs == 1 or scope is not None:
+            if len(paths) < PARALLEL_THRESHOLD or jobs == 1:
                 results = []
                 for path in paths:
                     results.append(self.lint_one(path, keep_callers_of, mask, scope))
@@ -180,12 +180,10 @@ class RunScope:
 
 def _texts(paths: list[str]) -> list[str]:
     """The decoded text of each readable file (an unreadable one is reported when it is linted)."""
-    from sync_lint.pipeline import source as source_stage
-
     texts = []
     for path in paths:
         try:
-            texts.append(source_stage.read(path).text)
+            texts.append(read(path).text)
         except SourceError:
             continue
     return texts
