@@ -20,6 +20,7 @@ from typing import Callable, Generic, Mapping, Protocol, TypeVar
 import libcst as cst
 
 from sync_lint.analysis.names import dotted
+from sync_lint.analysis.nodes import kinds
 
 V = TypeVar("V")
 Env = dict  # name (or "self.attr") -> abstract value
@@ -39,12 +40,19 @@ class Domain(Protocol[V]):
 
 StatementHook = Callable[[cst.CSTNode, Env], None]
 
+_SUITES = kinds(cst.BaseSuite, cst.Else, cst.Finally)
+_SEQUENCE_TARGETS = (cst.Tuple, cst.List)
+_SCOPES = (cst.FunctionDef, cst.ClassDef)
+_LOOPS = (cst.For, cst.While)
+_TRIES = (cst.Try, cst.TryStar)
+
 
 def target_key(target: cst.BaseExpression) -> str | None:
     """The environment key a target binds: ``x`` or ``self.x`` (other targets are not tracked)."""
-    if isinstance(target, cst.Name):
+    kind = type(target)
+    if kind is cst.Name:
         return target.value
-    if isinstance(target, cst.Attribute):
+    if kind is cst.Attribute:
         return dotted(target)
     return None
 
@@ -67,12 +75,12 @@ class Walker(Generic[V]):
     def _suite(self, suite, env: Env) -> Env:
         if suite is None:
             return env
-        if isinstance(suite, cst.SimpleStatementSuite):  # ``if c: x = 1`` (small statements inline)
+        if type(suite) is cst.SimpleStatementSuite:  # ``if c: x = 1`` (small statements inline)
             for small in suite.body:
                 env = self.small(small, env)
             return env
         body = getattr(suite, "body", suite)
-        if isinstance(body, cst.BaseSuite) or isinstance(body, (cst.Else, cst.Finally)):
+        if type(body) in _SUITES:
             return self._suite(body, env)
         if isinstance(body, (list, tuple)):
             return self.walk(body, env)
@@ -91,10 +99,10 @@ class Walker(Generic[V]):
         return iterate(iterable) if iterate is not None else self.domain.element(iterable, 0)
 
     def bind(self, target: cst.BaseExpression, value: V, env: Env) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
+        if type(target) in _SEQUENCE_TARGETS:
             for index, element in enumerate(target.elements):
                 inner = element.value
-                if isinstance(element, cst.StarredElement):
+                if type(element) is cst.StarredElement:
                     self.bind(inner, self.domain.unknown(), env)
                 else:
                     self.bind(inner, self.domain.element(value, index), env)
@@ -104,24 +112,25 @@ class Walker(Generic[V]):
             env[key] = value
 
     def statement(self, node: cst.CSTNode, env: Env) -> Env:
-        if isinstance(node, cst.SimpleStatementLine):
+        kind = type(node)
+        if kind is cst.SimpleStatementLine:
             for small in node.body:
                 env = self.small(small, env)
             return env
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        if kind in _SCOPES:
             env = dict(env)
             env[node.name.value] = self.domain.unknown()
             return env
-        if isinstance(node, cst.If):
+        if kind is cst.If:
             self.on_statement(node, env)
             then_env = self._suite(node.body, dict(env))
-            else_env = self.statement(node.orelse, dict(env)) if isinstance(node.orelse, cst.If) else self._suite(node.orelse, dict(env))
+            else_env = self.statement(node.orelse, dict(env)) if type(node.orelse) is cst.If else self._suite(node.orelse, dict(env))
             return self.join_envs(then_env, else_env)
-        if isinstance(node, (cst.For, cst.While)):
+        if kind in _LOOPS:
             self.on_statement(node, env)
             before = dict(env)
             loop_env = dict(env)
-            if isinstance(node, cst.For):
+            if kind is cst.For:
                 self.bind(node.target, self._item(self.domain.evaluate(node.iter, env)), loop_env)
             # Twice: the second pass sees values assigned late in the first iteration. Hooks
             # run on the second pass only, so each statement is reported once.
@@ -133,14 +142,14 @@ class Walker(Generic[V]):
             after_twice = self._suite(node.body, self.join_envs(loop_env, after_once))
             result = self.join_envs(before, after_twice)
             return self._suite(node.orelse, result)
-        if isinstance(node, cst.With):
+        if kind is cst.With:
             self.on_statement(node, env)
             env = dict(env)
             for item in node.items:
                 if item.asname is not None:
                     self.bind(item.asname.name, self.domain.evaluate(item.item, env), env)
             return self._suite(node.body, env)
-        if isinstance(node, (cst.Try, cst.TryStar)):
+        if kind in _TRIES:
             after_body = self._suite(node.body, dict(env))
             merged = self.join_envs(env, after_body)
             result = after_body
@@ -152,7 +161,7 @@ class Walker(Generic[V]):
                 result = self.join_envs(result, self._suite(handler.body, handler_env))
             result = self._suite(node.orelse, result)
             return self._suite(node.finalbody, result)
-        if isinstance(node, cst.Match):
+        if kind is cst.Match:
             self.on_statement(node, env)
             result = None
             for case in node.cases:
@@ -163,15 +172,16 @@ class Walker(Generic[V]):
 
     def small(self, node: cst.BaseSmallStatement, env: Env) -> Env:
         self.on_statement(node, env)
-        if isinstance(node, cst.Assign):
+        kind = type(node)
+        if kind is cst.Assign:
             value = self.domain.evaluate(node.value, env)
             env = dict(env)
             for target in node.targets:
                 self.bind(target.target, value, env)
-        elif isinstance(node, cst.AnnAssign) and node.value is not None:
+        elif kind is cst.AnnAssign and node.value is not None:
             env = dict(env)
             self.bind(node.target, self.domain.evaluate(node.value, env), env)
-        elif isinstance(node, cst.AugAssign):
+        elif kind is cst.AugAssign:
             key = target_key(node.target)
             if key is not None:
                 env = dict(env)
@@ -179,7 +189,7 @@ class Walker(Generic[V]):
                 env[key] = self.domain.evaluate(
                     cst.BinaryOperation(left=node.target, operator=cst.Add(), right=node.value), env
                 )
-        elif isinstance(node, cst.Expr) and isinstance(node.value, cst.NamedExpr):
+        elif kind is cst.Expr and type(node.value) is cst.NamedExpr:
             env = dict(env)
             self.bind(node.value.target, self.domain.evaluate(node.value.value, env), env)
         return env

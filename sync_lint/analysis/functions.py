@@ -39,6 +39,10 @@ def _params(node: cst.FunctionDef) -> list[str]:
     return names
 
 
+# Statements whose blocks may define functions at the same level (``if TYPE_CHECKING:``, ``try:``).
+_BLOCK_STATEMENTS = (cst.If, cst.Try, cst.With, cst.For, cst.While)
+
+
 def _decorator_name(decorator: cst.Decorator, names: NameTable) -> str:
     expression = decorator.decorator
     if isinstance(expression, cst.Call):
@@ -52,7 +56,8 @@ def module_functions(module: cst.Module, names: NameTable) -> list[FunctionInfo]
 
     def walk(body, prefix: str, class_node: cst.ClassDef | None, bases: tuple[str, ...]) -> None:
         for statement in body:
-            if isinstance(statement, cst.FunctionDef):
+            kind = type(statement)
+            if kind is cst.FunctionDef:
                 all_params = _params(statement)
                 decorators = tuple(_decorator_name(d, names) for d in statement.decorators)
                 is_method = class_node is not None and not any(d.endswith("staticmethod") for d in decorators)
@@ -63,11 +68,11 @@ def module_functions(module: cst.Module, names: NameTable) -> list[FunctionInfo]
                                  tuple(all_params), decorators)
                 )
                 walk(_block(statement), qualname, None, ())
-            elif isinstance(statement, cst.ClassDef):
+            elif kind is cst.ClassDef:
                 qualname = f"{prefix}.{statement.name.value}" if prefix else statement.name.value
                 class_bases = tuple(names.resolve(arg.value) or "" for arg in statement.bases)
                 walk(_block(statement), qualname, statement, class_bases)
-            elif isinstance(statement, (cst.If, cst.Try, cst.With, cst.For, cst.While)):
+            elif kind in _BLOCK_STATEMENTS:
                 # Functions defined under ``if TYPE_CHECKING:`` / ``try:`` at the same level.
                 for block in _blocks(statement):
                     walk(block, prefix, class_node, bases)
@@ -78,7 +83,7 @@ def module_functions(module: cst.Module, names: NameTable) -> list[FunctionInfo]
 
 def _block(node: cst.CSTNode):
     body = getattr(node, "body", None)
-    if isinstance(body, cst.IndentedBlock):
+    if type(body) is cst.IndentedBlock:
         return body.body
     return ()
 

@@ -1,45 +1,75 @@
-"""Fast child iteration over libcst nodes, shared by the analyses.
+"""Fast parsing, node tests and child iteration over libcst nodes, shared by the analyses.
 
-libcst's own ``children`` runs a visitor that rebuilds the node: far too slow to call per node.
+libcst's node classes are ABCs, so ``isinstance(node, cst.Call)`` goes through
+``ABCMeta.__instancecheck__``: several times slower than a set lookup, and the walks that test
+every node do it millions of times on an engine's tree. libcst's own ``children`` runs a visitor
+that rebuilds the node: far too slow to call per node. And every node libcst's parser builds
+validates itself, a check meant for trees built by hand: about a fifth of the parse.
 """
 
 from __future__ import annotations
 
-from typing import Iterator
-
 import libcst as cst
+
+
+def _all_subclasses(root: type) -> frozenset[type]:
+    found: set[type] = set()
+    stack = [root]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            if sub not in found:
+                found.add(sub)
+                stack.append(sub)
+    return frozenset(found)
+
+
+_NODE_CLASSES = _all_subclasses(cst.CSTNode)
+
+
+def _skip_validation(node: cst.CSTNode) -> None:
+    pass
+
+
+def parse_module(text: str) -> cst.Module:
+    """``libcst.parse_module`` without each node's ``_validate``: the parser only builds trees
+    of code it accepted, so the check cannot fail there (``tests/test_nodes.py`` compares the
+    trees). Nodes built while this runs skip it too; parsing and linting a file is
+    single-threaded, and fixes build their nodes outside it."""
+    validate = cst.CSTNode.__post_init__
+    cst.CSTNode.__post_init__ = _skip_validation
+    try:
+        return cst.parse_module(text)
+    finally:
+        cst.CSTNode.__post_init__ = validate
+
+
+def kinds(*classes: type) -> frozenset[type]:
+    """The node classes that are ``classes`` or derive from them, for ``type(node) in KINDS``
+    (the same answer as ``isinstance(node, classes)`` for any libcst node)."""
+    return frozenset(c for c in _NODE_CLASSES if issubclass(c, classes))
+
 
 _SKIPPED_FIELDS = frozenset({
     "lpar", "rpar", "comma", "leading_lines", "lines_after_decorators", "header", "footer", "semicolon",
     "equal", "star", "dot", "colon", "operator", "newline", "trailing_whitespace", "asynchronous",
 })  # fmt: skip
 _FIELDS: dict[type, tuple[str, ...]] = {}
+_SEQUENCES = (list, tuple)
 
 
-def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """The child nodes that hold code, without whitespace and punctuation. libcst's own
-    ``children`` runs a visitor that rebuilds the node: far too slow to call per node."""
-    fields = _FIELDS.get(type(node))
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The child nodes that hold code, in source order, without whitespace and punctuation."""
+    kind = type(node)
+    fields = _FIELDS.get(kind)
     if fields is None:
-        fields = _FIELDS[type(node)] = tuple(
+        fields = _FIELDS[kind] = tuple(
             name for name in node.__dataclass_fields__ if name not in _SKIPPED_FIELDS and not name.startswith("whitespace")
         )
+    found = []
     for name in fields:
         value = getattr(node, name)
-        kind = type(value)
-        if kind is list or kind is tuple:
-            for item in value:
-                if _is_node(type(item)):
-                    yield item
-        elif _is_node(kind):
-            yield value
-
-
-_NODE_TYPES: dict[type, bool] = {}
-
-
-def _is_node(kind: type) -> bool:
-    found = _NODE_TYPES.get(kind)
-    if found is None:
-        found = _NODE_TYPES[kind] = issubclass(kind, cst.CSTNode)
+        if type(value) in _SEQUENCES:
+            found += [item for item in value if type(item) in _NODE_CLASSES]
+        elif type(value) in _NODE_CLASSES:
+            found.append(value)
     return found

@@ -58,7 +58,7 @@ class Positions:
             while stack:
                 current, statement, tokens = stack.pop()
                 self._statement[id(current)] = statement
-                if isinstance(current, cst.IndentedBlock):
+                if type(current) is cst.IndentedBlock:
                     inner = (*tokens, indent if current.indent is None else current.indent)
                     for child in current.body:
                         self._context[id(child)] = (statement, inner)

@@ -368,36 +368,37 @@ class _Scanner:
 
     # -- expressions ----------------------------------------------------------------------------
     def visit(self, node: cst.BaseExpression, env, condition: str | None, loop: bool) -> None:
-        if isinstance(node, cst.Lambda):
+        kind = type(node)  # not isinstance: libcst's classes are ABCs, slow to test (``analysis.nodes``)
+        if kind is cst.Lambda:
             return
-        if isinstance(node, cst.BooleanOperation):
-            label = "an operand of `and`" if isinstance(node.operator, cst.And) else "an operand of `or`"
+        if kind is cst.BooleanOperation:
+            label = "an operand of `and`" if type(node.operator) is cst.And else "an operand of `or`"
             self.visit(node.left, env, condition or label, loop)
             self.visit(node.right, env, condition, loop)
             return
-        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        if kind is cst.UnaryOperation and type(node.operator) is cst.Not:
             self.visit(node.expression, env, "an operand of `not`", loop)
             return
-        if isinstance(node, cst.IfExp):
+        if kind is cst.IfExp:
             self.visit(node.test, env, "a conditional-expression test", loop)
             self.visit(node.body, env, condition, loop)
             self.visit(node.orelse, env, condition, loop)
             return
-        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+        if kind in _COMPREHENSIONS:
             self._comprehension(node, env, loop)
             return
-        if isinstance(node, (cst.Await, cst.Yield)) and self.broad:
+        if kind in _SUSPENSIONS and self.broad:
             self._candidate(node, loop)
         if condition is not None:
             self._condition(node, env, condition, loop)
-        if isinstance(node, cst.Call):
+        if kind is cst.Call:
             self._call(node, env, loop)
-            if isinstance(node.func, cst.Attribute):
+            if type(node.func) is cst.Attribute:
                 self.visit(node.func.value, env, None, loop)
             for arg in node.args:
                 self.visit(arg.value, env, None, loop)
             return
-        if isinstance(node, cst.Subscript):
+        if kind is cst.Subscript:
             self._subscript(node, env, loop, store=False)
             self.visit(node.value, env, None, loop)
             self._slice_children(node, env, loop)
@@ -408,7 +409,7 @@ class _Scanner:
     def _slice_children(self, node: cst.Subscript, env, loop: bool) -> None:
         for element in node.slice:
             part = element.slice
-            if isinstance(part, cst.Index):
+            if type(part) is cst.Index:
                 self.visit(part.value, env, None, loop)
             else:
                 for bound in (part.lower, part.upper, part.step):
@@ -706,6 +707,8 @@ def _expression_children(node: cst.CSTNode):
 
 
 _LEAVES = frozenset({cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis})
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+_SUSPENSIONS = (cst.Await, cst.Yield)
 
 
 class SyncAnalysis:

@@ -164,10 +164,11 @@ def _parse_and_check(
     import libcst as cst
 
     from sync_lint.analysis.context import FileContext
+    from sync_lint.analysis.nodes import parse_module
 
     try:
         with span("parse"):
-            module = cst.parse_module(text)
+            module = parse_module(text)
     except cst.ParserSyntaxError as exc:
         if text is not source.text:  # the cut landed inside a string: parse the file whole
             return lint_source(source, settings, rules, mask=False, reexports=reexports)
@@ -247,10 +248,11 @@ def _with_reexports(facts: FileFacts, source: SourceFile, settings: Settings) ->
     import libcst as cst
 
     from sync_lint.analysis.names import NameTable
+    from sync_lint.analysis.nodes import parse_module
 
     with span("re-export shims"):
         try:
-            module = cst.parse_module(source.text)
+            module = parse_module(source.text)
         except (cst.ParserSyntaxError, RecursionError):
             return facts  # it is reported when a rule needs it; nothing to follow through it now
         facts.module_name = module_name_for(source.path)
