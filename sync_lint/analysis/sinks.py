@@ -118,6 +118,7 @@ def split_branches(node: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [node]
 
 
+_NESTED_SCOPES = (cst.Lambda, cst.FunctionDef, cst.ClassDef)
 
 
 def _calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
@@ -125,11 +126,12 @@ def _calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
     stack = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+        kind = type(current)  # not isinstance: libcst's classes are ABCs, slow to test (``analysis.nodes``)
+        if kind in _NESTED_SCOPES:
             continue
-        if isinstance(current, cst.Call):
+        if kind is cst.Call:
             yield current
-        stack.extend(reversed(list(children(current))))
+        stack += reversed(children(current))
 
 
 def _header_parts(statement: cst.CSTNode) -> list[cst.CSTNode]:
@@ -362,8 +364,8 @@ def _walk_body(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         current = stack.pop()
         yield current
-        if not isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            stack.extend(children(current))
+        if type(current) not in _NESTED_SCOPES:
+            stack += children(current)
 
 
 def _interesting(layout: Layout) -> bool:
