@@ -420,3 +420,27 @@ def test_one_file_gate_is_actually_used(corpus_files):
         text = Path(path).read_text()
         skipped.update(r.code for r in rules if prefilter.may_match(r, text) and not prefilter.may_match(r, text, alone=True))
     assert skipped & {"GPU101", "GPU102", "GPU201", "GPU202"}, skipped
+
+
+@pytest.mark.parametrize("with_cache", [False, True])
+def test_a_small_run_reads_each_file_once(tmp_path, monkeypatch, with_cache):
+    """A small run reads its files to choose its rules (``Linter.scope_of``), and lints what it
+    read: reading again would be work done twice, and could lint other text than it chose for."""
+    files = []
+    for i, body in enumerate(["x = 1\n", "def forward(self, x):\n    return x.item()\n", "y = t[:, 0].to(torch.int32)\n"]):
+        path = tmp_path / f"m{i}.py"
+        path.write_text(body)
+        files.append(str(path))
+    opened: list[str] = []
+    real_open = open
+
+    def counting_open(file, *args, **kwargs):
+        if str(file) in files:
+            opened.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", counting_open)
+    linter = runner.Linter(make_settings(), cache_dir=str(tmp_path / "cache") if with_cache else None)
+    result = linter.run(files, jobs=1)
+    assert sorted(opened) == sorted(files)
+    assert result.files_checked == 3

@@ -48,13 +48,19 @@ class Cache:
         key = digest.hexdigest()
         return os.path.join(self.folder, key[:2], key)
 
-    def lint_path(self, path: str, lint: Callable[[SourceFile], FileFacts], variant: tuple) -> FileFacts:
+    def lint_path(
+        self, path: str, lint: Callable[[SourceFile], FileFacts], variant: tuple, source: SourceFile | None = None,
+    ) -> FileFacts:
+        """Cached facts of ``path``, or ``lint``'s; ``source``: the file as the run already read it."""
         with span("cache lookup"):
-            try:
-                with open(path, "rb") as handle:
-                    raw = handle.read()
-            except OSError as exc:
-                return FileFacts(path=path, diagnostics=[tool_diagnostic(path, "GPU003", f"cannot read file: {exc.strerror}")])
+            if source is not None:
+                raw = source.raw
+            else:
+                try:
+                    with open(path, "rb") as handle:
+                        raw = handle.read()
+                except OSError as exc:
+                    return FileFacts(path=path, diagnostics=[tool_diagnostic(path, "GPU003", f"cannot read file: {exc.strerror}")])
             entry = self._entry(path, raw, variant)
             try:
                 with open(entry, "rb") as handle:
@@ -62,8 +68,9 @@ class Cache:
             except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
                 pass  # a miss, or an entry from an incompatible version: lint again
         try:
-            with span("read and decode"):
-                source = decode(path, raw)
+            if source is None:
+                with span("read and decode"):
+                    source = decode(path, raw)
             facts = lint(source)
         except SourceError as exc:
             facts = FileFacts(path=path, diagnostics=[tool_diagnostic(path, exc.code, exc.message, exc.line)])

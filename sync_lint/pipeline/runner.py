@@ -51,8 +51,10 @@ class Linter:
     # -- per file -------------------------------------------------------------------------
     def lint_one(
         self, path: str, keep_callers_of: frozenset[str] = frozenset(), mask: bool | None = None,
-        scope: RunScope | None = None,
+        scope: RunScope | None = None, source: SourceFile | None = None,
     ) -> FileFacts:
+        """``source``: the file as this run already read it (a small run reads its files first to
+        choose its rules); None: read it now."""
         mask = self.fast if mask is None else mask
         scope = scope or self.whole_project
 
@@ -62,8 +64,8 @@ class Linter:
             )
 
         if self.cache is not None:
-            return self.cache.lint_path(path, lint, variant=(mask, keep_callers_of, scope.key()))
-        return lint_path(path, lint)
+            return self.cache.lint_path(path, lint, variant=(mask, keep_callers_of, scope.key()), source=source)
+        return lint_path(path, lint) if source is None else lint(source)
 
     def lint_source(self, source: SourceFile, alone: bool = False) -> FileFacts:
         """Whole-file lint (the fix loop and the API use it: they need exact fixes). ``alone``:
@@ -92,18 +94,20 @@ class Linter:
     def lint_all(
         self, paths: list[str], jobs: int | None = None, progress=None,
         keep_callers_of: frozenset[str] = frozenset(), mask: bool | None = None, pool: _Pool | None = None,
-        scope: RunScope | None = None,
+        scope: RunScope | None = None, sources: dict[str, SourceFile] | None = None,
     ) -> list[FileFacts]:
         """Facts of ``paths``, in order. ``pool``: a started worker pool to use (the caller
         rounds reuse the first round's, so they pay no second start-up); without one, a pool is
         started for this call when the input is large enough to pay for it. ``scope``: the rules
-        to run, for a small run (always linted here, in this process)."""
+        to run, for a small run (always linted here, in this process), and ``sources`` the files
+        it read to choose them."""
+        sources = sources or {}
         if pool is None:
             jobs = jobs or os.cpu_count() or 1
             if len(paths) < PARALLEL_THRESHOLD or jobs == 1:
                 results = []
                 for path in paths:
-                    results.append(self.lint_one(path, keep_callers_of, mask, scope))
+                    results.append(self.lint_one(path, keep_callers_of, mask, scope, sources.get(path)))
                     if progress:
                         progress(1)
                 return results
@@ -116,16 +120,18 @@ class Linter:
         jobs = jobs or os.cpu_count() or 1
         with contextlib.ExitStack() as stack:
             pool = scope = None
+            sources: dict[str, SourceFile] = {}
             if len(paths) >= PARALLEL_THRESHOLD and jobs > 1:
                 pool = stack.enter_context(_Pool(self, jobs))
             elif len(paths) < PARALLEL_THRESHOLD:  # pre-commit's staged files: often nothing to parse
+                sources = _read_readable(paths)
                 with profile.span("prefilter"):
-                    scope = self.scope_of(_texts(paths))
-            facts = self.lint_all(paths, jobs, progress, pool=pool, scope=scope)
+                    scope = self.scope_of([source.text for source in sources.values()])
+            facts = self.lint_all(paths, jobs, progress, pool=pool, scope=scope, sources=sources)
             with profile.span("project summaries"):
                 index = ProjectIndex(facts)
             if self.fast:
-                facts, index = self._complete_masked(facts, index, jobs, pool, scope)
+                facts, index = self._complete_masked(facts, index, jobs, pool, scope, sources)
         diagnostics: list[Diagnostic] = []
         with profile.span("cross-file findings and noqa"):
             for file_facts in facts:
@@ -140,7 +146,10 @@ class Linter:
 
     # Masked files hide units; those that call a function with a summary matter once the
     # project is known.
-    def _complete_masked(self, facts: list[FileFacts], index: ProjectIndex, jobs, pool: _Pool | None, scope: RunScope | None):
+    def _complete_masked(
+        self, facts: list[FileFacts], index: ProjectIndex, jobs, pool: _Pool | None, scope: RunScope | None,
+        sources: dict[str, SourceFile],
+    ):
         # Lint those files again keeping such units (a few rounds: a caller kept now may give its
         # own callers a summary).
         for _ in range(MAX_CALLER_ROUNDS):
@@ -159,7 +168,10 @@ class Linter:
             # A round is small, but its files are the large ones: spread it over the pool
             # already started, whatever its size.
             round_pool = pool if pool is not None and len(redo) > 1 else None
-            again = self.lint_all([facts[i].path for i in redo], jobs, keep_callers_of=frozenset(keep), pool=round_pool, scope=scope)
+            again = self.lint_all(
+                [facts[i].path for i in redo], jobs, keep_callers_of=frozenset(keep), pool=round_pool, scope=scope,
+                sources=sources,
+            )
             for i, new in zip(redo, again):
                 facts[i] = new
             index = ProjectIndex(facts)
@@ -178,15 +190,17 @@ class RunScope:
         return (tuple(rule.code for rule in self.rules), self.reexports)
 
 
-def _texts(paths: list[str]) -> list[str]:
-    """The decoded text of each readable file (an unreadable one is reported when it is linted)."""
-    texts = []
+def _read_readable(paths: list[str]) -> dict[str, SourceFile]:
+    """Each readable, decodable file, read once for the whole run (one that is not is read and
+    reported when it is linted)."""
+    sources = {}
     for path in paths:
         try:
-            texts.append(read(path).text)
+            with profile.span("read and decode"):
+                sources[path] = read(path)
         except SourceError:
             continue
-    return texts
+    return sources
 
 
 class _Pool:
