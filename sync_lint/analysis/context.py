@@ -54,6 +54,13 @@ class FileContext:
             self.summaries[qualname] = found
         return found
 
+    def release(self) -> None:
+        """Drop the analyses once the file is done. They refer back to this context, a reference
+        cycle that would keep the whole tree alive until the garbage collector ran (and made it
+        walk every node); without it, reference counting frees the tree at once."""
+        self._analyses.clear()
+        self._positions = None
+
     def positions(self) -> Positions:
         """Node -> ``CodeRange`` in the parsed text; rendered per top-level statement on demand,
         so ask only for nodes of a finding (the pipeline then reuses what was computed)."""

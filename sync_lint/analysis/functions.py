@@ -53,32 +53,37 @@ def _decorator_name(decorator: cst.Decorator, names: NameTable) -> str:
 def module_functions(module: cst.Module, names: NameTable) -> list[FunctionInfo]:
     """Every function and method, nested ones included, in source order."""
     found: list[FunctionInfo] = []
-
-    def walk(body, prefix: str, class_node: cst.ClassDef | None, bases: tuple[str, ...]) -> None:
-        for statement in body:
-            kind = type(statement)
-            if kind is cst.FunctionDef:
-                all_params = _params(statement)
-                decorators = tuple(_decorator_name(d, names) for d in statement.decorators)
-                is_method = class_node is not None and not any(d.endswith("staticmethod") for d in decorators)
-                params = tuple(all_params[1:] if is_method and all_params else all_params)
-                qualname = f"{prefix}.{statement.name.value}" if prefix else statement.name.value
-                found.append(
-                    FunctionInfo(statement, qualname, statement.name.value, class_node, bases, params,
-                                 tuple(all_params), decorators)
-                )
-                walk(_block(statement), qualname, None, ())
-            elif kind is cst.ClassDef:
-                qualname = f"{prefix}.{statement.name.value}" if prefix else statement.name.value
-                class_bases = tuple(names.resolve(arg.value) or "" for arg in statement.bases)
-                walk(_block(statement), qualname, statement, class_bases)
-            elif kind in _BLOCK_STATEMENTS:
-                # Functions defined under ``if TYPE_CHECKING:`` / ``try:`` at the same level.
-                for block in _blocks(statement):
-                    walk(block, prefix, class_node, bases)
-
-    walk(module.body, names.module_name, None, ())
+    # A module-level recursion, not a nested function calling itself: that one would be a
+    # reference cycle holding the whole tree until the garbage collector ran.
+    _collect(module.body, names.module_name, None, (), names, found)
     return found
+
+
+def _collect(
+    body, prefix: str, class_node: cst.ClassDef | None, bases: tuple[str, ...], names: NameTable,
+    found: list[FunctionInfo],
+) -> None:
+    for statement in body:
+        kind = type(statement)
+        if kind is cst.FunctionDef:
+            all_params = _params(statement)
+            decorators = tuple(_decorator_name(d, names) for d in statement.decorators)
+            is_method = class_node is not None and not any(d.endswith("staticmethod") for d in decorators)
+            params = tuple(all_params[1:] if is_method and all_params else all_params)
+            qualname = f"{prefix}.{statement.name.value}" if prefix else statement.name.value
+            found.append(
+                FunctionInfo(statement, qualname, statement.name.value, class_node, bases, params,
+                             tuple(all_params), decorators)
+            )
+            _collect(_block(statement), qualname, None, (), names, found)
+        elif kind is cst.ClassDef:
+            qualname = f"{prefix}.{statement.name.value}" if prefix else statement.name.value
+            class_bases = tuple(names.resolve(arg.value) or "" for arg in statement.bases)
+            _collect(_block(statement), qualname, statement, class_bases, names, found)
+        elif kind in _BLOCK_STATEMENTS:
+            # Functions defined under ``if TYPE_CHECKING:`` / ``try:`` at the same level.
+            for block in _blocks(statement):
+                _collect(block, prefix, class_node, bases, names, found)
 
 
 def _block(node: cst.CSTNode):

@@ -92,9 +92,10 @@ def lint_source(
 
     A parse allocates about one object per character of source, and each allocation counts
     towards the collector's next pass, which then scans the whole young tree: about 40% of the
-    parse time, for nothing, since the tree has no reference cycles and is freed by reference
-    counting when the file is done. Whatever cyclic garbage one file makes is collected after
-    it, by the collector's normal passes."""
+    parse time, for nothing, since the tree is in no reference cycle and is freed by reference
+    counting when the file is done (``FileContext.release``; ``tests/test_tree_freed.py``).
+    Whatever cyclic garbage one file makes is collected after it, by the collector's normal
+    passes."""
     paused = gc.isenabled()
     gc.disable()
     try:
@@ -181,32 +182,35 @@ def _parse_and_check(
     facts.parsed = True
     facts.module_name = module_name_for(source.path)
     ctx = FileContext(source, module, facts.module_name, settings, parsed_text=text)
-    findings: list[tuple[Rule, Finding]] = []
-    for rule in active:
-        try:
-            with span(f"rule {rule.code}"):
-                findings.extend((rule, finding) for finding in rule.check(ctx))
-        except RecursionError:
-            facts.diagnostics.append(
-                tool_diagnostic(source.path, "GPU004", f"{rule.code} skipped this file: nested too deeply to analyse")
-            )
-        except Exception as exc:  # a bug of ours must not stop the other files
-            facts.diagnostics.append(
-                tool_diagnostic(source.path, "GPU004", f"internal error in {rule.code}: {type(exc).__name__}: {exc}")
-            )
-    masked = text is not source.text
-    if masked and (facts.diagnostics or findings):
-        # An internal error (masking must not be its cause), or findings: their positions and
-        # fixes are planned on the whole file, as a fix may depend on a masked unit (an import
-        # added above a masked ``def`` keeps two blank lines before it, not one).
-        return lint_source(source, settings, rules, mask=False, reexports=reexports)
-    facts.masked = masked
-    facts.summaries = ctx.summaries
-    facts.imports = dict(ctx.names.imports)
-    if findings:
-        with span("positions and fixes"):
-            _resolve_findings(facts, ctx, findings)
-    return facts
+    try:
+        findings: list[tuple[Rule, Finding]] = []
+        for rule in active:
+            try:
+                with span(f"rule {rule.code}"):
+                    findings.extend((rule, finding) for finding in rule.check(ctx))
+            except RecursionError:
+                facts.diagnostics.append(
+                    tool_diagnostic(source.path, "GPU004", f"{rule.code} skipped this file: nested too deeply to analyse")
+                )
+            except Exception as exc:  # a bug of ours must not stop the other files
+                facts.diagnostics.append(
+                    tool_diagnostic(source.path, "GPU004", f"internal error in {rule.code}: {type(exc).__name__}: {exc}")
+                )
+        masked = text is not source.text
+        if masked and (facts.diagnostics or findings):
+            # An internal error (masking must not be its cause), or findings: their positions and
+            # fixes are planned on the whole file, as a fix may depend on a masked unit (an import
+            # added above a masked ``def`` keeps two blank lines before it, not one).
+            return lint_source(source, settings, rules, mask=False, reexports=reexports)
+        facts.masked = masked
+        facts.summaries = ctx.summaries
+        facts.imports = dict(ctx.names.imports)
+        if findings:
+            with span("positions and fixes"):
+                _resolve_findings(facts, ctx, findings)
+        return facts
+    finally:
+        ctx.release()
 
 
 # libcst's parser takes super-linear time on a long flat operator chain (2,000 terms about 2 s,
