@@ -8,15 +8,20 @@ A sink is an argument that is read as if it were contiguous:
 - an argument of a custom op ``torch.ops.<ns>.<op>(...)``, or of a function named in the
   ``contiguous-sinks`` option; never one of a callee named in ``strided-sinks`` (an op that takes
   any strides, such as a GEMM that wants its weight column-major), which is not looked up either;
-- a parameter of a Python function that checks ``p.is_contiguous()`` / ``p.stride(-1) == 1``
-  (assert, or if-raise), or passes it on unchanged to a sink;
-- the receiver of ``.view(dtype)`` (it needs a unit inner stride) and of a ``.data_ptr()``
-  handed to a call.
+- a parameter of a Python function that checks ``p.is_contiguous()`` (assert, or if-raise), or
+  passes it on unchanged to a sink;
+- the receiver of a ``.data_ptr()`` handed to a call.
 
-Function-level facts go into ``ctx.summary`` (``needs_contiguous`` and ``forwards``) so that the
-project can judge a call in one file into a kernel wrapper in another; every call that hands a
-suspicious value to a function is kept as a ``SinkUse`` with its callee, and the rules turn
-those into findings conditional on the callee's closed summary.
+A weaker sink needs only a unit stride in the last dim (a column-range slice ``x[:, :n]`` passes,
+a transpose does not): a parameter checked with ``p.stride(-1) == 1``, and the receiver of
+``.view(dtype)``; the summary keeps those apart (``needs_unit_stride``), and a call into such a
+function is reported only for an argument whose last dim certainly has no stride 1
+(``Layout.inner_unit`` False).
+
+Function-level facts go into ``ctx.summary`` (``needs_contiguous``, ``needs_unit_stride`` and
+``forwards``) so that the project can judge a call in one file into a kernel wrapper in another;
+every call that hands a suspicious value to a function is kept as a ``SinkUse`` with its callee,
+and the rules turn those into findings conditional on the callee's closed summary.
 """
 
 from __future__ import annotations
@@ -253,9 +258,7 @@ class ContiguityAnalysis:
                 for param in self._pointer_sources(pointer, derived) & set(params):
                     summary = summary or self.ctx.summary(info.qualname, info.params)
                     verb = _POINTER_CALLS[short]
-                    summary.needs_contiguous.setdefault(
-                        param, f"{verb} as `ptr + offset` by the Triton kernel `{info.name}`"
-                    )
+                    summary.need_contiguous(param, f"{verb} as `ptr + offset` by the Triton kernel `{info.name}`")
                     if verb != "read":
                         self.kernel_writes.setdefault(info.qualname, set()).add(param)
             elif not name.startswith("triton.") and name:
@@ -412,12 +415,19 @@ class _FunctionFacts:
             layout = env.get(param)
             if layout is None or layout.cast is not None:
                 continue
-            what = "contiguous" if "is_contiguous" in check else "to have stride 1 in its last dim"
-            how = f"checked with `{check}` in `{self.info.name}`, which raises otherwise" if negated else (
-                f"asserted {what} in `{self.info.name}` (`assert {check}`)"
-            )
+            unit_stride = "is_contiguous" not in check  # ``p.stride(-1) == 1``: only the last dim
+            if negated:
+                otherwise = "unless its last dim has stride 1" if unit_stride else "otherwise"
+                how = f"checked with `{check}` in `{self.info.name}`, which raises {otherwise}"
+            else:
+                what = "to have stride 1 in its last dim" if unit_stride else "contiguous"
+                how = f"asserted {what} in `{self.info.name}` (`assert {check}`)"
+            summary = self.summary()
             for name in layout.params:
-                self.summary().needs_contiguous.setdefault(name, how)
+                if unit_stride:
+                    summary.need_unit_stride(name, how)
+                else:
+                    summary.need_contiguous(name, how)
 
     # -- calls ------------------------------------------------------------------------------
     def _call(self, call: cst.Call, env) -> None:
@@ -429,7 +439,7 @@ class _FunctionFacts:
                 self._receiver_sink(func.value, call, env, f"`.view({code_of(self.ctx.module, call.args[0].value)})`",
                                     "reinterpreted with `.view(dtype)`, which needs the last dim to have stride 1",
                                     "`.view(dtype)` raises unless the last dim has stride 1",
-                                    need=lambda layout: not layout.inner_unit)
+                                    need=lambda layout: not layout.inner_unit, unit_stride=True)
         callee, kind = analysis.callee_of(call, self.info, env)
         if not kind:
             return
@@ -480,16 +490,21 @@ class _FunctionFacts:
             return
         for param in layout.params:
             if kind in ("op", "configured"):
-                self.summary().needs_contiguous.setdefault(param, reason)
+                self.summary().need_contiguous(param, reason)
             elif callee is not None and key is not None:
                 self.summary().forwards.append(Forward(param, callee, key, self.analysis.line(call, self.info)))
 
     def _receiver_sink(self, receiver: cst.BaseExpression, call: cst.Call, env, sink: str, reason: str, note: str,
-                       need) -> None:
+                       need, unit_stride: bool = False) -> None:
+        """``unit_stride``: the sink needs only a unit last stride (``need`` says which views fail)."""
         layout = self.domain.evaluate(receiver, env)
         if layout.params and layout.kind == UNKNOWN and layout.cast is None:
+            summary = self.summary()
             for param in layout.params:
-                self.summary().needs_contiguous.setdefault(param, reason)
+                if unit_stride:
+                    summary.need_unit_stride(param, reason)
+                else:
+                    summary.need_contiguous(param, reason)
         if _interesting(layout) and (layout.kind not in VIEWS or need(layout)):
             self.analysis.uses.append(
                 SinkUse(self.info, call, receiver, layout, None, None, sink, reason, frozenset(), note=note)
@@ -602,6 +617,12 @@ def size1_strides_read(use: SinkUse) -> bool:
 
 def reported(use: SinkUse, verdict) -> bool:
     return not use.stride_aware and verdict(use.layout)
+
+
+def callee_need(use: SinkUse) -> str:
+    """The pending-call kind for a use whose verdict is the callee's summary: a unit-last-stride
+    need of the callee counts only for an argument whose last dim certainly has no stride 1."""
+    return "contiguity" if use.layout.inner_unit else "unit-stride"
 
 
 def because(use: SinkUse) -> str:

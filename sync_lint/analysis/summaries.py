@@ -1,8 +1,9 @@
 """Facts about functions that cross file boundaries, and the calls that need them.
 
 Per file, analyses record for each function (keyed by its dotted qualified name):
-- which parameters reach a contiguity-requiring sink (``needs_contiguous``), directly or by
-  being passed on to another function (``forwards``), and
+- which parameters reach a contiguity-requiring sink (``needs_contiguous``), or a place that
+  needs only a unit stride in the last dim (``needs_unit_stride``: ``assert p.stride(-1) == 1``,
+  ``p.view(dtype)``), directly or by being passed on to another function (``forwards``), and
 - whether it performs an undeclared GPU->CPU sync (``sync``), directly or by calling another
   function that does (``sync_calls``).
 Rules yield a ``PendingCall`` for each call whose verdict depends on the callee's summary.
@@ -45,10 +46,32 @@ class FunctionSummary:
     path: str
     # param -> why it must be contiguous ("read as `ptr + i` by the Triton kernel `k`")
     needs_contiguous: dict[str, str] = field(default_factory=dict)
+    # param -> why its last dim must have stride 1, for params that need no more than that (a
+    # column-range slice ``x[:, :n]`` is fine there; a transpose is not). Disjoint from
+    # ``needs_contiguous``, which wins: write both through ``need_contiguous`` / ``need_unit_stride``.
+    needs_unit_stride: dict[str, str] = field(default_factory=dict)
     forwards: list[Forward] = field(default_factory=list)
     # why calling this function syncs ("`.tolist()` at line 12"), or None
     sync: str | None = None
     sync_calls: list[SyncCall] = field(default_factory=list)
+
+    def need_contiguous(self, param: str, reason: str) -> None:
+        self.needs_unit_stride.pop(param, None)
+        self.needs_contiguous.setdefault(param, reason)
+
+    def need_unit_stride(self, param: str, reason: str) -> None:
+        if param not in self.needs_contiguous:
+            self.needs_unit_stride.setdefault(param, reason)
+
+    def need_of(self, param: str | None, unit_stride_counts: bool) -> str | None:
+        """Why ``param`` must be contiguous; or, if ``unit_stride_counts`` (the argument's last
+        dim certainly has no unit stride), why its last dim must have stride 1. None: no need."""
+        if param is None:
+            return None
+        reason = self.needs_contiguous.get(param)
+        if reason is None and unit_stride_counts:
+            reason = self.needs_unit_stride.get(param)
+        return reason
 
     def param_for(self, arg: ArgKey) -> str | None:
         if isinstance(arg, str):
@@ -60,9 +83,10 @@ class FunctionSummary:
 class PendingCall:
     """A diagnostic to emit only if the callee's closed summary says so.
 
-    ``kind`` is "contiguity" (emit if the callee needs argument ``arg`` contiguous) or "sync"
-    (emit if the callee syncs). ``diagnostic.message`` may contain ``{reason}`` and ``{callee}``,
-    filled from the summary.
+    ``kind`` is "contiguity" (emit if the callee needs argument ``arg`` contiguous),
+    "unit-stride" (the argument's last dim certainly has no stride 1: emit if the callee needs it
+    contiguous or needs a unit last stride) or "sync" (emit if the callee syncs).
+    ``diagnostic.message`` may contain ``{reason}`` and ``{callee}``, filled from the summary.
     """
 
     kind: str

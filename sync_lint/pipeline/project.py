@@ -33,7 +33,7 @@ class ProjectIndex:
         functions: set[str] = set()
         methods: list[tuple[str, str, str]] = []
         for qualname, summary in self.functions.items():
-            if not (summary.needs_contiguous or summary.sync is not None):
+            if not (summary.needs_contiguous or summary.needs_unit_stride or summary.sync is not None):
                 continue
             owner, _, short = qualname.rpartition(".")
             if owner in self.module_imports or not owner:
@@ -63,7 +63,11 @@ class ProjectIndex:
         return None
 
     def _close(self) -> None:
-        """Propagate needs-contiguous through forwards and syncs through calls, to a fixpoint."""
+        """Propagate the layout needs through forwards and syncs through calls, to a fixpoint.
+
+        A parameter passed on to a contiguity need needs contiguity; passed on only to a
+        unit-last-stride need, a unit last stride; contiguity wins (each parameter only ever
+        moves up: no need -> unit stride -> contiguous, so this terminates)."""
         changed = True
         while changed:
             changed = False
@@ -75,12 +79,18 @@ class ProjectIndex:
                     if callee is None or callee is summary:
                         continue
                     callee_param = callee.param_for(forward.arg)
+                    short = forward.callee.rsplit(".", 1)[-1]
                     if callee_param in callee.needs_contiguous:
-                        short = forward.callee.rsplit(".", 1)[-1]
-                        summary.needs_contiguous[forward.param] = (
+                        summary.need_contiguous(forward.param, (
                             f"passed on to `{short}` (line {forward.line}), where it is "
                             f"{callee.needs_contiguous[callee_param]}"
-                        )
+                        ))  # fmt: skip
+                        changed = True
+                    elif callee_param in callee.needs_unit_stride and forward.param not in summary.needs_unit_stride:
+                        summary.need_unit_stride(forward.param, (
+                            f"passed on to `{short}` (line {forward.line}), where it is "
+                            f"{callee.needs_unit_stride[callee_param]}"
+                        ))  # fmt: skip
                         changed = True
                 if summary.sync is None:
                     for call in summary.sync_calls:
@@ -95,9 +105,9 @@ class ProjectIndex:
         callee = self.lookup(pending.callee)
         if callee is None:
             return None
-        if pending.kind == "contiguity":
+        if pending.kind in ("contiguity", "unit-stride"):
             param = callee.param_for(pending.arg) if pending.arg is not None else None
-            reason = callee.needs_contiguous.get(param) if param else None
+            reason = callee.need_of(param, unit_stride_counts=pending.kind == "unit-stride")
         else:
             reason = callee.sync
         if reason is None:

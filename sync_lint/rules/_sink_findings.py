@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from sync_lint.analysis.sinks import ContiguityAnalysis, SinkUse, append_contiguous, fix_target, reported
+from sync_lint.analysis.sinks import ContiguityAnalysis, SinkUse, append_contiguous, callee_need, fix_target, reported
 from sync_lint.rules.base import CalleeCondition, Finding
 
 
@@ -32,5 +32,5 @@ def sink_finding(use: SinkUse, message: str, fixable: bool = True) -> Finding:
         node=target if target is not None else use.arg,
         message=message,
         fix=append_contiguous(target, unsafe=use.writes) if target is not None else None,
-        if_callee=CalleeCondition("contiguity", use.callee, use.key) if use.callee is not None else None,
+        if_callee=CalleeCondition(callee_need(use), use.callee, use.key) if use.callee is not None else None,
     )

@@ -23,8 +23,10 @@ class CastAsContiguityFix(Rule):
         "tensor, with no `.contiguous()` in between: a Triton kernel that reads the argument as `ptr + offset`, "
         "a `torch.ops` custom op, a function that checks `is_contiguous()` (in any checked file), "
         "`.view(dtype)`, a raw `.data_ptr()`, or a sink named in `contiguous-sinks`; never a callee named in "
-        "`strided-sinks`. A cast of a source known to be fresh, a cast that certainly changes the dtype of a "
-        "gapped view, a cast of a parameter that "
+        "`strided-sinks`. A function that checks only `p.stride(-1) == 1` (or calls `p.view(dtype)`) needs "
+        "no more than stride 1 in the last dim, so it counts only for a view whose last dim is strided (a "
+        "transpose, a column select), not for a column-range slice `x[:, :k]`. A cast of a source known to be "
+        "fresh, a cast that certainly changes the dtype of a gapped view, a cast of a parameter that "
         "another path skips (`x.to(torch.int32) if x.dtype != torch.int32 else x`: the parameter itself reaches "
         "the sink there), and a launch that also passes the tensor's strides are not reported."
     )

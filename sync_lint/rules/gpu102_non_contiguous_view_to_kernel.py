@@ -25,7 +25,10 @@ class NonContiguousViewToKernel(Rule):
         "file), `.view(dtype)`, a raw `.data_ptr()`, or a sink named in `contiguous-sinks`; never a callee named "
         "in `strided-sinks`. Views that keep contiguity (`x[i]`, `x[:n]`, `x[1:]`, `x[i, :k]`, `x[:1, 0]`) and "
         "launches that also pass the strides (the argument's, or those of the parameter a local stands for: "
-        "`ptr = x` then `x.stride()`) are not reported."
+        "`ptr = x` then `x.stride()`) are not reported. A function that checks only `p.stride(-1) == 1`, or "
+        "reinterprets `p.view(dtype)`, needs no more than stride 1 in the last dim: it is reported only for a "
+        "view whose last dim is strided (a transpose or permutation, a column select `x[:, i]`, a last-dim step "
+        "slice), not for a column-range slice such as `x[:, :k]`."
     )
     why = (
         "A Triton kernel that loads `ptr + i` assumes stride 1: given a column of `block_table` it reads "
@@ -77,6 +80,13 @@ class NonContiguousViewToKernel(Rule):
         "    conv_kernel[(out.numel(),)](conv_state, idx, out, s_seq, s_dim, s_idx)\n\n"
         "def run(cache, block_table, out):\n"
         "    conv_update(cache.transpose(-1, -2), block_table[:, 0], out)\n",
+        # A callee that checks only the last stride takes a column-range slice.
+        "def encode(tensor_2d):\n"
+        "    if tensor_2d.stride(-1) != 1:\n"
+        "        raise ValueError('the last dim must be dense')\n"
+        "    return tensor_2d.stride(0)\n\n"
+        "def run(kv, n):\n"
+        "    return encode(kv[:, :n])\n",
         # A flat byte view with unit stride is contiguous, whatever `k_cache`'s layout.
         "import torch\n\n"
         "def decode(k_cache, out, total_bytes):\n"
@@ -101,6 +111,13 @@ class NonContiguousViewToKernel(Rule):
         "def gather_head(kv, out, tokens, heads, dim, h):\n"
         "    head = kv.as_strided((tokens, dim), (heads * dim, 1), h * dim)\n"
         "    torch.ops._C.gather(out, head)  # expect: GPU102\n",
+        # A transpose has the row stride in its last dim: even a last-stride check fails on it.
+        "def encode(tensor_2d):\n"
+        "    if tensor_2d.stride(-1) != 1:\n"
+        "        raise ValueError('the last dim must be dense')\n"
+        "    return tensor_2d.stride(0)\n\n"
+        "def run(kv, n):\n"
+        "    return encode(kv[:, :n].t())  # expect: GPU102\n",
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:

@@ -1,0 +1,215 @@
+"""GPU1xx: a callee that needs only a unit last stride (``p.stride(-1) == 1``, ``p.view(dtype)``)
+is no contiguity sink for a view whose last dim keeps stride 1 (a column-range slice), and is one
+for a view whose last dim does not (a transpose, a column select, a step slice on the last dim).
+Same file and across files, directly and through forwarding wrappers."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sync_lint.analysis.summaries import Forward, FunctionSummary
+from sync_lint.api import lint_paths, lint_text
+from sync_lint.pipeline.lint_file import FileFacts
+from sync_lint.pipeline.project import ProjectIndex
+
+torch = pytest.importorskip("torch")
+
+
+def findings(text: str, **options) -> list[tuple[int, str]]:
+    options.setdefault("preview", True)
+    return [(d.line, d.code) for d in lint_text(textwrap.dedent(text), **options) if d.code.startswith("GPU1")]
+
+
+UNIT_STRIDE_CHECKS = [
+    "assert x.stride(-1) == 1",
+    "assert x.stride(-1) == 1, 'last dim must be dense'",
+    "if x.stride(-1) != 1:\n        raise ValueError('x')",
+    "if x.ndim != 2 or x.stride(-1) != 1:\n        raise ValueError('x')",
+    "torch._check(x.stride(-1) == 1)",
+    "y = x.view(torch.int8)",
+]
+
+# (argument, flagged by a unit-last-stride callee, flagged by a contiguity callee)
+ARGUMENTS = [
+    ("bt[:, :n]", False, True),  # a column-range slice: last dim still stride 1
+    ("bt[..., 1:n]", False, True),
+    ("bt[:, 2:]", False, True),
+    ("bt.narrow(1, 0, n)", False, True),
+    ("bt.t()", True, True),  # a transpose: last dim has the row stride
+    ("bt.transpose(0, 1)", True, True),
+    ("bt.permute(1, 0)", True, True),
+    ("bt[:, 0]", True, True),  # a column select: a 1-D view with the row stride
+    ("bt.select(1, 0)", True, True),
+    ("bt[:, ::2]", True, True),  # a step slice on the last dim
+    ("bt[:n]", False, False),  # contiguous
+    ("bt[:, :n].contiguous()", False, False),
+]
+
+
+@pytest.mark.parametrize(("argument", "unit_flagged", "flagged"), ARGUMENTS)
+def test_expectations_match_torch(argument: str, unit_flagged: bool, flagged: bool):
+    value = eval(argument, {"bt": torch.zeros(4, 8), "n": 3})
+    assert (value.stride(-1) != 1) == unit_flagged
+    assert (not value.is_contiguous()) == flagged
+
+
+def _caller(argument: str) -> str:
+    return f"def caller(bt, n):\n    return wrapper({argument})\n"
+
+
+@pytest.mark.parametrize("check", UNIT_STRIDE_CHECKS)
+@pytest.mark.parametrize(("argument", "flagged", "_"), ARGUMENTS)
+def test_unit_stride_check_same_file(check: str, argument: str, flagged: bool, _: bool):
+    source = f"import torch\n\n\ndef wrapper(x):\n    {check}\n    return x\n\n\n" + _caller(argument)
+    line = source.count("\n")  # the caller's call is the last line
+    assert findings(source) == ([(line, "GPU102")] if flagged else [])
+
+
+@pytest.mark.parametrize("check", ["assert x.is_contiguous()", "if not x.is_contiguous():\n        raise ValueError('x')"])
+@pytest.mark.parametrize(("argument", "_", "flagged"), ARGUMENTS)
+def test_contiguity_check_still_flags_every_strided_view(check: str, argument: str, _: bool, flagged: bool):
+    source = f"import torch\n\n\ndef wrapper(x):\n    {check}\n    return x\n\n\n" + _caller(argument)
+    line = source.count("\n")
+    assert findings(source) == ([(line, "GPU102")] if flagged else [])
+
+
+def test_unit_stride_message_says_the_callee_needs_stride_1_in_its_last_dim():
+    source = """
+    def wrapper(x):
+        if x.stride(-1) != 1:
+            raise ValueError("x")
+        return x
+
+
+    def caller(bt):
+        return wrapper(bt.t())
+    """
+    (message,) = [d.message for d in lint_text(textwrap.dedent(source)) if d.code == "GPU102"]
+    assert "checked with `x.stride(-1) != 1` in `wrapper`, which raises unless its last dim has stride 1" in message
+    source = source.replace('if x.stride(-1) != 1:\n            raise ValueError("x")', "assert x.stride(-1) == 1")
+    (message,) = [d.message for d in lint_text(textwrap.dedent(source)) if d.code == "GPU102"]
+    assert "asserted to have stride 1 in its last dim in `wrapper`" in message
+
+
+def _project(tmp_path: Path, boundary: str, caller: str) -> list[tuple[str, int, str, str]]:
+    (tmp_path / "boundary.py").write_text(textwrap.dedent(boundary))
+    (tmp_path / "caller.py").write_text(textwrap.dedent(caller))
+    return [(Path(d.path).name, d.line, d.code, d.message) for d in lint_paths([str(tmp_path)], preview=True)]
+
+
+CROSS_FILE_CALLER = """\
+import torch
+
+from boundary import checked, dense, forwards_both, outer
+
+
+def step(bt, n):
+    checked(bt[:, :n])
+    checked(bt[..., 1:n])
+    checked(bt.t())
+    outer(bt[:, :n])
+    outer(bt[:, 0])
+    dense(bt[:, :n])
+    forwards_both(bt[:, :n])
+    checked(bt.t().to(torch.int32))
+    checked(bt[:, :n].to(torch.int32))
+    checked(bt.contiguous().t())
+    checked(bt.contiguous()[:, :n])
+"""
+
+
+@pytest.mark.parametrize(
+    "boundary",
+    [
+        # the checks in the callee itself
+        """
+        import torch
+
+
+        def checked(x):
+            assert x.stride(-1) == 1
+            return x
+
+
+        def dense(x):
+            assert x.is_contiguous()
+            return x
+
+
+        def _inner(x):
+            if x.stride(-1) != 1:
+                raise ValueError("x")
+
+
+        def _middle(x):
+            _inner(x)
+
+
+        def outer(x):
+            _middle(x)  # a chain of forwards keeps a unit-stride need one
+
+
+        def forwards_both(x):
+            _middle(x)
+            dense(x)  # forwarded to both: contiguity wins
+        """,
+    ],
+)
+def test_unit_stride_need_across_files_and_forwards(tmp_path: Path, boundary: str):
+    found = _project(tmp_path, boundary, CROSS_FILE_CALLER)
+    assert [f[:3] for f in found] == [
+        ("caller.py", 9, "GPU102"),  # checked(bt.t())
+        ("caller.py", 11, "GPU102"),  # outer(bt[:, 0]), through _middle and _inner
+        ("caller.py", 12, "GPU102"),  # dense(bt[:, :n])
+        ("caller.py", 13, "GPU102"),  # forwards_both(bt[:, :n])
+        ("caller.py", 14, "GPU101"),  # checked(bt.t().to(torch.int32))
+        ("caller.py", 16, "GPU103"),  # checked(bt.contiguous().t())
+    ]
+    messages = {line: message for _, line, _, message in found}
+    assert "passed on to `_middle`" in messages[11] and "passed on to `_inner`" in messages[11]
+    assert "unless its last dim has stride 1" in messages[11]
+    assert "asserted contiguous in `dense`" in messages[13]
+
+
+def test_a_contiguity_need_wins_over_a_unit_stride_need_in_one_function():
+    for checks in (
+        "assert x.stride(-1) == 1\n    assert x.is_contiguous()",
+        "assert x.is_contiguous()\n    assert x.stride(-1) == 1",
+        "assert x.stride(-1) == 1\n    torch.ops._C.silu(x, x)",
+        "y = x.view(torch.int8)\n    torch.ops._C.silu(y, x)",
+    ):
+        source = f"import torch\n\n\ndef wrapper(x):\n    {checks}\n\n\ndef caller(bt, n):\n    wrapper(bt[:, :n])\n"
+        assert findings(source) == [(source.count("\n"), "GPU102")], checks
+
+
+def test_summary_keeps_the_two_needs_apart():
+    summary = FunctionSummary("m.f", ("x", "y"), "m.py")
+    summary.need_unit_stride("x", "checked")
+    assert summary.needs_unit_stride == {"x": "checked"} and summary.needs_contiguous == {}
+    assert summary.need_of("x", unit_stride_counts=False) is None
+    assert summary.need_of("x", unit_stride_counts=True) == "checked"
+    summary.need_contiguous("x", "dense")
+    summary.need_unit_stride("x", "checked again")
+    assert summary.needs_contiguous == {"x": "dense"} and summary.needs_unit_stride == {}
+    assert summary.need_of("x", unit_stride_counts=False) == "dense"
+    assert summary.need_of("y", unit_stride_counts=True) is None
+
+
+def test_closing_over_forwards_propagates_each_need():
+    inner = FunctionSummary("m.inner", ("x",), "m.py", needs_unit_stride={"x": "checked"})
+    dense = FunctionSummary("m.dense", ("x",), "m.py", needs_contiguous={"x": "dense"})
+    one = FunctionSummary("m.one", ("a",), "m.py", forwards=[Forward("a", "m.inner", 0, 3)])
+    both = FunctionSummary("m.both", ("a",), "m.py",
+                           forwards=[Forward("a", "m.one", 0, 3), Forward("a", "m.dense", "x", 4)])  # fmt: skip
+    facts = FileFacts(path="m.py", module_name="m")
+    facts.summaries = {s.qualname: s for s in (both, one, inner, dense)}
+    index = ProjectIndex([facts])
+    assert index.lookup("m.one").needs_unit_stride == {"a": "passed on to `inner` (line 3), where it is checked"}
+    assert index.lookup("m.one").needs_contiguous == {}
+    assert index.lookup("m.both").needs_contiguous == {"a": "passed on to `dense` (line 4), where it is dense"}
+    assert index.lookup("m.both").needs_unit_stride == {}
+    assert index.summarised_callees()[0] >= {"one", "both", "inner", "dense"}
+
