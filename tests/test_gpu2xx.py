@@ -789,3 +789,129 @@ def test_memoized_helpers_sync_once_per_key_not_per_step(tmp_path):
     """))
     found = sorted((Path(d.path).name, d.line, d.code) for d in lint_paths([str(tmp_path)], **OPTIONS))
     assert found == [("model.py", 11, "GPU201")]
+
+
+def test_lazy_initialisation_runs_once_not_per_step():
+    # vLLM `DeepGemmMegaMoEExperts._synchronize_first_launch` (a set of synchronized groups) and
+    # `_BufferPool.get` / `get_symm_buffer` (a pool created on first use): the sync runs on the
+    # first call per key, then the recorded state skips it.
+    check("""
+        import torch
+        from typing import ClassVar
+
+        _WORKSPACES = {}
+
+        def workspace(device, n):
+            ws = _WORKSPACES.get((device, n))
+            if ws is None:
+                ws = torch.empty(n, device=device)
+                torch.cuda.synchronize()
+                _WORKSPACES[(device, n)] = ws
+            return ws
+
+        class BufferPool:
+            pools: ClassVar[dict] = {}
+
+            @classmethod
+            def get(cls, group, tokens, device):
+                key = (id(group), tokens, device)
+                pool = cls.pools.get(key)
+                if pool is None:
+                    torch.accelerator.synchronize()
+                    pool = cls()
+                    cls.pools[key] = pool
+                return pool
+
+        class MegaMoEExperts(torch.nn.Module):
+            _synchronized: ClassVar[set] = set()
+
+            def __init__(self):
+                super().__init__()
+                self.pool = None
+                self._ready = False
+
+            def _synchronize_first_launch(self, group):
+                key = (id(group), torch.accelerator.current_device_index())
+                if key in self._synchronized:
+                    return
+                torch.accelerator.synchronize()
+                self._synchronized.add(key)
+
+            def _get_buffer(self, x):
+                if self.pool is not None:
+                    return self.pool
+                self.pool = BufferPool.get(None, 8, x.device)
+                torch.cuda.synchronize()
+                return self.pool
+
+            def forward(self, x: torch.Tensor, group):
+                x = x.to(self.device)
+                self._synchronize_first_launch(group)
+                buffer = self._get_buffer(x)
+                if not self._ready:
+                    self.scale = x.abs().max().item()
+                    self._ready = True
+                if self.pool is None: self.pool = x.sum().item()
+                return x * self.scale, buffer, workspace(x.device, 4)
+    """)
+
+
+def test_state_that_changes_every_step_is_not_once():
+    # vLLM `ROCMAiterMLASparseMetadataBuilder.build`: a single-entry cache keyed by the step's
+    # sequence lengths syncs whenever they change; a memo another method resets is per step; a
+    # test with more conditions (a buffer that grows), a store under a condition, a local
+    # variable, or an early return that records nothing all run again.
+    check("""
+        import torch
+
+        class SparseMetadataBuilder:
+            def __init__(self, device):
+                self._prev_key = None
+                self._plan = None
+                self._buf = None
+                self._seen = set()
+
+            def reset(self):
+                self._plan = None
+
+            def build(self, common, key):
+                if key != self._prev_key:
+                    torch.cuda.current_stream().synchronize()  # expect: GPU201
+                    self._prev_key = key
+                if self._plan is None:
+                    torch.cuda.synchronize()  # expect: GPU201
+                    self._plan = 1
+                n = common.num_actual_tokens
+                if self._buf is None or self._buf.shape[0] < n:
+                    torch.cuda.synchronize()  # expect: GPU201
+                    self._buf = torch.empty(n, device="cuda")
+                if key not in self._seen:
+                    torch.cuda.synchronize()  # expect: GPU201
+                    if n > 1:
+                        self._seen.add(key)
+                lens = None
+                if lens is None:
+                    lens = common.seq_lens.tolist()  # expect: GPU201
+                    self._lens = lens
+                if key in self._seen:
+                    return self._buf
+                torch.cuda.synchronize()  # expect: GPU201
+                return lens
+    """)
+
+
+def test_a_lazy_region_in_a_capture_still_counts():
+    # Inside `torch.cuda.graph`, even a first-time sync fails the capture.
+    check("""
+        import torch
+
+        class Runner:
+            def __init__(self):
+                self._scale = None
+
+            def capture(self, g, x):
+                with torch.cuda.graph(g):
+                    if self._scale is None:
+                        self._scale = x.cuda().max().item()  # expect: GPU201
+                    return x
+    """)

@@ -1,5 +1,5 @@
-"""Sync declarations (``with gpu_sync_allowed():``), debug-only regions, and the fixes that add
-or remove a declaration.
+"""Sync declarations (``with gpu_sync_allowed():``), debug-only regions, run-once regions (lazy
+initialisation: ``OnceRegions``), and the fixes that add or remove a declaration.
 
 A declaration is a call of a context manager named in ``sync-declarations`` (default
 ``gpu_sync_allowed``; a bare name matches that name imported from any module, a dotted name must
@@ -418,3 +418,271 @@ def names_used(module: cst.Module, name: str) -> int:
 def statements_of(body) -> Iterable[cst.CSTNode]:
     inner = getattr(body, "body", ())
     return inner if isinstance(inner, (list, tuple)) else ()
+
+
+# -- run-once regions (lazy initialisation) ------------------------------------------------------
+
+# Calls that record a key in a container (``self._done.add(key)``, ``cache.setdefault(key, v)``).
+_RECORDING_METHODS = frozenset({"add", "append", "setdefault"})
+_RENDER = cst.Module(body=[])
+
+
+def _persistent(node: cst.BaseExpression, persistent_names: frozenset[str]) -> str | None:
+    """The key of state that outlives a call: an attribute chain on ``self`` / ``cls``
+    (``self._pool``, ``cls.pools``), or a module-level name (``_CACHE``, ``global _pool``)."""
+    if type(node) is cst.Attribute:
+        name = dotted(node)
+        if name is not None and name.split(".", 1)[0] in ("self", "cls"):
+            return name
+        return None
+    if type(node) is cst.Name and node.value in persistent_names:
+        return node.value
+    return None
+
+
+def _text(node: cst.CSTNode) -> str:
+    return _RENDER.code_for_node(node).strip()
+
+
+def _get_call(node: cst.BaseExpression, persistent_names: frozenset[str]) -> tuple[str, str] | None:
+    """``C.get(k)`` / ``C.get(k, None)`` on a persistent container: (C, k)."""
+    if type(node) is not cst.Call or type(node.func) is not cst.Attribute or node.func.attr.value != "get":
+        return None
+    args = node.args
+    if not 1 <= len(args) <= 2 or any(a.keyword is not None or a.star for a in args):
+        return None
+    if len(args) == 2 and not (type(args[1].value) is cst.Name and args[1].value.value == "None"):
+        return None
+    container = _persistent(node.func.value, persistent_names)
+    return (container, _text(args[0].value)) if container is not None else None
+
+
+def _state_test(test: cst.BaseExpression, persistent_names: frozenset[str], gets: dict[str, tuple[str, str]]):
+    """What an ``if`` test says about persistent state: ``("unset", state)`` for
+    ``self._x is None`` / ``not self._done`` / ``key not in self._seen`` / ``v is None`` after
+    ``v = self._cache.get(key)``, ``("set", state)`` for the opposite tests; ``state`` is an
+    attribute key or ``(container, key text)``. None for any other test."""
+    negated = False
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        negated, test = True, test.expression
+    if type(test) is cst.Comparison and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        operator = type(target.operator)
+        if operator in (cst.Is, cst.IsNot):
+            if not (type(target.comparator) is cst.Name and target.comparator.value == "None"):
+                return None
+            unset = operator is cst.Is
+            subject = test.left
+        elif operator in (cst.In, cst.NotIn):
+            container = _persistent(target.comparator, persistent_names)
+            if container is None:
+                return None
+            unset = operator is cst.NotIn
+            return ("unset" if unset != negated else "set", (container, _text(test.left)))
+        else:
+            return None
+    elif type(test) in (cst.Name, cst.Attribute):
+        unset, subject = False, test
+    else:
+        return None
+    unset = unset != negated
+    if type(subject) is cst.Name and subject.value in gets:
+        return ("unset" if unset else "set", gets[subject.value])
+    state = _persistent(subject, persistent_names)
+    return ("unset" if unset else "set", state) if state is not None else None
+
+
+def _records(statements, state) -> bool:
+    """Does one of ``statements`` (at their top level, or inside a ``with`` / ``try`` body there:
+    code that runs whenever the block does) store ``state``?"""
+    for statement in statements:
+        kind = type(statement)
+        if kind is cst.SimpleStatementLine:
+            if any(_records_small(small, state) for small in statement.body):
+                return True
+        elif kind in _SMALL_STORES:  # ``if x is None: self.x = make()`` on one line
+            if _records_small(statement, state):
+                return True
+        elif kind is cst.With or kind is cst.Try:
+            if _records(statements_of(statement.body), state):
+                return True
+    return False
+
+
+def _records_small(small: cst.BaseSmallStatement, state) -> bool:
+    kind = type(small)
+    if kind is cst.Assign:
+        targets = [t.target for t in small.targets]
+    elif kind is cst.AnnAssign and small.value is not None:
+        targets = [small.target]
+    elif kind is cst.Expr and type(small.value) is cst.Call:
+        call = small.value
+        if type(call.func) is not cst.Attribute or call.func.attr.value not in _RECORDING_METHODS or not call.args \
+                or type(state) is not tuple:
+            return False
+        container, key = state
+        return dotted(call.func.value) == container and _text(call.args[0].value) == key
+    else:
+        return False
+    for target in targets:
+        for element in (e.value for e in target.elements) if type(target) in (cst.Tuple, cst.List) else (target,):
+            if type(state) is str:
+                if type(element) in (cst.Name, cst.Attribute) and dotted(element) == state:
+                    return True
+            elif type(element) is cst.Subscript and len(element.slice) == 1 \
+                    and type(element.slice[0].slice) is cst.Index and dotted(element.value) == state[0] \
+                    and _text(element.slice[0].slice.value) == state[1]:
+                return True
+    return False
+
+
+class OnceRegions:
+    """Code that runs once (per key), not per step: lazy initialisation that records that it
+    ran in state outliving the call, as ``functools.lru_cache`` would.
+
+    - the body of ``if self._pool is None:`` / ``if not self._ready:`` / ``if key not in
+      self._cache:`` / ``if pool is None:`` after ``pool = self._pools.get(key)``, when the
+      body itself sets what the test reads (``self._pool = ...``, ``self._cache[key] = ...``,
+      ``self._seen.add(key)``);
+    - the statements after ``if key in self._done: return`` / ``if self._pool is not None:
+      return self._pool`` (an early return, no ``else``) in the same block, when one of them
+      records it.
+    The state is an attribute of ``self`` / ``cls`` or a module-level name. Not a run-once
+    region: a single-entry cache (``if key != self._last_key:``), which runs again whenever the
+    key changes, nor a test with more conditions (``if self._buf is None or n > cap:``)."""
+
+    def __init__(self, ctx) -> None:
+        names: set[str] = set()
+        for statement in ctx.module.body:
+            if type(statement) is cst.SimpleStatementLine:
+                for small in statement.body:
+                    if type(small) is cst.Assign:
+                        names.update(t.target.value for t in small.targets if type(t.target) is cst.Name)
+                    elif type(small) is cst.AnnAssign and type(small.target) is cst.Name:
+                        names.add(small.target.value)
+        self.module_names = frozenset(names)
+
+    def persistent_names(self, function: cst.FunctionDef) -> frozenset[str]:
+        """Module-level names, and ``global`` names, as ``function`` sees them (a name the
+        function assigns without ``global`` is its own local)."""
+        declared = {
+            name.name.value for statement in statements_of(function.body) if type(statement) is cst.SimpleStatementLine
+            for small in statement.body if type(small) is cst.Global for name in small.names
+        }
+        return self.module_names | declared if declared else self.module_names
+
+    @staticmethod
+    def cache_get(small: cst.BaseSmallStatement, persistent_names: frozenset[str]):
+        """``v = self._cache.get(key)``: (v, (container, key text)), else None."""
+        if type(small) is not cst.Assign or len(small.targets) != 1 or type(small.targets[0].target) is not cst.Name:
+            return None
+        found = _get_call(small.value, persistent_names)
+        return (small.targets[0].target.value, found) if found is not None else None
+
+    def once_body(self, node: cst.If, function, persistent_names: frozenset[str], gets: dict) -> bool:
+        """Does the body of ``node`` run once per key (it sets the state its test finds unset)?"""
+        found = _state_test(node.test, persistent_names, gets)
+        return found is not None and found[0] == "unset" and _records(statements_of(node.body), found[1]) \
+            and not self._reset_elsewhere(found[1], function)
+
+    def once_after(self, node: cst.If, rest, function, persistent_names: frozenset[str], gets: dict) -> bool:
+        """Do the statements ``rest`` after ``node`` in its block run once per key (``node``
+        returns when the state is set, and ``rest`` sets it)?"""
+        if node.orelse is not None:
+            return False
+        body = statements_of(node.body) if type(node.body) is cst.IndentedBlock else ()
+        last = body[-1] if body else None
+        if type(last) is not cst.SimpleStatementLine or type(last.body[-1]) is not cst.Return:
+            return False
+        found = _state_test(node.test, persistent_names, gets)
+        return found is not None and found[0] == "set" and _records(rest, found[1]) \
+            and not self._reset_elsewhere(found[1], function)
+
+    @staticmethod
+    def _reset_elsewhere(state, function) -> bool:
+        """Does another method of the class (not ``__init__``) unset the attribute again
+        (``self._x = None``, ``self._cache = {}``: a per-step memo), so that "once" comes round
+        again? (Only assignments: the fast path keeps the methods that assign a ``self.``
+        attribute a kept method reads, not the ones that call ``.clear()`` on it.)"""
+        key = state if type(state) is str else state[0]
+        root, _, rest = key.partition(".")
+        if root not in ("self", "cls") or function.class_node is None:
+            return False  # module state: trusted (other functions' code may be masked away)
+        attribute = rest.split(".", 1)[0]
+        owners = ("self", "cls", function.class_node.name.value)
+        for statement in statements_of(function.class_node.body):
+            if type(statement) is cst.FunctionDef and statement is not function.node \
+                    and statement.name.value not in _STATE_METHODS and _assigns(statements_of(statement.body),
+                                                                                 owners, attribute):
+                return True
+        return False
+
+
+_STATE_METHODS = frozenset({"__init__", "__post_init__", "__new__"})
+_SMALL_STORES = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Expr})
+
+
+def _assigns(statements, owners: tuple[str, ...], attribute: str) -> bool:
+    """Is ``<owner>.<attribute>`` unset (``_unsetting``) by an assignment among ``statements``
+    (nested blocks included, nested functions not)?"""
+    for statement in statements:
+        kind = type(statement)
+        if kind is cst.SimpleStatementLine or kind in _SMALL_STORES:
+            for small in statement.body if kind is cst.SimpleStatementLine else (statement,):
+                small_kind = type(small)
+                if small_kind is cst.Assign and _unsetting(small.value):
+                    targets = [t.target for t in small.targets]
+                elif small_kind is cst.AnnAssign and small.value is not None and _unsetting(small.value):
+                    targets = [small.target]
+                else:
+                    continue
+                for target in targets:
+                    for element in (e.value for e in target.elements) if type(target) in (cst.Tuple, cst.List) \
+                            else (target,):
+                        if type(element) is cst.Attribute and element.attr.value == attribute \
+                                and type(element.value) is cst.Name and element.value.value in owners:
+                            return True
+        elif kind is cst.FunctionDef or kind is cst.ClassDef:
+            continue
+        else:
+            for block in _blocks_of(statement):
+                if _assigns(block, owners, attribute):
+                    return True
+    return False
+
+
+def _unsetting(value: cst.BaseExpression) -> bool:
+    """A value that makes a run-once test true again: ``None``, ``False``, ``0``, an empty
+    container (``{}``, ``set()``, ``[]``)."""
+    kind = type(value)
+    if kind is cst.Name:
+        return value.value in ("None", "False")
+    if kind is cst.Integer:
+        return value.value == "0"
+    if kind in (cst.Dict, cst.List, cst.Tuple):
+        return not value.elements
+    if kind is cst.Call:
+        return not value.args and dotted(value.func) in ("set", "dict", "list", "tuple", "collections.OrderedDict",
+                                                          "OrderedDict", "weakref.WeakValueDictionary")
+    return False
+
+
+def _blocks_of(statement: cst.CSTNode):
+    """The statement lists of a compound statement (``if`` / ``elif`` / ``else``, loops,
+    ``with``, ``try`` and its handlers, ``match`` cases)."""
+    yield statements_of(getattr(statement, "body", None))
+    orelse = getattr(statement, "orelse", None)
+    while orelse is not None:
+        if type(orelse) is cst.If:
+            yield statements_of(orelse.body)
+            orelse = orelse.orelse
+        else:
+            yield statements_of(orelse.body)
+            orelse = None
+    for handler in getattr(statement, "handlers", ()):
+        yield statements_of(handler.body)
+    final = getattr(statement, "finalbody", None)
+    if final is not None:
+        yield statements_of(final.body)
+    for case in getattr(statement, "cases", ()):
+        yield statements_of(case.body)

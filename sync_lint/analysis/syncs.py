@@ -19,8 +19,8 @@ implicit syncs through Python protocols (``int(x)``, ``if x:``) need a known GPU
 ``x`` is then as likely a Python value.
 
 A site in a hot scope (``hot_scopes``) or in a ``torch.cuda.graph`` block is reported unless it is
-inside a sync declaration or a debug-only region (``guards``). Sites in other functions (not cold
-ones) make up the function's summary: ``sync`` (why calling it syncs) and ``sync_calls``; the
+inside a sync declaration, a debug-only region or (outside a capture) a run-once lazy
+initialisation (``guards``). Sites in other functions (not cold ones) make up the function's summary: ``sync`` (why calling it syncs) and ``sync_calls``; the
 project closes them over the call graph, so a hot call of a helper is reported at the call site.
 
 Stale declarations (GPU203): a declaration block is stale when nothing in it *can* sync, judged
@@ -49,7 +49,7 @@ from sync_lint.analysis.device import (
 )
 from sync_lint.analysis.flow import Walker
 from sync_lint.analysis.functions import FunctionInfo
-from sync_lint.analysis.guards import Declarations, debug_branch, wrap_fix
+from sync_lint.analysis.guards import Declarations, OnceRegions, debug_branch, wrap_fix
 from sync_lint.analysis.hot_scopes import Hotness, HotScopes
 from sync_lint.analysis.names import dotted
 from sync_lint.analysis.summaries import SyncCall
@@ -108,6 +108,7 @@ class Flags:
     wrap: cst.CSTNode  # the statement a declaration would wrap (in a block of statements)
     declared: bool = False
     debug: bool = False
+    once: bool = False  # lazy initialisation: runs once per key (``guards.OnceRegions``)
     loop: bool = False
     graph: bool = False
     blocks: tuple[cst.With, ...] = ()  # enclosing declaration blocks
@@ -133,10 +134,11 @@ class SyncSite:
     declared: bool
     debug: bool
     callee: str | None = None
+    once: bool = False
 
     @property
     def undeclared(self) -> bool:
-        return not self.declared and not self.debug
+        return not self.declared and not self.debug and not self.once
 
 
 @dataclass
@@ -153,8 +155,12 @@ class _Contexts:
     """A pre-pass over a function body: ``Flags`` for every statement the walker reports, and the
     function's declaration blocks."""
 
-    def __init__(self, info: FunctionInfo, declarations: Declarations, hot: HotScopes, context_names: set[str]) -> None:
+    def __init__(self, ctx, info: FunctionInfo, declarations: Declarations, hot: HotScopes,
+                 context_names: set[str]) -> None:
         self.flags: dict[int, Flags] = {}
+        self._ctx = ctx
+        self._once: OnceRegions | None = None
+        self._persistent: frozenset[str] | None = None
         self.blocks: list[DeclarationBlock] = []
         self.has_graph = False
         self._info = info
@@ -172,8 +178,28 @@ class _Contexts:
         self.flags[id(node)] = flags
 
     def _statements(self, body, flags: Flags) -> None:
-        for statement in body:
+        gets: dict[str, tuple[str, str]] = {}  # ``v = self._cache.get(key)`` earlier in this block
+        for index, statement in enumerate(body):
+            kind = type(statement)
+            if kind is cst.If:
+                self._if(statement, replace(flags, wrap=statement), gets)
+                if not flags.once and type(statement.test) in _STATE_TEST_KINDS and self._regions() \
+                        .once_after(statement, body[index + 1:], self._info, self._persistent, gets):
+                    flags = replace(flags, once=True)  # after ``if key in self._done: return``
+                continue
+            if kind is cst.SimpleStatementLine and type(statement.body[0]) is cst.Assign:
+                value = statement.body[0].value
+                if type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value == "get":
+                    found = self._regions().cache_get(statement.body[0], self._persistent)
+                    if found is not None:
+                        gets[found[0]] = found[1]
             self._statement(statement, replace(flags, wrap=statement))
+
+    def _regions(self) -> OnceRegions:
+        if self._once is None:
+            self._once = self._ctx.get(OnceRegions)
+            self._persistent = self._once.persistent_names(self._info.node)
+        return self._once
 
     def _suite(self, suite, flags: Flags) -> None:
         if isinstance(suite, (cst.Else, cst.Finally)):
@@ -189,7 +215,7 @@ class _Contexts:
             for small in node.body:
                 self._record(small, flags)
         elif isinstance(node, cst.If):
-            self._if(node, flags)
+            self._if(node, flags, {})
         elif isinstance(node, cst.For):
             self._record(node, flags)
             self._suite(node.body, replace(flags, loop=True))
@@ -228,14 +254,18 @@ class _Contexts:
             for case in node.cases:
                 self._suite(case.body, flags)
 
-    def _if(self, node: cst.If, flags: Flags) -> None:
+    def _if(self, node: cst.If, flags: Flags, gets: dict) -> None:
         branch = debug_branch(node.test)
         debugging = replace(flags, debug=True)
         self._record(node, debugging if branch == "body" else flags)
-        self._suite(node.body, debugging if branch == "body" else flags)
+        body_flags = debugging if branch == "body" else flags
+        if not body_flags.once and type(node.test) in _STATE_TEST_KINDS \
+                and self._regions().once_body(node, self._info, self._persistent, gets):
+            body_flags = replace(body_flags, once=True)  # ``if self._pool is None: ... self._pool = ...``
+        self._suite(node.body, body_flags)
         orelse_flags = debugging if branch == "orelse" else flags
         if isinstance(node.orelse, cst.If):
-            self._if(node.orelse, orelse_flags)
+            self._if(node.orelse, orelse_flags, {})
         elif node.orelse is not None:
             self._suite(node.orelse, orelse_flags)
 
@@ -706,6 +736,8 @@ def _expression_children(node: cst.CSTNode):
     return tuple(child for child in node.children if isinstance(child, cst.BaseExpression))
 
 
+# The ``if`` tests a run-once region may have (``guards.OnceRegions``): a cheap first filter.
+_STATE_TEST_KINDS = frozenset({cst.Comparison, cst.UnaryOperation, cst.Name, cst.Attribute})
 _LEAVES = frozenset({cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis})
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 _SUSPENSIONS = (cst.Await, cst.Yield)
@@ -733,7 +765,7 @@ class SyncAnalysis:
 
     # -- queries for the rules ------------------------------------------------------------------
     def hot_sites(self, kinds: tuple[str, ...], undeclared: bool = True) -> list[SyncSite]:
-        return [s for s in self.sites if s.kind in kinds and (s.undeclared if undeclared else not s.debug)]
+        return [s for s in self.sites if s.kind in kinds and (s.undeclared if undeclared else not (s.debug or s.once))]
 
     def describe(self, site: SyncSite) -> str:
         if site.subject is None or "{code}" not in site.template:
@@ -765,7 +797,7 @@ class SyncAnalysis:
         hot = self.hot.of(info)
         declarations = self.declarations
         context_names = declarations.context_names(info.node) if declarations.mentioned else set()
-        contexts = _Contexts(info, declarations, self.hot, context_names)
+        contexts = _Contexts(self.ctx, info, declarations, self.hot, context_names)
         if not hot.cold or contexts.has_graph:
             self._find_sites(info, hot, contexts)
         if contexts.blocks:
@@ -789,6 +821,7 @@ class SyncAnalysis:
                     statement=flags.wrap,
                     scope=hot.reason or (graph_scope if flags.graph else None),
                     in_loop=hit.in_loop, declared=flags.declared or decorated, debug=flags.debug, callee=hit.callee,
+                    once=flags.once and not flags.graph,  # a capture fails on its first sync too
                 )
                 if site.scope is not None:
                     self.sites.append(site)

@@ -29,8 +29,14 @@ class UndeclaredSyncInHotPath(Rule):
         "`pin_memory=True`, results of `.cpu()` / `.numpy()` / `.tolist()`, numpy arrays, Python values), "
         "shape arithmetic (`x.shape[0]`, `x.size(0)`, `x.numel()`, `len(x)`), and cold code (`__init__`, weight "
         "loading, warm-up, capture set-up: `cold-function-patterns`; module functions memoized with "
-        "`functools.lru_cache` / `functools.cache` and no tensor-annotated parameter, which run once per key). A receiver of unknown device is reported "
-        "in metadata builders only (`unknown-device`)."
+        "`functools.lru_cache` / `functools.cache` and no tensor-annotated parameter, which run once per key), and "
+        "lazy initialisation, which also runs once per key: the body of `if self._pool is None:` / "
+        "`if not self._ready:` / `if key not in self._cache:` (or `if pool is None:` after "
+        "`pool = self._pools.get(key)`) that itself sets what it tests, or the code after "
+        "`if key in self._done: return` that records `key`; not a single-entry cache "
+        "(`if key != self._last_key:`, which runs whenever the key changes), a test with more conditions, nor "
+        "state another method sets back to `None` or empty (a per-step memo). A receiver of unknown device is "
+        "reported in metadata builders only (`unknown-device`)."
     )
     why = (
         "The host waits for the GPU to drain its queue, every step: the CPU can no longer run ahead to prepare "
@@ -94,6 +100,21 @@ class UndeclaredSyncInHotPath(Rule):
         "    def forward(self, x: torch.Tensor):\n"
         "        x = x.to(self.device)\n"
         "        return x * 2 if supports_fast_path(x.device) else x\n",
+        # Lazy initialisation: the first launch per group syncs, later ones find the key recorded.
+        "import torch\n\n"
+        "class MegaMoEExperts(torch.nn.Module):\n"
+        "    def _synchronize_first_launch(self, group):\n"
+        "        key = (id(group), torch.accelerator.current_device_index())\n"
+        "        if key in self._synchronized_groups:\n"
+        "            return\n"
+        "        torch.accelerator.synchronize()\n"
+        "        self._synchronized_groups.add(key)\n\n"
+        "    def forward(self, x: torch.Tensor, group):\n"
+        "        self._synchronize_first_launch(group)\n"
+        "        if self._pool is None:\n"
+        "            torch.cuda.synchronize()\n"
+        "            self._pool = make_pool(x.device)\n"
+        "        return x\n",
         # An opt-in trace switch (an environment field): the sync runs only when someone traces.
         "import torch\n"
         "from sglang.srt.environ import envs\n\n"
@@ -125,6 +146,15 @@ class UndeclaredSyncInHotPath(Rule):
         "        if self.enable_trace_free_path:\n"
         "            torch.cuda.synchronize()  # expect: GPU201\n"
         "        return lm_head(hidden_states)\n",
+        # A single-entry cache keyed by the step's lengths: it syncs whenever they change.
+        "import torch\n\n"
+        "class SparseMLAMetadataBuilder:\n"
+        "    def build(self, common_prefix_len, common):\n"
+        "        key = common.seq_lens_cpu.numpy().tobytes()\n"
+        "        if key != self._prev_key:\n"
+        "            torch.cuda.current_stream().synchronize()  # expect: GPU201\n"
+        "            self._prev_key = key\n"
+        "        return key\n",
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
