@@ -213,3 +213,59 @@ def test_closing_over_forwards_propagates_each_need():
     assert index.lookup("m.both").needs_unit_stride == {}
     assert index.summarised_callees()[0] >= {"one", "both", "inner", "dense"}
 
+
+
+DATA_PTR = """\
+import cuda.bindings.driver as driver
+
+
+def encode(t):
+    strides = [driver.cuuint64_t(t.stride(0) * t.element_size())]
+    return driver.encode(t.data_ptr(), strides)
+
+
+def leading(t):
+    return driver.gemm(t.data_ptr(), t.stride(0))
+
+
+def raw(t):
+    return driver.copy(t.data_ptr(), t.numel())
+
+
+def run(kv, n):
+    encode(kv[:, :n])
+    encode(kv.t())
+    leading(kv[..., 1:n])
+    leading(kv[:, 0])
+    raw(kv[:, :n])
+    driver.gemm(kv[:, :n].data_ptr(), kv.stride(0))
+    driver.gemm(kv.t().data_ptr(), kv.stride(0))
+    driver.copy(kv[:, :n].data_ptr(), n)
+"""
+
+
+def test_raw_data_ptr_handed_with_its_strides_needs_only_a_unit_last_stride():
+    found = [(d.line, d.code, d.message) for d in lint_text(DATA_PTR) if d.code.startswith("GPU1")]
+    assert [f[:2] for f in found] == [(19, "GPU102"), (21, "GPU102"), (22, "GPU102"), (24, "GPU102"), (25, "GPU102")]
+    messages = {line: message for line, _, message in found}
+    assert "with its strides, which assumes stride 1 in the last dim" in messages[19]
+    assert "as a raw `.data_ptr()`)" in messages[22]  # no strides: the address is read densely
+    assert "read with stride 1 in the last dim" in messages[24]
+    assert "read as dense memory" in messages[25]
+
+
+def test_a_local_that_carries_strides_stops_when_reassigned():
+    source = """\
+    import cuda.bindings.driver as driver
+
+
+    def encode(t, n):
+        strides = [t.stride(0)]
+        strides = [n]
+        return driver.encode(t.data_ptr(), strides)
+
+
+    def run(kv, n):
+        encode(kv[:, :n], n)
+    """
+    assert findings(source) == [(11, "GPU102")]

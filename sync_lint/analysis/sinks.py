@@ -385,6 +385,9 @@ class _FunctionFacts:
         self.info = info
         self.domain = domain
         self._seen: set[int] = set()
+        # Locals built from ``t.stride(...)`` (``strides = [t.stride(0) * t.element_size()]``):
+        # local -> the roots ``t`` whose strides they carry, for a raw ``.data_ptr()`` handed along.
+        self._stride_locals: dict[str, frozenset[str]] = {}
 
     def summary(self):
         return self.ctx.summary(self.info.qualname, self.info.params)
@@ -393,10 +396,26 @@ class _FunctionFacts:
         if id(statement) in self._seen:
             return  # loop bodies are walked twice; the second walk is the one that reports
         self._seen.add(id(statement))
+        self._note_stride_local(statement)
         self._checks(statement, env)
         for part in _header_parts(statement):
             for call in _calls_in(part):
                 self._call(call, env)
+
+    def _note_stride_local(self, statement: cst.CSTNode) -> None:
+        if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
+            target, value = statement.targets[0].target, statement.value
+        elif isinstance(statement, cst.AnnAssign) and statement.value is not None:
+            target, value = statement.target, statement.value
+        else:
+            return
+        if not isinstance(target, cst.Name):
+            return
+        roots = _stride_roots(value)
+        if roots:
+            self._stride_locals[target.value] = roots
+        else:
+            self._stride_locals.pop(target.value, None)
 
     # -- ``assert p.is_contiguous()`` / ``if not p.is_contiguous(): raise`` -------------------
     def _checks(self, statement: cst.CSTNode, env) -> None:
@@ -463,6 +482,16 @@ class _FunctionFacts:
             for pointer_call in _data_ptr_calls(arg.value):
                 receiver = pointer_call.func.value  # type: ignore[union-attr]
                 callee_text = code_of(self.ctx.module, func)
+                if root_name(receiver) in self._pointer_strides(call, strides):
+                    # ``encode(t.data_ptr(), strides)`` with ``strides`` built from ``t.stride()`` (a
+                    # TMA descriptor, a BLAS leading dimension): the callee steps by the strides it
+                    # is given and reads only the last dim densely.
+                    self._receiver_sink(receiver, call, env, f"`{callee_text}` (through `.data_ptr()`)",
+                                        f"handed to `{callee_text}` as a raw `.data_ptr()` with its strides, "
+                                        "which assumes stride 1 in the last dim",
+                                        "a raw address handed with its strides is read with stride 1 in the last dim",
+                                        need=lambda layout: not layout.inner_unit, unit_stride=True)
+                    continue
                 self._receiver_sink(receiver, call, env, f"`{callee_text}` (through `.data_ptr()`)",
                                     f"handed to `{callee_text}` as a raw `.data_ptr()`",
                                     "a raw address is read as dense memory", need=lambda layout: True)
@@ -510,6 +539,13 @@ class _FunctionFacts:
                 SinkUse(self.info, call, receiver, layout, None, None, sink, reason, frozenset(), note=note)
             )
 
+    def _pointer_strides(self, call: cst.Call, strides: frozenset[str]) -> frozenset[str]:
+        """Roots whose strides ``call`` receives, also through a local built from them (for a
+        raw ``.data_ptr()``; a launch counts only strides it is handed directly)."""
+        carried = [self._stride_locals.get(arg.value.value, frozenset()) for arg in call.args
+                   if isinstance(arg.value, cst.Name)]  # fmt: skip
+        return strides.union(*carried)
+
     def _strides_passed(self, call: cst.Call, env) -> frozenset[str]:
         roots: set[str] = set()
         for arg in call.args:
@@ -537,6 +573,17 @@ class _FunctionFacts:
         # None on the other), launched with that parameter's strides: every parameter the value
         # may be must have its strides passed.
         return bool(layout.params) and layout.cast is None and layout.params <= strides
+
+
+def _stride_roots(node: cst.CSTNode) -> frozenset[str]:
+    """Roots ``t`` of the ``t.stride(...)`` calls in an expression."""
+    roots = set()
+    for inner in _calls_in(node):
+        if isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "stride":
+            root = root_name(inner.func.value)
+            if root:
+                roots.add(root)
+    return frozenset(roots)
 
 
 def _raises(body: cst.BaseSuite) -> bool:

@@ -25,8 +25,10 @@ class NonContiguousViewToKernel(Rule):
         "file), `.view(dtype)`, a raw `.data_ptr()`, or a sink named in `contiguous-sinks`; never a callee named "
         "in `strided-sinks`. Views that keep contiguity (`x[i]`, `x[:n]`, `x[1:]`, `x[i, :k]`, `x[:1, 0]`) and "
         "launches that also pass the strides (the argument's, or those of the parameter a local stands for: "
-        "`ptr = x` then `x.stride()`) are not reported. A function that checks only `p.stride(-1) == 1`, or "
-        "reinterprets `p.view(dtype)`, needs no more than stride 1 in the last dim: it is reported only for a "
+        "`ptr = x` then `x.stride()`) are not reported. A function that checks only `p.stride(-1) == 1`, "
+        "reinterprets `p.view(dtype)`, or hands `p.data_ptr()` on together with `p`'s strides "
+        "(`encode(p.data_ptr(), p.stride(0))`, or a local built from them) needs no more than stride 1 in the "
+        "last dim: it is reported only for a "
         "view whose last dim is strided (a transpose or permutation, a column select `x[:, i]`, a last-dim step "
         "slice), not for a column-range slice such as `x[:, :k]`."
     )
