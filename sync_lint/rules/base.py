@@ -28,7 +28,8 @@ FixPlan = Callable[["Editor"], Fix | None]
 @dataclass(frozen=True)
 class CalleeCondition:
     """Emit the finding only if ``callee`` (a dotted name) needs argument ``arg`` contiguous
-    (kind "contiguity") or syncs (kind "sync")."""
+    (kind "contiguity"), needs it to have a unit last stride or more (kind "unit-stride": the
+    argument's last dim is not unit-strided), or syncs (kind "sync")."""
 
     kind: str
     callee: str
