@@ -915,3 +915,46 @@ def test_a_lazy_region_in_a_capture_still_counts():
                         self._scale = x.cuda().max().item()  # expect: GPU201
                     return x
     """)
+
+
+def test_a_parameter_moved_on_one_path_is_unknown_after_the_join(tmp_path):
+    # vLLM `fmha_sm100._fmha_sm100_plan(..., qo_offset=None, ...)`: one branch moves `qo_offset`
+    # to the GPU (and returns); on the path that reaches `.tolist()` it is what the caller passed
+    # (the metadata builder passes a CPU tensor). Unknown, as for a `torch.Tensor` annotation; a
+    # value the function itself puts on the GPU on every path still syncs.
+    helpers = tmp_path / "plan.py"
+    helpers.write_text(textwrap.dedent("""
+        import torch
+
+        def fmha_plan(qo_lens, kv_lens, qo_offset=None, device=None, prefill=False):
+            device = torch.cuda.current_device() if device is None else device
+            if prefill:
+                qo_offset = qo_offset.to(device)
+                return sparse_plan(qo_offset)
+            return qo_offset.tolist() if qo_offset is not None else None
+
+        def annotated_plan(qo_offset: torch.Tensor, prefill: bool):
+            if prefill:
+                qo_offset = qo_offset.to("cuda")
+            return qo_offset.tolist()
+
+        def device_plan(lens, device):
+            if lens is None:
+                lens = torch.zeros(4, device=device)
+            else:
+                lens = lens.to(device)
+            return lens.tolist()
+    """))
+    model = tmp_path / "model.py"
+    model.write_text(textwrap.dedent("""
+        import torch
+        from plan import annotated_plan, device_plan, fmha_plan
+
+        class Indexer(torch.nn.Module):
+            def forward(self, x: torch.Tensor, qo_cpu, kv_cpu):
+                a = fmha_plan(qo_cpu, kv_cpu, qo_offset=kv_cpu - qo_cpu)
+                b = annotated_plan(kv_cpu - qo_cpu, False)
+                return a, b, device_plan(None, x.device)
+    """))
+    found = sorted((Path(d.path).name, d.line, d.code) for d in lint_paths([str(tmp_path)], **OPTIONS))
+    assert found == [("model.py", 9, "GPU201")]

@@ -551,14 +551,19 @@ class DeviceDomain:
 
 
 def initial_env(params: cst.Parameters) -> dict[str, Place]:
-    """Parameters' places from their annotations (others are looked up by name later); a
-    name that says where it lives (``seq_lens_cpu``) wins over an annotation."""
+    """Parameters' places from their annotations; a name that says where it lives
+    (``seq_lens_cpu``) wins over an annotation. Every other parameter is ``UNKNOWN`` (what the
+    caller passed; its name is still read when it is used), not absent: a branch that moves it
+    (``if big: qo_offset = qo_offset.to(device)``) leaves it unknown after the join, not on the
+    GPU, as it does for a parameter annotated ``torch.Tensor``."""
     env: dict[str, Place] = {}
     for param in (*params.posonly_params, *params.params, *params.kwonly_params):
         name = param.name.value
         place = annotation_place(param.annotation)
-        if place is not None and name_hint(name) is None:
-            env[name] = place
+        env[name] = place if place is not None and name_hint(name) is None else UNKNOWN
+    for star in (params.star_arg, params.star_kwarg):
+        if type(star) is cst.Param:
+            env[star.name.value] = UNKNOWN
     return env
 
 
