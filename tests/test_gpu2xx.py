@@ -958,3 +958,46 @@ def test_a_parameter_moved_on_one_path_is_unknown_after_the_join(tmp_path):
     """))
     found = sorted((Path(d.path).name, d.line, d.code) for d in lint_paths([str(tmp_path)], **OPTIONS))
     assert found == [("model.py", 9, "GPU201")]
+
+
+def test_a_same_file_helper_is_judged_with_the_host_arguments_of_the_call():
+    # vLLM `AiterMLAMetadataBuilder._uniform_padded_mtp_qo_len(qo_len, ...)`: its summary syncs
+    # (`qo_len.tolist()` on a parameter of unknown device, in a hot class), but `_build_decode`
+    # passes `query_start_loc_cpu[1:] - query_start_loc_cpu[:-1]`, a CPU tensor.
+    check("""
+        import torch
+
+        def host_max(lens):
+            return int(lens.max().item())
+
+        class AiterMLAMetadataBuilder:
+            def __init__(self, device):
+                self.indptr = torch.zeros(8, device=device)
+
+            def _uniform_padded_mtp_qo_len(self, qo_len, num_decode_tokens):
+                lens = qo_len.tolist()
+                return 0 if num_decode_tokens <= sum(lens) else num_decode_tokens
+
+            def _bound(self, lens):
+                return int(lens.max().item()) + int(self.indptr[-1].item())
+
+            def _relay(self, lens):
+                return host_max(lens.to("cuda"))
+
+            @staticmethod
+            def _static_len(lens):
+                return lens.tolist()
+
+            def _build_decode(self, common, num_decode_tokens):
+                qsl_cpu = common.query_start_loc_cpu
+                qo_len = qsl_cpu[1:] - qsl_cpu[:-1]
+                a = self._uniform_padded_mtp_qo_len(qo_len, num_decode_tokens)
+                b = self._uniform_padded_mtp_qo_len(num_decode_tokens=8, qo_len=qo_len)
+                c = host_max(qo_len) + host_max(common.seq_lens_cpu)
+                d = self._static_len(qo_len)
+                e = self._uniform_padded_mtp_qo_len(common.query_start_loc[1:], 8)  # expect: GPU201
+                f = self._bound(qo_len)  # expect: GPU201
+                g = self._relay(qo_len)  # expect: GPU201
+                h = host_max(common.seq_lens.cuda())  # expect: GPU201
+                return a, b, c, d, e, f, g, h
+    """, unknown_device="always")

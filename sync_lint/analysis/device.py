@@ -152,7 +152,7 @@ _DTYPE_NAMES = frozenset({
 
 
 def join(a: Place, b: Place) -> Place:
-    if a == b:
+    if a is b or a == b:  # ``is`` first: the shared constants (UNKNOWN...) are most joins
         return a
     if a.where == "none":
         return b

@@ -11,7 +11,9 @@ For every function, one forward walk (``flow.Walker`` with ``device.DeviceDomain
   ``repeat_interleave`` with tensor repeats and no ``output_size=``, a GPU tensor used as a
   Python int (``range(t)``, slice bounds, sizes of ``torch.arange`` / ``empty`` / ``zeros`` ...);
 - calls of functions of the project (``helper(x)``, ``self.helper()`` as ``<module>.<Class>.helper``,
-  ``mod.func()``), which sync if the callee's closed summary says so.
+  ``mod.func()``), which sync if the callee's closed summary says so; a call of a function of
+  the same file that passes CPU tensors is no sync site if the callee, walked with them bound,
+  has none (``SyncAnalysis.clean_with_arguments``: the summary judges parameters as unknown).
 
 Receivers must be on the GPU (``DEVICE``); unknown receivers of explicit syncs and of the
 tensor-only APIs count as well per ``unknown-device`` (default: only in methods of hot classes);
@@ -534,7 +536,7 @@ class _Scanner:
             if self.broad:
                 if self.analysis.function_may_sync(callee):
                     self._candidate(node, loop)
-            else:
+            elif not self.analysis.clean_with_arguments(callee, node, env, self.domain):
                 self._hit(node, "call", "", None, loop, callee)
             return
         library = self.domain.library_name(func)
@@ -759,9 +761,13 @@ class SyncAnalysis:
         self.module_names = self.module_functions | self.module_classes
         self._lines: _Lines | None = None
         self._may_sync: dict[str, bool] = {}
+        self._context_cache: dict[int, _Contexts] = {}
+        self._clean: dict[tuple, bool] = {}
         self._attributes: ClassAttributes | None = None
+        self._analysed: dict[int, bool] = {}  # id(function node) -> done (False: in progress)
+        self._own_hits: set[str] = set()  # functions with an undeclared sync site of their own
         for info in self.hot.functions:
-            self._analyse(info)
+            self._ensure_analysed(info)
 
     # -- queries for the rules ------------------------------------------------------------------
     def hot_sites(self, kinds: tuple[str, ...], undeclared: bool = True) -> list[SyncSite]:
@@ -793,11 +799,26 @@ class SyncAnalysis:
             self._attributes = self.ctx.get(ClassAttributes)
         return self._attributes.of(info.class_node.name.value)
 
+    def _contexts(self, info: FunctionInfo) -> _Contexts:
+        found = self._context_cache.get(id(info.node))
+        if found is None:
+            declarations = self.declarations
+            context_names = declarations.context_names(info.node) if declarations.mentioned else set()
+            found = self._context_cache[id(info.node)] = _Contexts(self.ctx, info, declarations, self.hot,
+                                                                    context_names)
+        return found
+
+    def _ensure_analysed(self, info: FunctionInfo) -> None:
+        """Analyse ``info`` now, unless it is done or in progress (``clean_with_arguments`` asks
+        about a callee defined further down)."""
+        if id(info.node) not in self._analysed:
+            self._analysed[id(info.node)] = False
+            self._analyse(info)
+            self._analysed[id(info.node)] = True
+
     def _analyse(self, info: FunctionInfo) -> None:
         hot = self.hot.of(info)
-        declarations = self.declarations
-        context_names = declarations.context_names(info.node) if declarations.mentioned else set()
-        contexts = _Contexts(self.ctx, info, declarations, self.hot, context_names)
+        contexts = self._contexts(info)
         if not hot.cold or contexts.has_graph:
             self._find_sites(info, hot, contexts)
         if contexts.blocks:
@@ -823,6 +844,8 @@ class SyncAnalysis:
                     in_loop=hit.in_loop, declared=flags.declared or decorated, debug=flags.debug, callee=hit.callee,
                     once=flags.once and not flags.graph,  # a capture fails on its first sync too
                 )
+                if site.undeclared:
+                    self._own_hits.add(info.qualname)
                 if site.scope is not None:
                     self.sites.append(site)
                 elif site.undeclared:
@@ -853,6 +876,81 @@ class SyncAnalysis:
 
         _walk(Walker(domain, on_statement), info.node, initial_env(info.node.params))
         self.stale.extend(block for block in contexts.blocks if id(block.node) not in live)
+
+    def clean_with_arguments(self, qualname: str, call: cst.Call, env, domain: DeviceDomain) -> bool:
+        """Is a call of a function of this file sync-free with the arguments this call passes?
+        Its summary judges its parameters as of unknown device (reported in hot classes), so a
+        helper that reads ``lens.tolist()`` syncs by its summary; called with a CPU tensor
+        (``self._padded_len(qo_len_cpu)``) it does not. True only when the callee, walked with
+        the CPU-tensor arguments bound, has no sync site left at all (nor a call of another
+        function): otherwise its summary decides, as for any call."""
+        info = self.functions.get(qualname)
+        if info is None or any(arg.star for arg in call.args):
+            return False
+        hot = self.hot.of(info)
+        if hot.cold or hot.reason is not None:
+            return False  # no summary: its sites are reported where they are, or nowhere
+        params = info.node.params
+        positional_params = [*params.posonly_params, *params.params]
+        func = call.func
+        if len(info.all_params) != len(info.params):  # a method (not a staticmethod): ``self`` is bound
+            bound_self = type(func) is cst.Attribute and (
+                (type(func.value) is cst.Name and func.value.value in ("self", "cls"))
+                or (type(func.value) is cst.Call and dotted(func.value.func) == "super"))
+            if not bound_self or not positional_params:
+                return False
+            positional_params = positional_params[1:]
+        host: dict[str, Place] = {}
+        index = 0
+        for arg in call.args:
+            if arg.keyword is None:
+                if index >= len(positional_params):
+                    return False  # into ``*args``
+                name = positional_params[index].name.value
+                index += 1
+            else:
+                name = arg.keyword.value
+            if is_literal(arg.value):
+                continue
+            place = domain.evaluate(arg.value, env)
+            if place.is_host and place.tensor:
+                host[name] = place
+        if not host:
+            return False  # no CPU tensor: nothing the summary did not assume (Python values do not
+            # sync through a parameter of unknown device: ``int(n)`` needs a known tensor)
+        self._ensure_analysed(info)
+        if not self._analysed[id(info.node)] or qualname not in self._own_hits:
+            return False  # in progress (recursion), or nothing to take back: its summary is empty
+        key = (qualname, tuple(sorted(host)))
+        if key in self._clean:
+            return self._clean[key]
+        self._clean[key] = False  # while looking (recursion): not known to be clean
+        self._clean[key] = clean = self._clean_with(info, host)
+        return clean
+
+    def _clean_with(self, info: FunctionInfo, host: dict[str, Place]) -> bool:
+        contexts = self._contexts(info)
+        hot = self.hot.of(info)
+        report_unknown = self.policy == "always" or (self.policy == "hot-classes" and hot.hot_class)
+        domain = DeviceDomain(self.ctx.names, self._class_attributes(info))
+        scanner = _Scanner(self, info, domain, report_unknown)
+        if self.declarations.mentioned and self.declarations.decorates(info.node):
+            return True
+        found = False
+
+        def on_statement(node, env) -> None:
+            nonlocal found
+            if found:
+                return
+            flags = contexts.flags.get(id(node))
+            if flags is None or flags.declared or flags.debug or (flags.once and not flags.graph):
+                return
+            found = bool(scanner.scan(node, env, flags.loop))
+
+        env = initial_env(info.node.params)
+        env.update(host)
+        _walk(Walker(domain, on_statement), info.node, env)
+        return not found
 
     def function_may_sync(self, qualname: str) -> bool:
         """Broadly: may calling this function sync? Unknown (other files') functions may."""
