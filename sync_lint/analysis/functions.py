@@ -23,7 +23,7 @@ class FunctionInfo:
 
     @property
     def is_method(self) -> bool:
-        return self.class_node is not None and "staticmethod" not in self.decorators
+        return _is_method(self.class_node, self.decorators)
 
     @property
     def class_name(self) -> str | None:
@@ -59,6 +59,12 @@ def module_functions(module: cst.Module, names: NameTable) -> list[FunctionInfo]
     return found
 
 
+def _is_method(class_node: cst.ClassDef | None, decorators: tuple[str, ...]) -> bool:
+    """A function of a class that receives ``self`` / ``cls``: not a ``staticmethod`` (decorators
+    are resolved names, so ``builtins.staticmethod`` or ``pkg.staticmethod`` may stand for it)."""
+    return class_node is not None and not any(d.endswith("staticmethod") for d in decorators)
+
+
 def _collect(
     body, prefix: str, class_node: cst.ClassDef | None, bases: tuple[str, ...], names: NameTable,
     found: list[FunctionInfo],
@@ -68,8 +74,7 @@ def _collect(
         if kind is cst.FunctionDef:
             all_params = _params(statement)
             decorators = tuple(_decorator_name(d, names) for d in statement.decorators)
-            is_method = class_node is not None and not any(d.endswith("staticmethod") for d in decorators)
-            params = tuple(all_params[1:] if is_method and all_params else all_params)
+            params = tuple(all_params[1:] if _is_method(class_node, decorators) and all_params else all_params)
             qualname = f"{prefix}.{statement.name.value}" if prefix else statement.name.value
             found.append(
                 FunctionInfo(statement, qualname, statement.name.value, class_node, bases, params,

@@ -22,7 +22,8 @@ implicit syncs through Python protocols (``int(x)``, ``if x:``) need a known GPU
 
 A site in a hot scope (``hot_scopes``) or in a ``torch.cuda.graph`` block is reported unless it is
 inside a sync declaration, a debug-only region or (outside a capture) a run-once lazy
-initialisation (``guards``). Sites in other functions (not cold ones) make up the function's summary: ``sync`` (why calling it syncs) and ``sync_calls``; the
+initialisation (``guards``). Sites in other functions (not cold ones) make up the function's
+summary: ``sync`` (why calling it syncs) and ``sync_calls``; the
 project closes them over the call graph, so a hot call of a helper is reported at the call site.
 
 Stale declarations (GPU203): a declaration block is stale when nothing in it *can* sync, judged
@@ -893,7 +894,7 @@ class SyncAnalysis:
         params = info.node.params
         positional_params = [*params.posonly_params, *params.params]
         func = call.func
-        if len(info.all_params) != len(info.params):  # a method (not a staticmethod): ``self`` is bound
+        if info.is_method:  # ``self`` / ``cls`` is bound
             bound_self = type(func) is cst.Attribute and (
                 (type(func.value) is cst.Name and func.value.value in ("self", "cls"))
                 or (type(func.value) is cst.Call and dotted(func.value.func) == "super"))
