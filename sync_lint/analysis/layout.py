@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Mapping
 
 import libcst as cst
 
+from sync_lint.analysis.dtypes import DTYPE_ALIASES, DTYPES
 from sync_lint.analysis.flow import Walker, target_key
 from sync_lint.analysis.names import dotted
 
@@ -95,15 +96,6 @@ OTHER_LAYOUT = Layout(OTHER)
 
 # -- names the domain recognises ------------------------------------------------------------
 
-_DTYPE_ALIASES = {
-    "float": "float32", "half": "float16", "double": "float64", "int": "int32", "long": "int64",
-    "short": "int16", "cfloat": "complex64", "cdouble": "complex128",
-}  # fmt: skip
-_DTYPES = {
-    "float32", "float16", "bfloat16", "float64", "int8", "int16", "int32", "int64", "uint8",
-    "uint16", "uint32", "uint64", "bool", "complex64", "complex128", "float8_e4m3fn",
-    "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", *_DTYPE_ALIASES,
-}  # fmt: skip
 # Cast methods with a fixed target dtype (None: the device changes, the dtype stays).
 _CAST_METHODS = {
     "int": "torch.int32", "long": "torch.int64", "float": "torch.float32", "half": "torch.float16",
@@ -281,8 +273,8 @@ class LayoutDomain:
         name = self.names.resolve(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
         if name and name.startswith("torch.") and name.count(".") == 1:
             short = name[len("torch.") :]
-            if short in _DTYPES:
-                return "torch." + _DTYPE_ALIASES.get(short, short)
+            if short in DTYPES:
+                return "torch." + DTYPE_ALIASES.get(short, short)
         return None
 
     def _view(self, base: Layout, kind: str, what: str, origin: cst.CSTNode, base_node: cst.BaseExpression,
