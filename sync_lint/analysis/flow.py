@@ -8,6 +8,15 @@ values of both sides are joined: a value that is a view on some paths is a view)
 body is walked twice so that values flowing round the loop are seen), ``try``, ``with ... as``,
 ``match``. Nested functions and classes are separate scopes and are skipped.
 
+A path that ends unconditionally (``return``, ``raise``, ``continue``, ``break``) does not flow into
+the statement after it: a branch ending so takes no part in the join after its ``if`` (its values
+are not what the code after the ``if`` sees). Its environment is marked ``Unreachable``; the values
+are kept for where that path does go: a ``continue`` to the loop head (the next iteration and the
+loop exit), a ``break`` to after the loop (its ``else`` skipped), a ``return`` to the function exit
+(what ``walk`` returns: the join of the fall-through and every ``return``). Statements after the end
+of a path (dead code) are still walked, hooks included, with the values that held at the end, but
+nothing they do reaches live code.
+
 ``on_statement(node, env)`` is called for every simple statement and every compound statement
 header (``if`` test, ``for`` iterable, ``with`` items...) with the environment that holds
 before it; rules inspect expressions there.
@@ -24,6 +33,11 @@ from sync_lint.analysis.nodes import kinds
 
 V = TypeVar("V")
 Env = dict  # name (or "self.attr") -> abstract value
+
+
+class Unreachable(dict):
+    """The environment of a path that has ended (``return``, ``raise``, ``continue``, ``break``):
+    the values as they were at its end. Joined with a live environment it contributes nothing."""
 
 
 class Domain(Protocol[V]):
@@ -45,6 +59,11 @@ _SEQUENCE_TARGETS = (cst.Tuple, cst.List)
 _SCOPES = (cst.FunctionDef, cst.ClassDef)
 _LOOPS = (cst.For, cst.While)
 _TRIES = (cst.Try, cst.TryStar)
+_ENDS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
+
+
+def _ended(env: Env) -> bool:
+    return type(env) is Unreachable
 
 
 def target_key(target: cst.BaseExpression) -> str | None:
@@ -62,35 +81,90 @@ class Walker(Generic[V]):
         self.domain = domain
         self._hook = on_statement or (lambda node, env: None)
         self._quiet = 0  # > 0 while walking a loop body the first time: no hooks then
+        self._dead = 0  # > 0 while walking unreachable code: its path ends record nothing
+        self._returns: list[Env] = []  # environments at the ``return`` statements of this walk
+        self._loops: list[tuple[list[Env], list[Env]]] = []  # per enclosing loop: continues, breaks
+        self._tries: list[list[Env]] = []  # per enclosing ``try`` body: where its paths ended
 
     def on_statement(self, node: cst.CSTNode, env: Env) -> None:
         if not self._quiet:
             self._hook(node, env)
 
     def walk(self, body, env: Env) -> Env:
-        for statement in body:
+        """Walk a function body; the environment at its exit: the join of the path that falls off
+        its end and of every ``return`` (the end values when every path raises)."""
+        outer = self._returns, self._loops, self._tries
+        self._returns, self._loops, self._tries = [], [], []
+        try:
+            end = self._block(body, env)
+            exits = ([] if _ended(end) else [end]) + self._returns
+        finally:
+            self._returns, self._loops, self._tries = outer
+        if not exits:
+            return dict(end)
+        result = exits[0]
+        for other in exits[1:]:
+            result = self._join_values(result, other)
+        return dict(result)
+
+    def _block(self, body, env: Env) -> Env:
+        for index, statement in enumerate(body):
+            if _ended(env):
+                self._unreachable(body[index:], env, self.statement)
+                break
             env = self.statement(statement, env)
         return env
+
+    def _smalls(self, smalls, env: Env) -> Env:
+        for index, small in enumerate(smalls):
+            if _ended(env):
+                self._unreachable(smalls[index:], env, self.small)
+                break
+            env = self.small(small, env)
+        return env
+
+    def _unreachable(self, statements, env: Env, step) -> None:
+        """Dead code after the end of a path: walked (hooks see it, with the values at the end)
+        but what it binds or where its own paths end goes nowhere."""
+        self._dead += 1
+        try:
+            live = dict(env)
+            for statement in statements:
+                live = dict(step(statement, live))
+        finally:
+            self._dead -= 1
 
     def _suite(self, suite, env: Env) -> Env:
         if suite is None:
             return env
         if type(suite) is cst.SimpleStatementSuite:  # ``if c: x = 1`` (small statements inline)
-            for small in suite.body:
-                env = self.small(small, env)
-            return env
+            return self._smalls(suite.body, env)
         body = getattr(suite, "body", suite)
         if type(body) in _SUITES:
             return self._suite(body, env)
         if isinstance(body, (list, tuple)):
-            return self.walk(body, env)
+            return self._block(body, env)
         return env
 
     def join_envs(self, a: Env, b: Env) -> Env:
+        """Two paths meet: a path that has ended (``Unreachable``) contributes nothing; when both
+        have, the result has ended too (with both paths' values joined)."""
+        a_ended, b_ended = _ended(a), _ended(b)
+        if a_ended != b_ended:
+            return dict(b if a_ended else a)
+        joined = self._join_values(a, b)
+        return Unreachable(joined) if a_ended else joined
+
+    def _join_values(self, a: Env, b: Env) -> Env:
         joined = dict(a)
         for key, value in b.items():
             joined[key] = self.domain.join(joined[key], value) if key in joined else value
         return joined
+
+    def _join_all(self, env: Env, others: list[Env]) -> Env:
+        for other in others:
+            env = self.join_envs(env, other)
+        return env
 
     def _item(self, iterable: V) -> V:
         """The value a ``for`` target takes: the domain's ``iterate`` (any element, e.g. the join
@@ -114,9 +188,7 @@ class Walker(Generic[V]):
     def statement(self, node: cst.CSTNode, env: Env) -> Env:
         kind = type(node)
         if kind is cst.SimpleStatementLine:
-            for small in node.body:
-                env = self.small(small, env)
-            return env
+            return self._smalls(node.body, env)
         if kind in _SCOPES:
             env = dict(env)
             env[node.name.value] = self.domain.unknown()
@@ -131,17 +203,31 @@ class Walker(Generic[V]):
             before = dict(env)
             loop_env = dict(env)
             if kind is cst.For:
-                self.bind(node.target, self._item(self.domain.evaluate(node.iter, env)), loop_env)
+                item = self._item(self.domain.evaluate(node.iter, env))
+                self.bind(node.target, item, loop_env)
             # Twice: the second pass sees values assigned late in the first iteration. Hooks
-            # run on the second pass only, so each statement is reported once.
+            # run on the second pass only, so each statement is reported once. A ``continue``
+            # goes to the loop head (the next iteration, or the exit), a ``break`` past ``else``.
             self._quiet += 1
+            first: tuple[list[Env], list[Env]] = ([], [])
+            self._loops.append(first)
             try:
                 after_once = self._suite(node.body, loop_env)
             finally:
                 self._quiet -= 1
-            after_twice = self._suite(node.body, self.join_envs(loop_env, after_once))
-            result = self.join_envs(before, after_twice)
-            return self._suite(node.orelse, result)
+                self._loops.pop()
+            second: tuple[list[Env], list[Env]] = ([], [])
+            self._loops.append(second)
+            head = self._join_all(loop_env, [after_once, *first[0]])
+            if kind is cst.For:  # each iteration starts by binding the target afresh
+                self.bind(node.target, item, head)
+            try:
+                after_twice = self._suite(node.body, head)
+            finally:
+                self._loops.pop()
+            result = self._join_all(before, [after_twice, *first[0], *second[0]])
+            result = self._suite(node.orelse, result)
+            return self._join_all(result, [*first[1], *second[1]])
         if kind is cst.With:
             self.on_statement(node, env)
             env = dict(env)
@@ -150,16 +236,25 @@ class Walker(Generic[V]):
                     self.bind(item.asname.name, self.domain.evaluate(item.item, env), env)
             return self._suite(node.body, env)
         if kind in _TRIES:
-            after_body = self._suite(node.body, dict(env))
-            merged = self.join_envs(env, after_body)
-            result = after_body
+            ends: list[Env] = []
+            self._tries.append(ends)
+            try:
+                after_body = self._suite(node.body, dict(env))
+            finally:
+                self._tries.pop()
+            # A handler may be entered from anywhere in the body: its start, its end, and where
+            # a path of it ended (a ``raise``; ``return f(x)`` may raise too) all count.
+            merged = env
+            for end in (after_body, *ends):
+                merged = self._join_values(merged, end)
+            # ``else`` runs when the body completes: not after a handler, nor after a ``return``.
+            result = self._suite(node.orelse, after_body)
             for handler in node.handlers:
                 self.on_statement(handler, merged)
                 handler_env = dict(merged)
                 if handler.name is not None:
                     self.bind(handler.name.name, self.domain.unknown(), handler_env)
                 result = self.join_envs(result, self._suite(handler.body, handler_env))
-            result = self._suite(node.orelse, result)
             return self._suite(node.finalbody, result)
         if kind is cst.Match:
             self.on_statement(node, env)
@@ -192,4 +287,13 @@ class Walker(Generic[V]):
         elif kind is cst.Expr and type(node.value) is cst.NamedExpr:
             env = dict(env)
             self.bind(node.value.target, self.domain.evaluate(node.value.value, env), env)
+        elif kind in _ENDS:
+            if not self._dead:
+                for ends in self._tries:
+                    ends.append(env)
+                if kind is cst.Return:
+                    self._returns.append(env)
+                elif kind is not cst.Raise and self._loops:
+                    self._loops[-1][0 if kind is cst.Continue else 1].append(env)
+            return Unreachable(env)
         return env
