@@ -189,10 +189,15 @@ def join(a: Layout, b: Layout) -> Layout:
     if b.kind == NONE:
         return replace(a, maybe_none=True)
     first, second = (a, b) if _RANK[a.kind] >= _RANK[b.kind] else (b, a)
+    if first.kind == second.kind and first.inner_unit and not second.inner_unit:
+        first, second = second, first  # two views of one kind: describe the one strided in its last dim
     if first.kind == second.kind == TUPLE and first.elements and second.elements and len(first.elements) == len(second.elements):
         return Layout(TUPLE, elements=tuple(join(x, y) for x, y in zip(first.elements, second.elements, strict=True)))
     if first.kind in VIEWS:
-        return replace(first, maybe_none=maybe_none, params=frozenset(), source=None)
+        # ``inner_unit`` says the last dim may have stride 1: after the merge only if it may on
+        # both paths (a column select on one path is strided in its last dim after the merge).
+        return replace(first, maybe_none=maybe_none, params=frozenset(), source=None,
+                       inner_unit=first.inner_unit and second.inner_unit)
     if first.kind == UNKNOWN:
         # A parameter on one path and something else on another is still, on that path, the
         # parameter: keep what summaries need, drop claims that hold on one path only.
