@@ -46,7 +46,7 @@ class SyncLintChecker:
         text = "".join(self.lines)
         source = SourceFile(path=self.filename, text=text, encoding="utf-8", raw=b"")
         # One file is all there is: only the rules that can report in it alone, no caller rounds.
-        facts = lint_source(source, settings, rules_that_can_report(rules, [text]), mask=False, reexports=False)
+        facts = lint_source(source, settings, rules_that_can_report(rules, [text], settings), mask=False, reexports=False)
         index = ProjectIndex([facts])
         found = list(facts.diagnostics)
         found.extend(d for d in (index.resolve(p) for p in facts.pending) if d is not None)

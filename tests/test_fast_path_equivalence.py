@@ -23,7 +23,7 @@ import libcst as cst
 import pytest
 
 from sync_lint.api import make_settings
-from sync_lint.pipeline import prefilter, runner
+from sync_lint.pipeline import prefilter, runner, scout
 from sync_lint.pipeline import lint_file as lint_file_stage
 from sync_lint.pipeline.discover import DEFAULT_EXCLUDE, Discovery
 from sync_lint.rules import all_rules
@@ -229,6 +229,33 @@ def where_{i}(t):
     return t.device
 '''
 
+# Code whose words pass the one-file gate of GPU1xx and GPU2xx rules but whose syntax does not
+# (``pipeline.scout``): a ``forward`` of no module, ``list[str]()``, ``.view(-1, 2)``. Every
+# other one also holds a real module's ``forward`` (through an aliased import), which must report.
+LOOKALIKE = '''\
+import torch
+from torch import nn as tnn
+
+
+class Scheduler{i}:
+    def forward(self, request):
+        return request.tokens.item()
+
+
+def shapes_{i}(t):
+    names = list[str]()
+    table = dict[str, int]()
+    flat = t[:, 0].to(torch.int32).view(-1, 2)
+    return names, table, flat
+'''
+
+LOOKALIKE_MODULE = '''
+
+class Head{i}(tnn.Module):
+    def forward(self, x):
+        return x.sum().item()
+'''
+
 # Trigger-free code, always present: what the masking replaces by ``pass``.
 PLAIN_PART = '''
 
@@ -279,6 +306,8 @@ def corpus(tmp_path_factory) -> Path:
         (gen / f"user_{i}.py").write_bytes(generated_module(rng, i, helpers).encode())
     for i in range(8):
         (gen / f"callers_{i}.py").write_text(CALLERS.format(i=i, j=i % helpers))
+    for i in range(4):
+        (gen / f"lookalike_{i}.py").write_text(LOOKALIKE.format(i=i) + (LOOKALIKE_MODULE.format(i=i) if i % 2 else ""))
     files = python_files(root)
     assert len(files) > runner.PARALLEL_THRESHOLD + 5, len(files)
     return root
@@ -295,8 +324,15 @@ def key(diagnostics) -> list[tuple]:
 def plain(files: list[str], monkeypatch) -> list[tuple]:
     with monkeypatch.context() as patch:
         patch.setattr(prefilter, "may_match", lambda rule, text, alone=False: True)
+        without_scout(patch)
         linter = runner.Linter(make_settings(**OPTIONS), fast=False)
         return key(linter.run(files, jobs=1).diagnostics)
+
+
+def without_scout(patch) -> None:
+    """The syntax scout answers "may" to every question."""
+    patch.setattr(scout.Scout, "may_have_hot_scope", lambda self: True)
+    patch.setattr(scout.Scout, "may_call_a_sink", lambda self: True)
 
 
 def fast(files: list[str], jobs: int = 1, cache_dir: str | None = None) -> list[tuple]:
@@ -341,6 +377,7 @@ def test_parallel_equals_serial(corpus_files, corpus_plain):
 
 def test_prefilter_off_equals_on(corpus_files, corpus_plain, monkeypatch):
     monkeypatch.setattr(prefilter, "may_match", lambda rule, text, alone=False: True)
+    without_scout(monkeypatch)
     assert fast(corpus_files) == corpus_plain
 
 
@@ -420,6 +457,23 @@ def test_one_file_gate_is_actually_used(corpus_files):
         text = Path(path).read_text()
         skipped.update(r.code for r in rules if prefilter.may_match(r, text) and not prefilter.may_match(r, text, alone=True))
     assert skipped & {"GPU101", "GPU102", "GPU201", "GPU202"}, skipped
+
+
+def test_scout_gate_is_actually_used(corpus_files):
+    """Otherwise the scout's part of test_one_file_runs_equal_plain is vacuous: some file must
+    pass a hot-scope rule's and a sink rule's one-file triggers, yet lose both to the scout;
+    and the files with a real module must keep the hot-scope rules."""
+    linter = runner.Linter(make_settings(**OPTIONS), fast=True)
+    dropped: dict[str, set[str]] = {}
+    for path in corpus_files:
+        text = Path(path).read_text()
+        kept = {rule.code for rule in linter.scope_of([text]).rules}
+        dropped[Path(path).name] = {
+            rule.code for rule in linter.rules if prefilter.may_match(rule, text, alone=True) and rule.code not in kept
+        }
+    assert {"GPU101", "GPU201", "GPU202"} <= dropped["lookalike_0.py"], dropped["lookalike_0.py"]
+    assert "GPU201" not in dropped["lookalike_1.py"], dropped["lookalike_1.py"]
+    assert "GPU101" in dropped["lookalike_1.py"], dropped["lookalike_1.py"]
 
 
 @pytest.mark.parametrize("with_cache", [False, True])

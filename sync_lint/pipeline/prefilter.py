@@ -10,9 +10,13 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from sync_lint.config import Settings
+from sync_lint.pipeline import scout
+from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.source import split_lines
 from sync_lint.pipeline.units import MaskPlan
 from sync_lint.rules.base import Rule
+from sync_lint.rules.triggers import SINK_SHAPE_TRIGGERS
 
 
 def may_match(rule: Rule, text: str, alone: bool = False) -> bool:
@@ -23,13 +27,49 @@ def may_match(rule: Rule, text: str, alone: bool = False) -> bool:
     return not alone or _any_in(rule.alone_triggers, text)
 
 
-def rules_that_can_report(rules: list[Rule], texts: list[str]) -> list[Rule]:
+def rules_that_can_report(rules: list[Rule], texts: list[str], settings: Settings) -> list[Rule]:
     """The rules that can find anything in a run of just these files. A rule reports only in a
     file it may match alone, or through a summary that such a file records (a kernel wrapper's
     contiguity check lives where a sink word is), so a rule that no file of the run may match
     alone finds nothing anywhere in it: a small run (pre-commit's staged files, an editor's
-    file) skips it, and most often every parse."""
-    return [rule for rule in rules if any(may_match(rule, text, alone=True) for text in texts)]
+    file) skips it, and most often every parse.
+
+    Where the words are too common to decide, the syntax scout (``pipeline.scout``) does: a rule
+    that reports only in hot scopes needs a file where one may be, and a rule that reports only
+    at sinks, matched alone by nothing but sink shapes (``](`` is also ``list[int]()``), needs a
+    call that may be a sink."""
+    scouts: dict[int, scout.Scout] = {}
+    answers: dict[tuple[int, str], bool] = {}
+
+    def scout_says(index: int, question: str) -> bool:
+        key = (index, question)
+        if key not in answers:
+            with span("scout"):
+                if index not in scouts:
+                    scouts[index] = scout.Scout(texts[index], settings)
+                answers[key] = getattr(scouts[index], question)()
+        return answers[key]
+
+    def may_report_in(rule: Rule, index: int, text: str) -> bool:
+        if not may_match(rule, text, alone=True):
+            return False
+        if rule.reports_only_in_hot_scopes and not scout_says(index, "may_have_hot_scope"):
+            return False
+        if rule.reports_only_at_sinks and rule.alone_triggers and not _any_in(_beyond_shapes(rule.alone_triggers), text):
+            return scout_says(index, "may_call_a_sink")
+        return True
+
+    return [rule for rule in rules if any(may_report_in(rule, i, text) for i, text in enumerate(texts))]
+
+
+def _beyond_shapes(triggers: tuple[str | re.Pattern, ...]) -> tuple[str | re.Pattern, ...]:
+    """The alone triggers that are no sink shape; empty would mean "always", so a rule whose
+    alone triggers are all shapes gets a trigger that never matches."""
+    rest = tuple(t for t in triggers if t not in SINK_SHAPE_TRIGGERS)
+    return rest or (_NEVER,)
+
+
+_NEVER = re.compile(r"(?!)")
 
 
 def _any_in(triggers: tuple[str | re.Pattern, ...] | None, text: str) -> bool:

@@ -75,7 +75,7 @@ class Linter:
 
     def scope_of(self, texts: list[str]) -> RunScope:
         """What a run of just these files needs (``prefilter.rules_that_can_report``)."""
-        return RunScope(prefilter.rules_that_can_report(self.rules, texts), reexports=len(texts) > 1)
+        return RunScope(prefilter.rules_that_can_report(self.rules, texts, self.settings), reexports=len(texts) > 1)
 
     def finalize(self, facts: FileFacts, index: ProjectIndex) -> list[Diagnostic]:
         """Local + resolved cross-file findings of one file, after selection and suppression."""

@@ -69,6 +69,12 @@ class Rule:
     # other file's summary can complete a finding: substrings the file must also contain
     # (one of them, besides one of ``triggers``). None: ``triggers`` alone decide.
     alone_triggers: tuple[str | re.Pattern, ...] | None = None
+    # Reports only in hot scopes (``analysis.hot_scopes``): a file checked on its own where the
+    # syntax scout finds none may be is skipped (``prefilter.rules_that_can_report``).
+    reports_only_in_hot_scopes: ClassVar[bool] = False
+    # Reports only at a sink the file calls (GPU1xx): where the only alone triggers a file has
+    # are sink shapes (``triggers.SINK_SHAPE_TRIGGERS``), the syntax scout confirms one.
+    reports_only_at_sinks: ClassVar[bool] = False
     # Options that name things the rule looks for (hot classes, declarations): their literal
     # parts are triggers too, so a project's own names reach the pre-filter.
     trigger_options: ClassVar[tuple[str, ...]] = ()

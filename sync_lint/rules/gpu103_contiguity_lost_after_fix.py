@@ -45,6 +45,7 @@ class ContiguityLostAfterFix(Rule):
     triggers = CONTIGUOUS_TRIGGERS + SUMMARY_TRIGGERS
     unit_triggers = SINK_UNIT_TRIGGERS
     alone_triggers = ALONE_SINK_TRIGGERS
+    reports_only_at_sinks = True
     trigger_options = ("contiguous-sinks",)
     alias_trigger_targets = ("torch.ops",)
     valid = (

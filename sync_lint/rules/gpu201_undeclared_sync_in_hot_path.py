@@ -68,6 +68,7 @@ class UndeclaredSyncInHotPath(Rule):
     trigger_options = ("hot-class-patterns", "hot-functions", "sync-declarations")
     method_trigger_options = ("hot-method-patterns",)
     alone_triggers = HOT_SCOPE_MARKERS
+    reports_only_in_hot_scopes = True
     valid = (
         # Host copies: `.item()` / `.tolist()` on CPU tensors are free.
         "class FlashMetadataBuilder:\n"

@@ -56,6 +56,7 @@ class ImplicitSyncInHotPath(Rule):
     trigger_options = ("hot-class-patterns", "hot-functions")
     method_trigger_options = ("hot-method-patterns",)
     alone_triggers = HOT_SCOPE_MARKERS
+    reports_only_in_hot_scopes = True
     valid = (
         # Host-side counts and shape arithmetic.
         "class GDNAttentionMetadataBuilder:\n"

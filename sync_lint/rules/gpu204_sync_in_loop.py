@@ -41,6 +41,7 @@ class SyncInLoop(Rule):
     trigger_options = ("hot-class-patterns", "hot-functions")
     method_trigger_options = ("hot-method-patterns",)
     alone_triggers = HOT_SCOPE_MARKERS
+    reports_only_in_hot_scopes = True
     valid = (
         "class FlashMetadataBuilder:\n"
         "    def build(self, common):\n"

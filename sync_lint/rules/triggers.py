@@ -19,7 +19,10 @@ SUMMARY_TRIGGERS = ("is_contiguous", "stride(", "triton", "tl.load", "tl.store",
 SINK_UNIT_TRIGGERS = SUMMARY_TRIGGERS + ("](", ".view(")
 # A file checked on its own needs a sink it calls: a Triton kernel's body words (``triton``,
 # ``tl.load``) only summarise it for launches (``](``), which may be in other files.
-ALONE_SINK_TRIGGERS = ("is_contiguous", "stride(", "torch.ops", "data_ptr", "](", ".view(")
+# The last two are the shapes of a launch and of ``.view(dtype)``, also in ``list[int]()`` and
+# ``x.view(-1, n)``: where only they match, the syntax scout decides (``Scout.may_call_a_sink``).
+SINK_SHAPE_TRIGGERS = ("](", ".view(")
+ALONE_SINK_TRIGGERS = ("is_contiguous", "stride(", "torch.ops", "data_ptr", *SINK_SHAPE_TRIGGERS)
 CAST_TRIGGERS = (".to(", ".int()", ".long()", ".float()", ".half()", ".bfloat16()", ".double()", ".type(", ".cuda(")
 VIEW_TRIGGERS = (
     # ``.T`` as a whole attribute: a bare ".T" would match every ``torch.Tensor`` annotation.

@@ -1,0 +1,107 @@
+"""The syntax scout (``pipeline.scout``): "no" only where the analysis it stands in for is sure to
+find nothing, "may" for everything that could be a hot scope or a sink."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from sync_lint.api import make_settings
+from sync_lint.pipeline.scout import Scout
+from sync_lint.rules import all_rules
+
+SETTINGS = make_settings()
+
+# (source, may have a hot scope, may call a sink)
+CASES = {
+    # Engine code the text gate keeps: hot-method names, `](`, `.view(`.
+    "generic constructors and shape views": (
+        "x = list[str]()\ny = dict[str, int]()\nz = a.view(-1, 4)\nw = a.view(n)\n", False, False),
+    "a cold class with a builder-named method": ("class Scheduler:\n    def _build_batch(self): pass\n", False, False),
+    "forward of a plain class": ("class Request:\n    def forward(self, x): return x.item()\n", False, False),
+    # Over-approximated: any module-level call of a `compile`.
+    "re.compile at module level": ("import re\npattern = re.compile('x')\n", True, False),
+    # Hot scopes, through every spelling the analysis resolves.
+    "nn.Module via from-import": ("from torch import nn\nclass M(nn.Module):\n    def forward(self, x): pass\n", True, False),
+    "nn.Module via aliased module": ("import torch.nn as tnn\nclass M(tnn.Module):\n    def forward(self, x): pass\n", True, False),
+    "module of a module of this file": (
+        "import torch\nclass A(torch.nn.Module): pass\nclass B(A):\n    def forward(self): pass\n", True, False),
+    "support_torch_compile": (
+        "from vllm.compilation.decorators import support_torch_compile\n"
+        "@support_torch_compile\nclass Model:\n    def forward(self, x): pass\n", True, False),
+    "builder base via alias": ("from m import FlashMetadataBuilder as B\nclass X(B):\n    def build(self): pass\n", True, False),
+    "builder subscripted base": (
+        "from m import AttentionMetadataBuilder\nclass X(AttentionMetadataBuilder[M]):\n    def build(self): pass\n",
+        True, False),
+    "builder by own name, nested method": (
+        "class FooMetadataBuilder:\n    def helper(self):\n        def build(): pass\n", True, False),
+    "decorated with compile(...)": ("import torch\n@torch.compile(mode='x')\ndef f(x): pass\n", True, False),
+    "decorated with aliased compile": ("from torch import compile as c\n@c\ndef f(x): pass\n", True, False),
+    "compiled by a module-level call": ("import torch\ndef f(x): pass\ng = torch.compile(f)\n", True, False),
+    "graph block": ("import torch\ndef f():\n    with torch.cuda.graph(g):\n        pass\n", True, False),
+    "async graph block": ("from torch.cuda import graph\nasync def f():\n    async with graph(g):\n        pass\n", True, False),
+    # Sinks.
+    "a launch": ("import k\nk.kern[(1,)](x)\n", False, True),
+    "a launch of a local kernel": ("def f(kernel):\n    kernel[grid](x)\n", False, True),
+    "a rebound builtin launched": ("list = kernels\nlist[g](x)\n", False, True),
+    "view(torch dtype)": ("import torch\ny = x.view(torch.int8)\n", False, True),
+    "view(dtype=...)": ("import torch\ny = x.view(dtype=torch.float8_e4m3fn)\n", False, True),
+    "view of a from-imported dtype": ("from torch import int8 as i8\ny = x.view(i8)\n", False, True),
+    "view of a legacy dtype name": ("import torch\ny = x.view(torch.long)\n", False, True),
+    # When it cannot tell, "may".
+    "a syntax error": ("def (:\n", True, True),
+    "a null byte": ("x = 1\0\n", True, True),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_scout_answers(name):
+    text, hot, sink = CASES[name]
+    scout = Scout(text, SETTINGS)
+    assert (scout.may_have_hot_scope(), scout.may_call_a_sink()) == (hot, sink)
+
+
+def test_hot_functions_option_means_may():
+    scout = Scout("def step(x): pass\n", make_settings(hot_functions=["pkg.mod.step"]))
+    assert scout.may_have_hot_scope()
+
+
+def test_configured_patterns_are_used():
+    text = "class Planner:\n    def plan(self): pass\n"
+    assert not Scout(text, SETTINGS).may_have_hot_scope()
+    configured = make_settings(hot_class_patterns=["Planner"], hot_method_patterns=["plan"])
+    assert Scout(text, configured).may_have_hot_scope()
+
+
+def test_alias_modules_rename_what_the_scout_sees():
+    # ``mm.Base`` stands for a builder through alias-modules: the class is hot.
+    text = "import mm\nclass X(mm.Base):\n    def build(self): pass\n"
+    assert not Scout(text, SETTINGS).may_have_hot_scope()
+    assert Scout(text, make_settings(alias_modules={"mm.Base": "vllm.FlashMetadataBuilder"})).may_have_hot_scope()
+
+
+def test_every_reporting_example_is_a_may():
+    """Each rule example that reports (``Rule.invalid``) must pass the scout questions its rule
+    is gated by: the scout may never drop a real finding."""
+    for rule in all_rules():
+        for example in rule.invalid:
+            scout = Scout(example, SETTINGS)
+            if rule.reports_only_in_hot_scopes:
+                assert scout.may_have_hot_scope(), (rule.code, example)
+            if rule.reports_only_at_sinks:
+                assert scout.may_call_a_sink() or any(
+                    word in example for word in ("is_contiguous", "stride(", "torch.ops", "data_ptr")
+                ), (rule.code, example)
+
+
+def test_the_scout_imports_no_libcst():
+    """Its point is to answer before (and instead of) the libcst import and parse."""
+    code = (
+        "import sys\nfrom sync_lint.api import make_settings\nfrom sync_lint.pipeline.scout import Scout\n"
+        "Scout('class A:\\n    def forward(self): pass\\n', make_settings()).may_have_hot_scope()\n"
+        "print('libcst' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
