@@ -16,7 +16,7 @@ from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.source import split_lines
 from sync_lint.pipeline.units import MaskPlan
 from sync_lint.rules.base import Rule
-from sync_lint.rules.triggers import SINK_SHAPE_TRIGGERS
+from sync_lint.rules.triggers import SCOUTED_SINK_TRIGGERS
 
 
 def may_match(rule: Rule, text: str, alone: bool = False) -> bool:
@@ -36,18 +36,18 @@ def rules_that_can_report(rules: list[Rule], texts: list[str], settings: Setting
 
     Where the words are too common to decide, the syntax scout (``pipeline.scout``) does: a rule
     that reports only in hot scopes needs a file where one may be, and a rule that reports only
-    at sinks, matched alone by nothing but sink shapes (``](`` is also ``list[int]()``), needs a
-    call that may be a sink."""
+    at sinks, matched alone by none but the scouted words (``](`` is also ``list[int]()``), needs
+    a call that may reach a sink."""
     scouts: dict[int, scout.Scout] = {}
-    answers: dict[tuple[int, str], bool] = {}
+    answers: dict[tuple, bool] = {}
 
-    def scout_says(index: int, question: str) -> bool:
-        key = (index, question)
+    def scout_says(index: int, question: str, *args) -> bool:
+        key = (index, question, *args)
         if key not in answers:
             with span("scout"):
                 if index not in scouts:
                     scouts[index] = scout.Scout(texts[index], settings)
-                answers[key] = getattr(scouts[index], question)()
+                answers[key] = getattr(scouts[index], question)(*args)
         return answers[key]
 
     def may_report_in(rule: Rule, index: int, text: str) -> bool:
@@ -55,17 +55,18 @@ def rules_that_can_report(rules: list[Rule], texts: list[str], settings: Setting
             return False
         if rule.reports_only_in_hot_scopes and not scout_says(index, "may_have_hot_scope"):
             return False
-        if rule.reports_only_at_sinks and rule.alone_triggers and not _any_in(_beyond_shapes(rule.alone_triggers), text):
-            return scout_says(index, "may_call_a_sink")
+        if rule.reports_only_at_sinks and rule.alone_triggers and not _any_in(_unscouted(rule.alone_triggers), text):
+            units = rule.triggers if rule.unit_triggers is None else rule.unit_triggers
+            return scout_says(index, "may_call_a_sink", _trigger_pattern(units))
         return True
 
     return [rule for rule in rules if any(may_report_in(rule, i, text) for i, text in enumerate(texts))]
 
 
-def _beyond_shapes(triggers: tuple[str | re.Pattern, ...]) -> tuple[str | re.Pattern, ...]:
-    """The alone triggers that are no sink shape; empty would mean "always", so a rule whose
-    alone triggers are all shapes gets a trigger that never matches."""
-    rest = tuple(t for t in triggers if t not in SINK_SHAPE_TRIGGERS)
+def _unscouted(triggers: tuple[str | re.Pattern, ...]) -> tuple[str | re.Pattern, ...]:
+    """The alone triggers the scout does not decide; empty would mean "always", so a rule with
+    none gets a trigger that never matches."""
+    rest = tuple(t for t in triggers if t not in SCOUTED_SINK_TRIGGERS)
     return rest or (_NEVER,)
 
 

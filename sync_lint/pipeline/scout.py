@@ -15,8 +15,8 @@ an option the scout does not model) the answer is "may".
 from __future__ import annotations
 
 import ast
-import builtins
 import fnmatch
+import re
 
 from sync_lint.analysis.dtypes import DTYPES
 from sync_lint.config import Settings
@@ -50,12 +50,15 @@ class Scout:
         names = self._names_of_tree()
         return names is None or _HotScout(names, self._tree, self.settings).found()
 
-    def may_call_a_sink(self) -> bool:
-        """Whether a call could be a Triton launch (``kernel[grid](...)``, as ``sinks`` judges
-        one: the subscripted name is no builtin the file leaves unbound, so ``list[int]()`` is
-        not) or a ``.view(dtype)`` reinterpretation (one argument that may name a torch dtype)."""
+    def may_call_a_sink(self, unit_triggers: re.Pattern) -> bool:
+        """Whether a GPU1xx rule could report in this file on its own: a ``.view(dtype)`` (one
+        argument that may name a torch dtype), or a call of a function (or a launch of a kernel)
+        defined here whose definition holds one of the rules' ``unit_triggers``. Other files'
+        functions have no summary in a one-file run, and a summary is only recorded in a unit
+        with a trigger (``units``' contract), so ``list[int]()``, ``x.view(-1, n)`` or
+        ``assert x.is_contiguous()`` in a function nothing here calls cannot report."""
         names = self._names_of_tree()
-        return names is None or _SinkScout(names).found()
+        return names is None or _SinkScout(names, self.text, unit_triggers).found()
 
 
 class _Names:
@@ -65,7 +68,6 @@ class _Names:
     def __init__(self, tree: ast.Module, settings: Settings) -> None:
         self.aliases: dict[str, str] = dict(settings["alias-modules"])
         self.imports: dict[str, set[str]] = {}
-        self.bound: set[str] = set()  # every name the file binds anywhere
         self.nodes: dict[type, list] = {}
         for node in ast.walk(tree):
             kind = type(node)
@@ -74,7 +76,6 @@ class _Names:
                 for alias in node.names:
                     local = alias.asname or alias.name.partition(".")[0]
                     self.imports.setdefault(local, set()).add(alias.name if alias.asname else local)
-                    self.bound.add(local)
             elif kind is ast.ImportFrom:
                 # Relative imports keep only their module's tail: meanings are compared by endings.
                 base = node.module or ""
@@ -82,14 +83,7 @@ class _Names:
                     if alias.name != "*":
                         local = alias.asname or alias.name
                         self.imports.setdefault(local, set()).add(f"{base}.{alias.name}" if base else alias.name)
-                        self.bound.add(local)
-            elif kind is ast.Name and type(node.ctx) is not ast.Load:
-                self.bound.add(node.id)
-            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.ClassDef:
-                self.bound.add(node.name)
-            elif kind is ast.Global or kind is ast.Nonlocal:
-                self.bound.update(node.names)
-
+    
     def of(self, kind: type) -> list:
         return self.nodes.get(kind, [])
 
@@ -193,26 +187,31 @@ class _HotScout:
 
 
 class _SinkScout:
-    """Over-approximates the sinks ``analysis.sinks`` finds by the shape of a call: a kernel
-    launch ``k[grid](...)`` and ``t.view(dtype)``."""
+    """Over-approximates where ``analysis.sinks`` can make a finding without other files."""
 
-    def __init__(self, names: _Names) -> None:
+    def __init__(self, names: _Names, text: str, unit_triggers: re.Pattern) -> None:
         self.names = names
+        self.text = text
+        self.unit_triggers = unit_triggers
 
     def found(self) -> bool:
-        return any(self._launch(call) or self._dtype_view(call) for call in self.names.of(ast.Call))
+        calls = self.names.of(ast.Call)
+        if any(self._dtype_view(call) for call in calls):
+            return True
+        summarised = self._summarised_definitions()
+        return bool(summarised) and any(_callee_name(call) in summarised for call in calls)
 
-    def _launch(self, call: ast.Call) -> bool:
-        """``k[grid](...)`` where ``k`` may be a global: ``list[int]()`` is a builtin generic's
-        constructor unless the file rebinds ``list``."""
-        func = call.func
-        if type(func) is not ast.Subscript:
-            return False
-        written = _dotted(func.value)
-        if written is None:
-            return False
-        head = written.partition(".")[0]
-        return head not in _BUILTINS or head in self.names.bound
+    def _summarised_definitions(self) -> set[str]:
+        """Names of the functions (and classes) here whose source, decorators included, holds a
+        unit trigger: the only ones that can carry a summary."""
+        lines = self.text.splitlines(keepends=True)
+        found = set()
+        for kind in (*_FUNCTIONS, ast.ClassDef):
+            for node in self.names.of(kind):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+                if self.unit_triggers.search("".join(lines[first : node.end_lineno or len(lines)])):
+                    found.add(node.name)
+        return found
 
     def _dtype_view(self, call: ast.Call) -> bool:
         """``t.view(x)`` with one argument (positional or keyword) that may name a torch dtype:
@@ -226,12 +225,23 @@ class _SinkScout:
         return not DTYPES.isdisjoint(self.names.last_parts(argument))
 
 
+def _callee_name(call: ast.Call) -> str | None:
+    """The last name of what a call calls: ``f``, ``self.f``, ``mod.kernel[grid]``."""
+    func = call.func
+    if type(func) is ast.Subscript:
+        func = func.value
+    if type(func) is ast.Name:
+        return func.id
+    if type(func) is ast.Attribute:
+        return func.attr
+    return None
+
+
 def _callee(decorator: ast.expr) -> ast.expr:
     return decorator.func if type(decorator) is ast.Call else decorator
 
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_BUILTINS = frozenset(dir(builtins))
 
 
 def _matches(name: str, patterns: list[str]) -> bool:

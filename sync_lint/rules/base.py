@@ -73,7 +73,7 @@ class Rule:
     # syntax scout finds none may be is skipped (``prefilter.rules_that_can_report``).
     reports_only_in_hot_scopes: ClassVar[bool] = False
     # Reports only at a sink the file calls (GPU1xx): where the only alone triggers a file has
-    # are sink shapes (``triggers.SINK_SHAPE_TRIGGERS``), the syntax scout confirms one.
+    # are ``triggers.SCOUTED_SINK_TRIGGERS``, the syntax scout confirms such a call may be there.
     reports_only_at_sinks: ClassVar[bool] = False
     # Options that name things the rule looks for (hot classes, declarations): their literal
     # parts are triggers too, so a project's own names reach the pre-filter.

@@ -19,10 +19,12 @@ SUMMARY_TRIGGERS = ("is_contiguous", "stride(", "triton", "tl.load", "tl.store",
 SINK_UNIT_TRIGGERS = SUMMARY_TRIGGERS + ("](", ".view(")
 # A file checked on its own needs a sink it calls: a Triton kernel's body words (``triton``,
 # ``tl.load``) only summarise it for launches (``](``), which may be in other files.
-# The last two are the shapes of a launch and of ``.view(dtype)``, also in ``list[int]()`` and
-# ``x.view(-1, n)``: where only they match, the syntax scout decides (``Scout.may_call_a_sink``).
-SINK_SHAPE_TRIGGERS = ("](", ".view(")
-ALONE_SINK_TRIGGERS = ("is_contiguous", "stride(", "torch.ops", "data_ptr", *SINK_SHAPE_TRIGGERS)
+# Of these, a custom op and a raw address are sinks wherever they are called; the rest make a
+# finding in a one-file run only through a function of that file whose summary they shape (a
+# launch of its kernel, a call of its checked wrapper) or as ``.view(dtype)``, and their words
+# are also in ``list[int]()``, ``x.view(-1, n)``: the syntax scout decides (``Scout.may_call_a_sink``).
+SCOUTED_SINK_TRIGGERS = ("is_contiguous", "stride(", "](", ".view(")
+ALONE_SINK_TRIGGERS = ("torch.ops", "data_ptr", *SCOUTED_SINK_TRIGGERS)
 CAST_TRIGGERS = (".to(", ".int()", ".long()", ".float()", ".half()", ".bfloat16()", ".double()", ".type(", ".cuda(")
 VIEW_TRIGGERS = (
     # ``.T`` as a whole attribute: a bare ".T" would match every ``torch.Tensor`` annotation.
