@@ -9,13 +9,13 @@ import sys
 import pytest
 
 from sync_lint.api import make_settings
-from sync_lint.pipeline.prefilter import _trigger_pattern
+from sync_lint.pipeline.prefilter import sink_words
 from sync_lint.pipeline.scout import Scout
 from sync_lint.rules import all_rules
 
 SETTINGS = make_settings()
-# The GPU1xx rules' unit triggers (all three share them).
-UNIT_TRIGGERS = _trigger_pattern(next(r for r in all_rules() if r.code == "GPU101")(SETTINGS).unit_triggers)
+# What the GPU1xx rules (all three alike) ask the scout about.
+SINK_WORDS = sink_words(next(r for r in all_rules() if r.code == "GPU101")(SETTINGS))
 
 # (source, may have a hot scope, may call a sink)
 CASES = {
@@ -60,6 +60,12 @@ CASES = {
     # ... and look-alikes it cannot: summaries of other files are not at hand.
     "a launch of an imported kernel": ("from k import kern\nkern[(1,)](x)\n", False, False),
     "a check nothing here calls": ("def wrapper(x):\n    assert x.is_contiguous()\n    return x\n", False, False),
+    "a call of a function whose only launch is a generic's constructor": (
+        "def helper(x):\n    return list[int]()\n\ndef user(t):\n    return helper(t[:, 0])\n", False, False),
+    "a call of a function that launches": (
+        "import k\ndef helper(x):\n    k.kern[(1,)](x)\n\ndef user(t):\n    helper(t[:, 0])\n", False, True),
+    "a call of a jit-decorated kernel without sink words": (
+        "from triton import jit\n@jit\ndef kern(p):\n    pass\n\ndef user(t):\n    kern[(1,)](t)\n", False, True),
     "a call of a function without sink words": (
         "def helper(x):\n    return x + 1\n\ndef user(t):\n    return helper(t[:, 0]).view(-1, 2)\n", False, False),
     # When it cannot tell, "may".
@@ -72,7 +78,7 @@ CASES = {
 def test_scout_answers(name):
     text, hot, sink = CASES[name]
     scout = Scout(text, SETTINGS)
-    assert (scout.may_have_hot_scope(), scout.may_call_a_sink(UNIT_TRIGGERS)) == (hot, sink)
+    assert (scout.may_have_hot_scope(), scout.may_call_a_sink(SINK_WORDS)) == (hot, sink)
 
 
 def test_hot_functions_option_means_may():
@@ -104,7 +110,7 @@ def test_every_reporting_example_is_a_may():
             if rule.reports_only_in_hot_scopes:
                 assert scout.may_have_hot_scope(), (rule.code, example)
             if rule.reports_only_at_sinks:
-                assert scout.may_call_a_sink(_trigger_pattern(rule.unit_triggers)) or any(
+                assert scout.may_call_a_sink(sink_words(rule)) or any(
                     word in example for word in ("torch.ops", "data_ptr")
                 ), (rule.code, example)
 
@@ -118,3 +124,17 @@ def test_the_scout_imports_no_libcst():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_the_scout_has_no_say_in_a_run_of_several_files():
+    """Alone, a file that only defines a checked wrapper cannot report; with the file that calls
+    the wrapper it can, through the summary it records (the scout reads one file only)."""
+    from sync_lint.pipeline.prefilter import rules_that_can_report
+
+    rules = [rule_class(SETTINGS) for rule_class in all_rules()]
+    boundary = "def wrapper(x, y):\n    assert x.is_contiguous()\n    return y\n"
+    caller = "from boundary import wrapper\n\n\ndef f(bt):\n    return wrapper(bt.t(), bt[:, 0])\n"
+    alone = {rule.code for rule in rules_that_can_report(rules, [boundary], SETTINGS)}
+    together = {rule.code for rule in rules_that_can_report(rules, [boundary, caller], SETTINGS)}
+    assert "GPU102" not in alone
+    assert "GPU102" in together

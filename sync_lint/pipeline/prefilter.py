@@ -16,7 +16,7 @@ from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.source import split_lines
 from sync_lint.pipeline.units import MaskPlan
 from sync_lint.rules.base import Rule
-from sync_lint.rules.triggers import SCOUTED_SINK_TRIGGERS
+from sync_lint.rules.triggers import SCOUTED_SINK_TRIGGERS, SINK_SHAPE_TRIGGERS
 
 
 def may_match(rule: Rule, text: str, alone: bool = False) -> bool:
@@ -34,33 +34,43 @@ def rules_that_can_report(rules: list[Rule], texts: list[str], settings: Setting
     alone finds nothing anywhere in it: a small run (pre-commit's staged files, an editor's
     file) skips it, and most often every parse.
 
-    Where the words are too common to decide, the syntax scout (``pipeline.scout``) does: a rule
-    that reports only in hot scopes needs a file where one may be, and a rule that reports only
-    at sinks, matched alone by none but the scouted words (``](`` is also ``list[int]()``), needs
-    a call that may reach a sink."""
-    scouts: dict[int, scout.Scout] = {}
+    Where the words are too common to decide, the syntax scout (``pipeline.scout``) does, in a
+    run of one file: a rule that reports only in hot scopes needs a file where one may be, and a
+    rule that reports only at sinks, matched alone by none but the scouted words (``](`` is also
+    ``list[int]()``), needs a call that may reach a sink. The scout reads one file, so in a
+    larger run it has no say: another file may call the wrapper this one defines, or subclass
+    its hot base class."""
+    if len(texts) != 1:
+        return [rule for rule in rules if any(may_match(rule, text, alone=True) for text in texts)]
+    text = texts[0]
     answers: dict[tuple, bool] = {}
+    file_scout: list[scout.Scout] = []
 
-    def scout_says(index: int, question: str, *args) -> bool:
-        key = (index, question, *args)
-        if key not in answers:
+    def scout_says(question: str, *args) -> bool:
+        if (question, *args) not in answers:
             with span("scout"):
-                if index not in scouts:
-                    scouts[index] = scout.Scout(texts[index], settings)
-                answers[key] = getattr(scouts[index], question)(*args)
-        return answers[key]
+                if not file_scout:
+                    file_scout.append(scout.Scout(text, settings))
+                answers[(question, *args)] = getattr(file_scout[0], question)(*args)
+        return answers[(question, *args)]
 
-    def may_report_in(rule: Rule, index: int, text: str) -> bool:
+    def may_report(rule: Rule) -> bool:
         if not may_match(rule, text, alone=True):
             return False
-        if rule.reports_only_in_hot_scopes and not scout_says(index, "may_have_hot_scope"):
+        if rule.reports_only_in_hot_scopes and not scout_says("may_have_hot_scope"):
             return False
         if rule.reports_only_at_sinks and rule.alone_triggers and not _any_in(_unscouted(rule.alone_triggers), text):
-            units = rule.triggers if rule.unit_triggers is None else rule.unit_triggers
-            return scout_says(index, "may_call_a_sink", _trigger_pattern(units))
+            return scout_says("may_call_a_sink", sink_words(rule))
         return True
 
-    return [rule for rule in rules if any(may_report_in(rule, i, text) for i, text in enumerate(texts))]
+    return [rule for rule in rules if may_report(rule)]
+
+
+def sink_words(rule: Rule) -> re.Pattern:
+    """What a function's source must hold, besides a sink's syntax, to carry a summary of a
+    GPU1xx rule: its unit triggers but for the sink shapes, which the scout reads as syntax."""
+    units = rule.triggers if rule.unit_triggers is None else rule.unit_triggers
+    return _trigger_pattern(tuple(t for t in units if t not in SINK_SHAPE_TRIGGERS) or (_NEVER,))
 
 
 def _unscouted(triggers: tuple[str | re.Pattern, ...]) -> tuple[str | re.Pattern, ...]:

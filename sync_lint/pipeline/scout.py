@@ -15,6 +15,7 @@ an option the scout does not model) the answer is "may".
 from __future__ import annotations
 
 import ast
+import builtins
 import fnmatch
 import re
 
@@ -50,15 +51,16 @@ class Scout:
         names = self._names_of_tree()
         return names is None or _HotScout(names, self._tree, self.settings).found()
 
-    def may_call_a_sink(self, unit_triggers: re.Pattern) -> bool:
-        """Whether a GPU1xx rule could report in this file on its own: a ``.view(dtype)`` (one
-        argument that may name a torch dtype), or a call of a function (or a launch of a kernel)
-        defined here whose definition holds one of the rules' ``unit_triggers``. Other files'
-        functions have no summary in a one-file run, and a summary is only recorded in a unit
-        with a trigger (``units``' contract), so ``list[int]()``, ``x.view(-1, n)`` or
-        ``assert x.is_contiguous()`` in a function nothing here calls cannot report."""
+    def may_call_a_sink(self, sink_words: re.Pattern) -> bool:
+        """Whether a GPU1xx rule could report in this file on its own: at a ``.view(dtype)`` (one
+        argument that may name a torch dtype), or at a call of a function (a launch of a kernel)
+        defined here that may carry a summary: its definition holds one of ``sink_words`` (the
+        rules' unit triggers but for the sink shapes), a Triton decorator, a launch or a dtype
+        view. Other files' functions have no summary in a one-file run, so ``list[int]()``,
+        ``x.view(-1, n)``, a launch of an imported kernel or ``assert x.is_contiguous()`` in a
+        function nothing here calls cannot report."""
         names = self._names_of_tree()
-        return names is None or _SinkScout(names, self.text, unit_triggers).found()
+        return names is None or _SinkScout(names, self.text, sink_words).found()
 
 
 class _Names:
@@ -68,6 +70,7 @@ class _Names:
     def __init__(self, tree: ast.Module, settings: Settings) -> None:
         self.aliases: dict[str, str] = dict(settings["alias-modules"])
         self.imports: dict[str, set[str]] = {}
+        self.bound: set[str] = set()  # every name the file binds anywhere
         self.nodes: dict[type, list] = {}
         for node in ast.walk(tree):
             kind = type(node)
@@ -76,6 +79,7 @@ class _Names:
                 for alias in node.names:
                     local = alias.asname or alias.name.partition(".")[0]
                     self.imports.setdefault(local, set()).add(alias.name if alias.asname else local)
+                    self.bound.add(local)
             elif kind is ast.ImportFrom:
                 # Relative imports keep only their module's tail: meanings are compared by endings.
                 base = node.module or ""
@@ -83,7 +87,14 @@ class _Names:
                     if alias.name != "*":
                         local = alias.asname or alias.name
                         self.imports.setdefault(local, set()).add(f"{base}.{alias.name}" if base else alias.name)
-    
+                        self.bound.add(local)
+            elif kind is ast.Name and type(node.ctx) is not ast.Load:
+                self.bound.add(node.id)
+            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.ClassDef:
+                self.bound.add(node.name)
+            elif kind is ast.Global or kind is ast.Nonlocal:
+                self.bound.update(node.names)
+
     def of(self, kind: type) -> list:
         return self.nodes.get(kind, [])
 
@@ -189,10 +200,10 @@ class _HotScout:
 class _SinkScout:
     """Over-approximates where ``analysis.sinks`` can make a finding without other files."""
 
-    def __init__(self, names: _Names, text: str, unit_triggers: re.Pattern) -> None:
+    def __init__(self, names: _Names, text: str, sink_words: re.Pattern) -> None:
         self.names = names
         self.text = text
-        self.unit_triggers = unit_triggers
+        self.sink_words = sink_words
 
     def found(self) -> bool:
         calls = self.names.of(ast.Call)
@@ -202,16 +213,33 @@ class _SinkScout:
         return bool(summarised) and any(_callee_name(call) in summarised for call in calls)
 
     def _summarised_definitions(self) -> set[str]:
-        """Names of the functions (and classes) here whose source, decorators included, holds a
-        unit trigger: the only ones that can carry a summary."""
+        """Names of the functions (and classes) here that may carry a summary."""
         lines = self.text.splitlines(keepends=True)
         found = set()
         for kind in (*_FUNCTIONS, ast.ClassDef):
             for node in self.names.of(kind):
+                if node.name in found:
+                    continue
                 first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
-                if self.unit_triggers.search("".join(lines[first : node.end_lineno or len(lines)])):
+                if (
+                    self.sink_words.search("".join(lines[first : node.end_lineno or len(lines)]))
+                    or any("triton" in name for d in node.decorator_list for name in self.names.meanings(_callee(d)))
+                    or any(self._launch(call) for call in ast.walk(node) if type(call) is ast.Call)
+                ):  # fmt: skip
                     found.add(node.name)
         return found
+
+    def _launch(self, call: ast.Call) -> bool:
+        """``k[grid](...)`` where ``k`` may be a global (``sinks`` judges a launch so): not
+        ``list[int]()``, a builtin generic's constructor, unless the file rebinds ``list``."""
+        func = call.func
+        if type(func) is not ast.Subscript:
+            return False
+        written = _dotted(func.value)
+        if written is None:
+            return False
+        head = written.partition(".")[0]
+        return head not in _BUILTINS or head in self.names.bound
 
     def _dtype_view(self, call: ast.Call) -> bool:
         """``t.view(x)`` with one argument (positional or keyword) that may name a torch dtype:
@@ -242,6 +270,7 @@ def _callee(decorator: ast.expr) -> ast.expr:
 
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_BUILTINS = frozenset(dir(builtins))
 
 
 def _matches(name: str, patterns: list[str]) -> bool:

@@ -23,7 +23,8 @@ SINK_UNIT_TRIGGERS = SUMMARY_TRIGGERS + ("](", ".view(")
 # finding in a one-file run only through a function of that file whose summary they shape (a
 # launch of its kernel, a call of its checked wrapper) or as ``.view(dtype)``, and their words
 # are also in ``list[int]()``, ``x.view(-1, n)``: the syntax scout decides (``Scout.may_call_a_sink``).
-SCOUTED_SINK_TRIGGERS = ("is_contiguous", "stride(", "](", ".view(")
+SINK_SHAPE_TRIGGERS = ("](", ".view(")  # the syntax of a launch and of ``.view(dtype)``
+SCOUTED_SINK_TRIGGERS = ("is_contiguous", "stride(", *SINK_SHAPE_TRIGGERS)
 ALONE_SINK_TRIGGERS = ("torch.ops", "data_ptr", *SCOUTED_SINK_TRIGGERS)
 CAST_TRIGGERS = (".to(", ".int()", ".long()", ".float()", ".half()", ".bfloat16()", ".double()", ".type(", ".cuda(")
 VIEW_TRIGGERS = (
