@@ -55,8 +55,8 @@ class Scout:
         """Whether a GPU1xx rule could report in this file on its own: at a ``.view(dtype)`` (one
         argument that may name a torch dtype), or at a call of a function (a launch of a kernel)
         defined here that may carry a summary: its definition holds one of ``sink_words`` (the
-        rules' unit triggers but for the sink shapes), a Triton decorator, a launch or a dtype
-        view. Other files' functions have no summary in a one-file run, so ``list[int]()``,
+        rules' unit triggers but for the sink shapes), a Triton decorator or a launch (a dtype
+        view anywhere already answers "may"). Other files' functions have no summary in a one-file run, so ``list[int]()``,
         ``x.view(-1, n)``, a launch of an imported kernel or ``assert x.is_contiguous()`` in a
         function nothing here calls cannot report."""
         names = self._names_of_tree()
