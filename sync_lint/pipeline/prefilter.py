@@ -43,15 +43,13 @@ def rules_that_can_report(rules: list[Rule], texts: list[str], settings: Setting
     if len(texts) != 1:
         return [rule for rule in rules if any(may_match(rule, text, alone=True) for text in texts)]
     text = texts[0]
-    answers: dict[tuple, bool] = {}
-    file_scout: list[scout.Scout] = []
+    file_scout = scout.Scout(text, settings)  # parses only when first asked
+    answers: dict[tuple, bool] = {}  # the GPU1xx rules share one question
 
     def scout_says(question: str, *args) -> bool:
         if (question, *args) not in answers:
             with span("scout"):
-                if not file_scout:
-                    file_scout.append(scout.Scout(text, settings))
-                answers[(question, *args)] = getattr(file_scout[0], question)(*args)
+                answers[(question, *args)] = getattr(file_scout, question)(*args)
         return answers[(question, *args)]
 
     def may_report(rule: Rule) -> bool:
