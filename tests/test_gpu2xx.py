@@ -1001,3 +1001,103 @@ def test_a_same_file_helper_is_judged_with_the_host_arguments_of_the_call():
                 h = host_max(common.seq_lens.cuda())  # expect: GPU201
                 return a, b, c, d, e, f, g, h
     """, unknown_device="always")
+
+
+# -- Python bools read from tensor data ---------------------------------------------------------
+
+def test_python_bools_read_from_gpu_data_sync_once_at_the_call():
+    # On an H200 with `set_sync_debug_mode("error")` each of these raises, and each breaks a CUDA
+    # graph capture; on CPU tensors they are plain host work. The bool is host-side afterwards.
+    check("""
+        import torch
+
+        class Model(torch.nn.Module):
+            def forward(self, x: torch.Tensor, ref: torch.Tensor, x_cpu: torch.Tensor, y_cpu: torch.Tensor):
+                x = x.to(self.device, non_blocking=True)
+                ref = ref.to(self.device, non_blocking=True)
+                if torch.equal(x, ref):  # expect: GPU202
+                    pass
+                same = x.equal(ref)  # expect: GPU202
+                if same and not same:
+                    pass
+                a = torch.allclose(input=x, other=ref, atol=1e-2)  # expect: GPU202
+                b = ref.allclose(x) or x.is_nonzero()  # expect: GPU202
+                c = torch.is_nonzero(x[0])  # expect: GPU202
+                assert torch.allclose(x.float(), ref.float()), "drifted"  # expect: GPU202
+                # Host tensors, and comparisons that give tensors (no host read).
+                d = torch.equal(x_cpu, y_cpu) and x_cpu.allclose(y_cpu) and torch.is_nonzero(y_cpu.sum())
+                e = torch.equal(x.cpu(), ref.cpu())  # expect: GPU201
+                f = torch.isclose(x, ref), x.eq(ref), torch.eq(x, ref)
+                return a, b, c, d, e, f
+    """)
+    assert messages("""
+        import torch
+
+        class Model(torch.nn.Module):
+            def forward(self, x: torch.Tensor, ref: torch.Tensor):
+                x = x.cuda()
+                return torch.equal(x, ref), x.allclose(ref)
+    """) == [
+        "undeclared GPU->CPU sync in model forward `Model.forward`: `torch.equal(x, ref)` (a Python bool read "
+        "from tensor data)",
+        "undeclared GPU->CPU sync in model forward `Model.forward`: `x.allclose(ref)` (a Python bool read from "
+        "tensor data)",
+    ]
+
+
+def test_python_bools_read_from_unknown_tensors_follow_the_unknown_device_option():
+    # Like `.item()`: a tensor-only API, so an operand of unknown device counts in metadata builders.
+    source = """
+        import torch
+
+        class FooMetadataBuilder:
+            def build(self, common):
+                return torch.equal(common.block_table, self.prev_block_table)  # expect: GPU202
+
+        class Model(torch.nn.Module):
+            def forward(self, x, ref):
+                return x.allclose(ref)
+    """
+    check(source)
+    assert findings(source, unknown_device="never") == set()
+    assert findings(source, unknown_device="always") == {(6, "GPU202"), (10, "GPU202")}
+
+
+def test_a_declaration_around_a_host_comparison_is_stale():
+    check("""
+        import torch
+        from reference_kernels.sync_check import gpu_sync_allowed
+
+        class FooMetadataBuilder:
+            def build(self, common):
+                with gpu_sync_allowed():  # expect: GPU203
+                    unchanged = torch.equal(common.seq_lens_cpu, self.prev_seq_lens_cpu)
+                with gpu_sync_allowed():
+                    tied = torch.equal(common.seq_lens.cuda(), self.prev_seq_lens)
+                return unchanged, tied
+    """)
+
+
+def test_a_helper_with_only_a_comparison_keeps_its_summary(tmp_path):
+    # vLLM `spec_decode/eagle/utils.py`: a helper file whose one sync word is `torch.equal`; the
+    # pre-filter must not skip it, or the hot caller loses the summary.
+    root = _project(tmp_path, {
+        "tying.py": """
+            import torch
+
+            def shares_weight(w, target):
+                return torch.equal(w, target.weight)
+        """,
+        "head.py": """
+            import torch
+            from .tying import shares_weight
+
+            class Head(torch.nn.Module):
+                def forward(self, x: torch.Tensor):
+                    if shares_weight(self.weight, self.embed):
+                        return x
+                    return x * 2
+        """,
+    })
+    assert _project_findings(root, unknown_device="always") == {("head.py", 7, "GPU201")}
+    assert _project_findings(root) == set()  # a parameter of unknown device outside a builder

@@ -9,7 +9,9 @@ For every function, one forward walk (``flow.Walker`` with ``device.DeviceDomain
   ``and`` / ``or`` / ``not``, ``.any()`` / ``.all()`` in a condition, boolean-mask indexing,
   ``nonzero`` / ``argwhere`` / one-argument ``torch.where`` / ``unique`` / ``masked_select`` /
   ``repeat_interleave`` with tensor repeats and no ``output_size=``, a GPU tensor used as a
-  Python int (``range(t)``, slice bounds, sizes of ``torch.arange`` / ``empty`` / ``zeros`` ...);
+  Python int (``range(t)``, slice bounds, sizes of ``torch.arange`` / ``empty`` / ``zeros`` ...),
+  a Python bool read from tensors' data (``torch.equal`` / ``allclose`` / ``is_nonzero`` and the
+  methods of those names: the bool itself is host-side, so using it later is no second sync);
 - calls of functions of the project (``helper(x)``, ``self.helper()`` as ``<module>.<Class>.helper``,
   ``mod.func()``), which sync if the callee's closed summary says so; a call of a function of
   the same file that passes CPU tensors is no sync site if the callee, walked with them bound,
@@ -40,10 +42,12 @@ from dataclasses import dataclass, replace
 import libcst as cst
 
 from sync_lint.analysis.device import (
+    VALUE_READS,
     ClassAttributes,
     DeviceDomain,
     Place,
     base_class_name,
+    combine,
     initial_env,
     is_literal,
     is_true,
@@ -588,6 +592,11 @@ class _Scanner:
             args = positional(node)
             repeats = keyword(node, "repeats") or (args[0] if args else None)
             self._repeat_interleave(node, repeats, receiver, env, loop)
+        elif method in VALUE_READS:
+            args = positional(node)
+            other = keyword(node, "other") or (args[0] if args else None)
+            operands = [receiver] if other is None else [receiver, self.domain.evaluate(other, env)]
+            self._value_read(node, operands, loop)
         elif self.broad and method not in SAFE_METHODS:
             self._candidate(node, loop)
 
@@ -600,6 +609,17 @@ class _Scanner:
                 self._candidate(node, loop)
         elif self._device_ish(place, tensor=True) and not receiver.is_host:
             self._hit(node, "implicit", "`repeat_interleave` with tensor repeats and no `output_size=`", None, loop)
+
+    def _value_read(self, node: cst.Call, operands: list[Place], loop: bool) -> None:
+        """``torch.equal(a, b)`` / ``a.allclose(b)`` / ``t.is_nonzero()``: a Python bool computed
+        from the data of tensors that must share a device, so one on the GPU makes it a sync.
+        Tensor-only APIs: an operand of unknown device counts as for ``.item()``."""
+        place = combine(operands)
+        if self.broad:
+            if self._maybe_device(place):
+                self._candidate(node, loop)
+        elif self._device_ish(place):
+            self._hit(node, "implicit", "`{code}` (a Python bool read from tensor data)", node, loop)
 
     def _library_call(self, name: str, node: cst.Call, env, loop: bool) -> None:
         if not name.startswith("torch."):
@@ -614,6 +634,10 @@ class _Scanner:
                 self._candidate(node, loop)
             elif self._device_ish(place):
                 self._hit(node, "implicit", f"`torch.{short}()` (its output size depends on the data)", None, loop)
+        elif short in VALUE_READS and name.count(".") == 1:
+            operands = [*args[:2], keyword(node, "input"), keyword(node, "other")]
+            places = [self.domain.evaluate(operand, env) for operand in operands if operand is not None]
+            self._value_read(node, places, loop)
         elif short == "repeat_interleave":
             repeats = keyword(node, "repeats") or (args[1] if len(args) > 1 else args[0] if args else None)
             source = self.domain.evaluate(args[0], env) if len(args) > 1 else Place("unknown")

@@ -23,7 +23,10 @@ class ImplicitSyncInHotPath(Rule):
         "`bool()` of a tensor; a tensor as an `if` / `while` / `assert` condition, a conditional-expression "
         "test, or an operand of `and` / `or` / `not`; `.any()` / `.all()` in a condition; boolean-mask "
         "indexing `x[mask]`; `torch.nonzero` / `.nonzero()` / `argwhere`, one-argument `torch.where(cond)`, "
-        "`torch.unique`, `masked_select`, `repeat_interleave` with tensor repeats and no `output_size=`; a "
+        "`torch.unique`, `masked_select`, `repeat_interleave` with tensor repeats and no `output_size=`; "
+        "`torch.equal(a, b)` / `torch.allclose(a, b)` / `torch.is_nonzero(t)` (and the methods `a.equal(b)`, "
+        "`a.allclose(b)`, `t.is_nonzero()`), whose Python bool is read from the data (reported at the call: "
+        "a later `if same:` on that bool is no second sync; `torch.isclose` returns a tensor and is none); a "
         "device scalar used as a Python int (`range(t)`, a slice bound `x[:t]`, a size of `torch.arange(t)` / "
         "`torch.empty(t)`). The tensor must be known to be on the GPU, or, in metadata builders "
         "(`unknown-device`), certainly a tensor of unknown device (a torch op's result, `x[1:] - x[:-1]`, "
@@ -80,6 +83,13 @@ class ImplicitSyncInHotPath(Rule):
         "        if torch.is_floating_point(mask) and not torch.is_complex(mask):\n"
         "            mask = mask.to(q.dtype)\n"
         "        return q, mask\n",
+        # Comparing host copies is free; `torch.isclose` gives a tensor that stays on the GPU.
+        "import torch\n\n"
+        "class PoolingMetadataBuilder:\n"
+        "    def build(self, common):\n"
+        "        partial = not torch.equal(common.prompt_lens_cpu, common.num_scheduled_tokens_cpu)\n"
+        "        close = torch.isclose(common.seq_lens.to(self.device), common.query_lens.to(self.device))\n"
+        "        return partial, close\n",
     )
     invalid = (
         "import torch\n\n"
@@ -99,6 +109,15 @@ class ImplicitSyncInHotPath(Rule):
         "        for i in range(n):  # expect: GPU202\n"
         "            pass\n"
         "        return logits[:n]  # expect: GPU202\n",
+        # A Python bool read from GPU tensors: the call syncs (once), not the later use of the bool.
+        "import torch\n\n"
+        "class Indexer(torch.nn.Module):\n"
+        "    def forward(self, raw_positions: torch.Tensor, positions: torch.Tensor):\n"
+        "        positions = positions.to(self.device, non_blocking=True)\n"
+        "        same = positions.equal(raw_positions)  # expect: GPU202\n"
+        "        if same or not torch.allclose(positions, raw_positions.float()):  # expect: GPU202\n"
+        "            return positions\n"
+        "        return torch.is_nonzero(positions[:1])  # expect: GPU202\n",
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:

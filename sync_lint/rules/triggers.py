@@ -42,7 +42,7 @@ HOT_TRIGGERS = ("MetadataBuilder", "def forward", "torch.compile", "cuda.graph",
 EXPLICIT_TRIGGERS = (".item(", ".tolist(", ".cpu(", ".numpy(", "synchronize", '"cpu"', "'cpu'", ".copy_(")
 IMPLICIT_TRIGGERS = (
     "nonzero", "argwhere", "unique", "masked_select", "repeat_interleave", "where(", "device", ".cuda(", "_gpu",
-    ".gpu",
+    ".gpu", ".equal(", ".allclose(",  # ``torch.equal(a, b)`` / ``a.allclose(b)``; "nonzero" has ``is_nonzero``
 )
 # Only the configured ``sync-declarations`` are declarations; their names become triggers
 # (``trigger_options``), so the default's is the only fixed one.
