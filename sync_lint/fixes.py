@@ -1,10 +1,13 @@
 """Building fixes: turn "what to change" on libcst nodes into text edits.
 
-Two ways, both producing minimal ``Edit``s on the original text:
+Three ways, all producing minimal ``Edit``s on the original text:
 - ``insert_after`` / ``replace``: a text change at a node's span (cheap; for expression fixes).
-- ``transform``: replace nodes in the module with libcst, render the module, and diff it
-  against the original line by line (for statement-level fixes such as wrapping a statement
-  in a ``with`` block and adding an import: libcst gets indentation and strings right).
+- ``replace_statement``: render a replacement statement with libcst at the indentation of the
+  one it replaces (wrapping a statement in a ``with`` block: libcst gets nested indentation and
+  multi-line strings right), and edit only those lines.
+- ``transform``: replace nodes in the module with libcst, render the whole module, and diff it
+  against the original line by line: costs a render and a diff of the whole file, so kept for
+  what the others cannot express.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import difflib
 from typing import Mapping
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
 from libcst.metadata import CodeRange
 
 from sync_lint.diagnostics import Applicability, Edit, Fix
@@ -48,6 +52,31 @@ class Editor:
     def replace(self, node: cst.CSTNode, text: str) -> Edit:
         start, end = self.span(node)
         return Edit(start, end, text)
+
+    def replace_statement(self, statement: cst.BaseStatement, replacement: cst.BaseStatement) -> Edit | None:
+        """Replace a statement of a body by ``replacement`` rendered at its indentation, both
+        without their leading blank lines and comments (which stay as they are). None when the
+        statement's own rendering is not exactly what the text holds from the start of its line
+        (a decorated definition, whose position starts at ``def``; a last line without a
+        newline): the caller falls back to ``transform``."""
+        where = self.positions[statement]
+        start = self.lines.offset(where.start.line, 0)
+        indent = self.text[start : start + where.start.column]
+        if indent.strip():
+            return None  # not the first statement on its line
+        original = self._render(statement.with_changes(leading_lines=()), indent)
+        if not self.text.startswith(original, start):
+            return None
+        return Edit(start, start + len(original), self._render(replacement.with_changes(leading_lines=()), indent))
+
+    def _render(self, statement: cst.BaseStatement, indent: str) -> str:
+        state = CodegenState(
+            default_indent=self.module.default_indent,
+            default_newline=self.module.default_newline,
+            indent_tokens=[indent] if indent else [],
+        )
+        statement._codegen(state)
+        return "".join(state.tokens)
 
     def transform(self, new_module: cst.Module) -> tuple[Edit, ...]:
         """Line-level edits that turn the original text into ``new_module``'s code."""

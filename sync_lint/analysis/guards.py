@@ -281,16 +281,33 @@ def _with_import(module: cst.Module, statement: cst.SimpleStatementLine | None) 
         return module
     body = list(module.body)
     position = _import_position(module)
-    if position < len(body) and not _is_import(body[position]):
-        # Keep the blank lines that separate imports from code (two before a def or class).
+    missing = _blank_lines_missing(module, position)
+    if missing:
         following = body[position]
-        blanks = 2 if isinstance(following, (cst.FunctionDef, cst.ClassDef)) else 1
-        leading = list(following.leading_lines)
-        missing = blanks - sum(1 for line in leading[:blanks] if line.comment is None)
-        if missing > 0:
-            body[position] = following.with_changes(leading_lines=[cst.EmptyLine()] * missing + leading)
+        body[position] = following.with_changes(leading_lines=[cst.EmptyLine()] * missing + list(following.leading_lines))
     body.insert(position, statement)
     return module.with_changes(body=body)
+
+
+def _blank_lines_missing(module: cst.Module, position: int) -> int:
+    """Blank lines to add after an import inserted before ``module.body[position]``, to keep the
+    ones that separate imports from code (two before a def or class)."""
+    if position >= len(module.body) or _is_import(module.body[position]):
+        return 0
+    following = module.body[position]
+    blanks = 2 if isinstance(following, (cst.FunctionDef, cst.ClassDef)) else 1
+    return max(0, blanks - sum(1 for line in following.leading_lines[:blanks] if line.comment is None))
+
+
+def _import_edit(editor, module: cst.Module, statement: cst.SimpleStatementLine) -> Edit | None:
+    """The text edit that ``_with_import`` makes, found by rendering only the statements before
+    the new import's place. None when that rendering is not how the text starts."""
+    position = _import_position(module)
+    before = module.with_changes(body=module.body[:position], footer=(), has_trailing_newline=True).code
+    if not editor.text.startswith(before):
+        return None
+    added = module.code_for_node(statement) + module.default_newline * _blank_lines_missing(module, position)
+    return Edit(len(before), len(before), added)
 
 
 def _is_import(statement: cst.CSTNode) -> bool:
@@ -345,14 +362,19 @@ def wrap_fix(ctx, statement: cst.BaseStatement, message: str):
     local, import_statement = found
 
     def plan(editor):
-        inner = statement.with_changes(leading_lines=())
         wrapped = cst.With(
             items=[cst.WithItem(item=cst.Call(func=cst.Name(local)))],
-            body=cst.IndentedBlock(body=[inner]),
+            body=cst.IndentedBlock(body=[statement.with_changes(leading_lines=())]),
             leading_lines=statement.leading_lines,
         )
-        module = ctx.module.visit(_Replace(statement, wrapped))
-        module = _with_import(module, import_statement)
+        # Edit the statement's lines and the import's place alone: rendering and diffing the
+        # whole module per finding made these fixes most of a builder file's check.
+        edits = [editor.replace_statement(statement, wrapped)]
+        if import_statement is not None:
+            edits.append(_import_edit(editor, ctx.module, import_statement))
+        if None not in edits and (len(edits) == 1 or edits[1].end <= edits[0].start):
+            return make_fix(message, "unsafe", *edits)
+        module = _with_import(ctx.module.visit(_Replace(statement, wrapped)), import_statement)
         return make_fix(message, "unsafe", *editor.transform(module))
 
     return plan

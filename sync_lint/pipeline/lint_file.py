@@ -11,7 +11,7 @@ import ast
 import gc
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -21,7 +21,7 @@ from sync_lint.diagnostics import Diagnostic
 from sync_lint.pipeline import prefilter
 from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.source import SourceError, SourceFile
-from sync_lint.pipeline.suppress import Suppressions, scan
+from sync_lint.pipeline.suppress import Suppressions, is_suppressed, scan
 from sync_lint.rules.base import Finding, Rule
 
 # libcst and the analyses are imported where a file is parsed, not here: a file that no rule's
@@ -265,21 +265,18 @@ def _with_reexports(facts: FileFacts, source: SourceFile, settings: Settings) ->
 
 
 def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[Rule, Finding]]) -> None:
-    """Positions and fixes, computed only for files that have findings."""
+    """Positions and fixes, computed only for files that have findings. A finding that a noqa
+    comment suppresses is never shown nor fixed, so it gets no fix: planning one can cost a
+    transform of the whole module (GPU201's ``with`` block), and engines carry many such
+    deliberate, marked syncs."""
     from sync_lint.fixes import Editor
 
     positions = ctx.positions()
     editor = Editor(ctx.module, ctx.source.text, positions)
+    with span("noqa scan"):
+        suppressions = scan(ctx.source.text)
     for rule, finding in findings:
         where = positions[finding.node]
-        fix = None
-        if finding.fix is not None:
-            try:
-                fix = finding.fix(editor)
-            except Exception as exc:  # a broken fix must not lose the finding
-                facts.diagnostics.append(
-                    tool_diagnostic(ctx.path, "GPU004", f"internal error in {rule.code} fix: {type(exc).__name__}: {exc}")
-                )
         diagnostic = Diagnostic(
             path=ctx.path,
             line=where.start.line,
@@ -288,8 +285,14 @@ def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[R
             end_col=where.end.column + 1,
             code=rule.code,
             message=finding.message,
-            fix=fix,
         )
+        if finding.fix is not None and not is_suppressed(diagnostic, suppressions):
+            try:
+                diagnostic = replace(diagnostic, fix=finding.fix(editor))
+            except Exception as exc:  # a broken fix must not lose the finding
+                facts.diagnostics.append(
+                    tool_diagnostic(ctx.path, "GPU004", f"internal error in {rule.code} fix: {type(exc).__name__}: {exc}")
+                )
         if finding.if_callee is None:
             facts.diagnostics.append(diagnostic)
         else:

@@ -14,6 +14,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass
+from functools import lru_cache
 
 from sync_lint.diagnostics import Diagnostic, Edit, Fix
 from sync_lint.pipeline.source import LineIndex
@@ -48,8 +49,11 @@ class Suppressions:
         return self.file_codes is None
 
 
+@lru_cache(maxsize=4)
 def scan(text: str) -> Suppressions:
-    """Find every noqa comment. Cheap when the file mentions no noqa at all."""
+    """Find every noqa comment. Cheap when the file mentions no noqa at all. Remembers the last
+    few texts: a file with findings is scanned before its fixes are planned (a suppressed
+    finding gets none) and again when its facts are complete."""
     if "noqa" not in text and "NOQA" not in text.upper():
         return Suppressions()
     lines = LineIndex(text)
