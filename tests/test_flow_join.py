@@ -1,6 +1,8 @@
-"""flow.Walker: a path that ends (``return``, ``raise``, ``continue``, ``break``) takes no part in
-the join after its ``if``; its values go where the path goes (the loop head, past the loop, the
-function exit, an exception handler). GPU1xx (layout) and GPU2xx (device) both walk this way."""
+"""flow.Walker: a path that ends (``return``, ``raise``, ``continue``, ``break``, ``assert False``,
+``sys.exit()``...) takes no part in the join after its ``if``; its values go where the path goes (the
+loop head, past the loop, the function exit, an exception handler, past a ``contextlib.suppress``).
+``while True:`` is left only by ``break``; a ``match`` with a catch-all case takes one of its cases.
+GPU1xx (layout) and GPU2xx (device) both walk this way."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import libcst as cst
 import pytest
 
 from sync_lint.analysis.flow import Walker
+from sync_lint.analysis.names import NameTable
 from sync_lint.api import lint_text
 
 GUARD = "reference_kernels.sync_check:gpu_sync_allowed"
@@ -259,8 +262,9 @@ class _Names:
         return frozenset({"?"})
 
 
-def _seen(source: str) -> dict[str, frozenset[str]]:
-    """The value of ``x`` at each ``probe_<tag>(x)`` call, and the exit environment's."""
+def _seen(source: str, resolve: bool = True) -> dict[str, frozenset[str]]:
+    """The value of ``x`` at each ``probe_<tag>(x)`` call, and the exit environment's (``resolve``:
+    the domain carries the module's ``NameTable``, as the rules' domains do)."""
     seen: dict[str, frozenset[str]] = {}
 
     def hook(node, env):
@@ -269,8 +273,12 @@ def _seen(source: str) -> dict[str, frozenset[str]]:
             if name.startswith("probe_"):
                 seen[name[len("probe_"):]] = env.get("x", frozenset())
 
-    function = cst.parse_module(textwrap.dedent(source)).body[0]
-    exit_env = Walker(_Names(), hook).walk(function.body.body, {"x": frozenset({"start"})})
+    module = cst.parse_module(textwrap.dedent(source))
+    function = next(s for s in module.body if isinstance(s, cst.FunctionDef))
+    domain = _Names()
+    if resolve:
+        domain.names = NameTable(module, "example", {})
+    exit_env = Walker(domain, hook).walk(function.body.body, {"x": frozenset({"start"})})
     seen["exit"] = exit_env.get("x", frozenset())
     return seen
 
@@ -326,3 +334,355 @@ def test_walker_both_branches_end():
     """)
     assert seen["dead"] == {"one", "two"}  # unreachable: walked, with both ends' values
     assert seen["exit"] == {"one"}  # only the return reaches the exit
+
+
+# -- `with contextlib.suppress(...)`: what its body raises continues after the block -------------
+
+
+def test_walker_raise_in_suppress_continues_after_the_with():
+    seen = _seen("""
+        import contextlib
+        import contextlib as cl
+        from contextlib import suppress
+        from contextlib import suppress as ignoring
+
+        def f():
+            with suppress(ValueError):
+                x = "sup"
+                raise ValueError
+            probe_after_suppress(x)
+            with contextlib.suppress(KeyError), open(p) as fh:
+                if a:
+                    x = "dotted"
+                    raise KeyError
+                x = "through"
+            probe_after_dotted(x)
+            x = "reset"
+            with ignoring(OSError):
+                x = "alias"
+                raise OSError
+            with cl.suppress(OSError):
+                raise OSError
+            probe_after_aliases(x)
+    """)
+    # Like ``try: ... except: pass``: from the start, the end, or the ``raise``.
+    assert seen["after_suppress"] == {"start", "sup"}
+    assert seen["after_dotted"] == {"start", "sup", "dotted", "through"}
+    assert seen["after_aliases"] == {"reset", "alias"}
+    assert seen["exit"] == {"reset", "alias"}
+
+
+def test_walker_raise_in_another_with_still_ends():
+    seen = _seen("""
+        from mylib import suppress
+
+        def f():
+            if a:
+                with open(p) as fh:
+                    x = "open"
+                    raise ValueError
+            if b:
+                with suppress(ValueError):  # not contextlib's
+                    x = "mine"
+                    raise ValueError
+            probe_after(x)
+    """)
+    assert seen["after"] == {"start"}
+
+
+def test_walker_return_in_suppress_still_leaves_the_function():
+    seen = _seen("""
+        import contextlib
+
+        def f():
+            if a:
+                with contextlib.suppress(OSError):
+                    x = "ret"
+                    return
+                probe_after_with(x)
+            probe_after_if(x)
+    """)
+    # ``return g()`` may raise inside the block: the code after it may run, with the values there.
+    assert seen["after_with"] == {"start", "ret"}
+    assert seen["after_if"] == {"start", "ret"}
+    assert seen["exit"] == {"start", "ret"}
+
+
+# -- `while True:` is left only by `break` ------------------------------------------------------
+
+
+def test_walker_while_true_is_left_only_by_break():
+    seen = _seen("""
+        def f():
+            while True:
+                x = "loop"
+                if a:
+                    x = "brk"
+                    break
+            probe_after(x)
+    """)
+    assert seen["after"] == {"brk"}
+
+
+@pytest.mark.parametrize("test", ["True", "1", "(True)"])
+def test_walker_while_true_without_break_ends_the_path(test: str):
+    seen = _seen(f"""
+        def f():
+            while {test}:
+                x = "loop"
+                for y in ys:
+                    x = "inner"
+                    break  # leaves the ``for``, not the ``while``
+                if a:
+                    x = "ret"
+                    return
+            else:
+                probe_else(x)
+            probe_after(x)
+    """)
+    assert seen["exit"] == {"ret"}  # nothing falls out of the loop (its ``else`` is dead code)
+
+
+def test_walker_while_with_a_condition_may_run_zero_times():
+    seen = _seen("""
+        def f():
+            while pending:
+                x = "loop"
+                if a:
+                    return
+            probe_after(x)
+            while 0:
+                x = "never"
+            probe_after_zero(x)
+    """)
+    assert seen["after"] == {"start", "loop"}
+    assert seen["after_zero"] == {"start", "loop", "never"}  # not a path end: treated as any test
+
+
+# -- calls that never return, `assert False` ----------------------------------------------------
+
+
+def test_walker_exit_calls_and_assert_false_end_the_path():
+    seen = _seen("""
+        import os
+        import sys
+        from sys import exit as bye
+
+        def f():
+            if a:
+                x = "sys"
+                sys.exit(1)
+            if b:
+                x = "os"
+                os._exit(1)
+            if c:
+                x = "exit"
+                exit()
+            if d:
+                x = "quit"
+                quit(0)
+            if e:
+                x = "bye"
+                bye(2)
+            if g:
+                x = "assert"
+                assert False, "unreachable"
+            if h:
+                x = "zero"
+                assert 0
+            probe_after(x)
+    """)
+    assert seen["after"] == {"start"}
+    assert seen["exit"] == {"start"}
+
+
+def test_walker_calls_that_may_return_do_not_end_the_path():
+    seen = _seen("""
+        from mylib import quit
+
+        def f(self):
+            if a:
+                x = "local"
+                exit = make_exit()
+                exit()
+            if b:
+                x = "imported"
+                quit()
+            if c:
+                x = "method"
+                self.exit(1)
+            if d:
+                x = "checked"
+                assert x
+            if e:
+                x = "value"
+                sys.exit  # not a call
+            probe_after(x)
+    """)
+    assert seen["after"] == {"start", "local", "imported", "method", "checked", "value"}
+
+
+def test_walker_exit_call_reaches_a_system_exit_handler():
+    seen = _seen("""
+        import sys
+
+        def f():
+            try:
+                x = "body"
+                sys.exit(1)
+            except SystemExit:
+                probe_handler(x)
+                raise
+            probe_dead(x)
+    """)
+    assert seen["handler"] == {"start", "body"}
+    assert seen["exit"] == {"start", "body"}  # every path raises: the values at the end
+
+
+def test_walker_exit_calls_without_a_name_table_are_read_as_written():
+    seen = _seen("""
+        def f():
+            if a:
+                x = "sys"
+                sys.exit(1)
+            if b:
+                x = "builtin"
+                exit(1)
+            probe_after(x)
+    """, resolve=False)
+    assert seen["after"] == {"start"}
+
+
+# -- `match` with a catch-all case --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("catch_all", ["_", "other", "(_)"])
+def test_walker_match_with_a_catch_all_takes_one_of_its_cases(catch_all: str):
+    seen = _seen(f"""
+        def f():
+            match cmd:
+                case "a":
+                    x = "a"
+                case {catch_all}:
+                    x = "b"
+            probe_after(x)
+            match cmd:
+                case "c":
+                    x = "c"
+                    return
+                case {catch_all}:
+                    raise ValueError(cmd)
+            probe_dead(x)
+    """)
+    assert seen["after"] == {"a", "b"}
+    assert seen["exit"] == {"c"}  # only the ``return`` leaves
+
+
+@pytest.mark.parametrize("last", ["other if other", '"z"', "[*_]"])
+def test_walker_match_without_a_catch_all_may_match_nothing(last: str):
+    seen = _seen(f"""
+        def f():
+            match cmd:
+                case "a":
+                    x = "a"
+                    return
+                case {last}:
+                    raise ValueError(cmd)
+            probe_after(x)
+    """)
+    assert seen["after"] == {"start"}
+
+
+# -- the same at rule level ---------------------------------------------------------------------
+
+
+def test_view_kept_when_a_suppressed_raise_skips_the_copy():
+    assert layout_findings("""
+        import contextlib
+
+        import torch
+
+        def launch(x, check):
+            y = x[:, 0]
+            with contextlib.suppress(ValueError):
+                if check(y):
+                    raise ValueError("skip the copy")
+                y = y.contiguous()
+            torch.ops._C.op(y)
+    """) == [(12, "GPU102")]
+
+
+def test_view_on_a_raise_in_another_with_does_not_reach_the_call_after():
+    assert layout_findings("""
+        import torch
+
+        def launch(x, path, single_column: bool):
+            if single_column:
+                x = x[:, 0]
+                with open(path) as log:
+                    log.write("single column")
+                    raise NotImplementedError
+            torch.ops._C.op(x)
+    """) == []
+
+
+@pytest.mark.parametrize(("loop", "expected"), [("while True:", []), ("while not ready(x):", [(10, "GPU102")])])
+def test_view_before_a_loop_left_only_by_break(loop: str, expected):
+    assert layout_findings(f"""
+        import torch
+
+        def launch(x, ready):
+            x = x.t()
+            {loop}
+                x = x.contiguous()
+                if ready(x):
+                    break
+            torch.ops._C.op(x)
+    """) == expected
+
+
+@pytest.mark.parametrize(("last", "expected"), [("_", []), ('"other"', [(13, "GPU102")])])
+def test_view_before_a_match_whose_catch_all_raises(last: str, expected):
+    assert layout_findings(f"""
+        import torch
+
+        def launch(x, layout: str):
+            x = x.t()
+            match layout:
+                case "rows":
+                    x = x.contiguous()
+                case "cols":
+                    x = x.t().contiguous()
+                case {last}:
+                    raise ValueError(layout)
+            torch.ops._C.op(x)
+    """) == expected
+
+
+@pytest.mark.parametrize(
+    ("end", "expected"),
+    [
+        ('assert False, "no GPU path yet"', []),
+        ("assert 0", []),
+        ("sys.exit(1)", []),
+        ("os._exit(1)", []),
+        ("exit(1)", []),
+        ("assert flag", [(13, "GPU201")]),
+        ("print(lens)", [(13, "GPU201")]),
+    ],
+)
+def test_device_move_on_a_branch_that_cannot_complete(end: str, expected):
+    assert sync_findings(f"""
+        import os
+        import sys
+
+        import torch
+
+        class FooMetadataBuilder:
+            def build(self, common, flag: bool):
+                lens = common.seq_lens_cpu
+                if flag:
+                    lens = lens.cuda()
+                    {end}
+                return lens.tolist()
+    """) == expected

@@ -8,14 +8,18 @@ values of both sides are joined: a value that is a view on some paths is a view)
 body is walked twice so that values flowing round the loop are seen), ``try``, ``with ... as``,
 ``match``. Nested functions and classes are separate scopes and are skipped.
 
-A path that ends unconditionally (``return``, ``raise``, ``continue``, ``break``) does not flow into
-the statement after it: a branch ending so takes no part in the join after its ``if`` (its values
-are not what the code after the ``if`` sees). Its environment is marked ``Unreachable``; the values
-are kept for where that path does go: a ``continue`` to the loop head (the next iteration and the
-loop exit), a ``break`` to after the loop (its ``else`` skipped), a ``return`` to the function exit
-(what ``walk`` returns: the join of the fall-through and every ``return``). Statements after the end
-of a path (dead code) are still walked, hooks included, with the values that held at the end, but
-nothing they do reaches live code.
+A path that ends unconditionally (``return``, ``raise``, ``continue``, ``break``, and what raises as
+surely: ``assert False``, a statement ``sys.exit(...)`` / ``os._exit(...)`` / builtin ``exit()`` /
+``quit()``) does not flow into the statement after it: a branch ending so takes no part in the join
+after its ``if`` (its values are not what the code after the ``if`` sees). Its environment is
+marked ``Unreachable``; the values are kept for where that path does go: a ``continue`` to the loop
+head (the next iteration and the loop exit), a ``break`` to after the loop (its ``else`` skipped), a
+``return`` to the function exit (what ``walk`` returns: the join of the fall-through and every
+``return``), a raise to the handlers of an enclosing ``try`` or past an enclosing
+``with contextlib.suppress(...)`` (which swallows it). A ``while True:`` loop is left only by a
+``break``; a ``match`` with a catch-all case (``case _:``, a bare capture) always takes one of its
+cases. Statements after the end of a path (dead code) are still walked, hooks included, with the
+values that held at the end, but nothing they do reaches live code.
 
 ``on_statement(node, env)`` is called for every simple statement and every compound statement
 header (``if`` test, ``for`` iterable, ``with`` items...) with the environment that holds
@@ -51,6 +55,9 @@ class Domain(Protocol[V]):
 
     def unknown(self) -> V: ...
 
+    # Optional attribute ``names``, the file's ``NameTable``: the walker resolves ``sys.exit``,
+    # ``contextlib.suppress``... through the file's imports with it; without it, as written.
+
 
 StatementHook = Callable[[cst.CSTNode, Env], None]
 
@@ -60,10 +67,30 @@ _SCOPES = (cst.FunctionDef, cst.ClassDef)
 _LOOPS = (cst.For, cst.While)
 _TRIES = (cst.Try, cst.TryStar)
 _ENDS = (cst.Return, cst.Raise, cst.Continue, cst.Break)
+_EXITS = frozenset({"sys.exit", "os._exit"})  # statement calls that never return (they raise or end the process)
+_BUILTIN_EXITS = frozenset({"exit", "quit"})  # the ``site`` builtins: raise SystemExit
+_SUPPRESSORS = frozenset({"contextlib.suppress"})  # context managers that swallow what their body raises
+_LAST_WORDS = frozenset({"exit", "_exit", "suppress"})  # the last names of ``_EXITS`` and ``_SUPPRESSORS``
 
 
 def _ended(env: Env) -> bool:
     return type(env) is Unreachable
+
+
+def _constant_truth(test: cst.BaseExpression) -> bool | None:
+    """``True`` / ``1`` -> True, ``False`` / ``0`` -> False, anything else -> None (unknown)."""
+    kind = type(test)
+    if kind is cst.Name and test.value in ("True", "False"):
+        return test.value == "True"
+    if kind is cst.Integer:
+        return test.evaluated_value != 0
+    return None
+
+
+def _catch_all(case: cst.MatchCase) -> bool:
+    """``case _:`` or ``case name:`` without a guard: matches any subject."""
+    pattern = case.pattern
+    return case.guard is None and type(pattern) is cst.MatchAs and pattern.pattern is None
 
 
 def target_key(target: cst.BaseExpression) -> str | None:
@@ -79,6 +106,7 @@ def target_key(target: cst.BaseExpression) -> str | None:
 class Walker(Generic[V]):
     def __init__(self, domain: Domain[V], on_statement: StatementHook | None = None) -> None:
         self.domain = domain
+        self._names = getattr(domain, "names", None)  # the file's NameTable, where the domain has one
         self._hook = on_statement or (lambda node, env: None)
         self._quiet = 0  # > 0 while walking a loop body the first time: no hooks then
         self._dead = 0  # > 0 while walking unreachable code: its path ends record nothing
@@ -226,6 +254,10 @@ class Walker(Generic[V]):
             finally:
                 self._loops.pop()
             result = self._join_all(before, [after_twice, *first[0], *second[0]])
+            if kind is cst.While and _constant_truth(node.test):
+                # ``while True:`` never finds its test false: only a ``break`` leaves it (its
+                # ``else`` is dead code).
+                result = Unreachable(result)
             result = self._suite(node.orelse, result)
             return self._join_all(result, [*first[1], *second[1]])
         if kind is cst.With:
@@ -234,7 +266,21 @@ class Walker(Generic[V]):
             for item in node.items:
                 if item.asname is not None:
                     self.bind(item.asname.name, self.domain.evaluate(item.item, env), env)
-            return self._suite(node.body, env)
+            if not any(type(item.item) is cst.Call and self._names_one_of(item.item.func, _SUPPRESSORS)
+                       for item in node.items):
+                return self._suite(node.body, env)
+            # ``suppress`` is ``try: body`` with an ``except: pass``: what the body raises (from its
+            # start, its end, where a path of it ended) continues after the block.
+            swallowed: list[Env] = []
+            self._tries.append(swallowed)
+            try:
+                after_body = self._suite(node.body, env)
+            finally:
+                self._tries.pop()
+            merged = env
+            for end in (after_body, *swallowed):
+                merged = self._join_values(merged, end)
+            return merged
         if kind in _TRIES:
             ends: list[Env] = []
             self._tries.append(ends)
@@ -262,7 +308,10 @@ class Walker(Generic[V]):
             for case in node.cases:
                 case_env = self._suite(case.body, dict(env))
                 result = case_env if result is None else self.join_envs(result, case_env)
-            return self.join_envs(env, result) if result is not None else env
+            if result is None:
+                return env
+            # Without a catch-all case, no case may match: the subject falls through unchanged.
+            return result if any(_catch_all(case) for case in node.cases) else self.join_envs(env, result)
         return env
 
     def small(self, node: cst.BaseSmallStatement, env: Env) -> Env:
@@ -287,13 +336,43 @@ class Walker(Generic[V]):
         elif kind is cst.Expr and type(node.value) is cst.NamedExpr:
             env = dict(env)
             self.bind(node.value.target, self.domain.evaluate(node.value.value, env), env)
-        elif kind in _ENDS:
+        elif kind in _ENDS or self._raises(node, env):
             if not self._dead:
                 for ends in self._tries:
                     ends.append(env)
                 if kind is cst.Return:
                     self._returns.append(env)
-                elif kind is not cst.Raise and self._loops:
+                elif kind in (cst.Continue, cst.Break) and self._loops:
                     self._loops[-1][0 if kind is cst.Continue else 1].append(env)
             return Unreachable(env)
         return env
+
+    def _names_one_of(self, func: cst.BaseExpression, targets: frozenset[str]) -> bool:
+        """Does ``func`` (``name`` or ``a.b.name``) refer to one of ``targets`` (dotted names)? A bare
+        name only through an import (``from sys import exit as bye``); an attribute chain through
+        the imports of its head, or as written where the domain has no ``NameTable``."""
+        kind = type(func)
+        if kind is cst.Name:
+            names = self._names
+            return names is not None and func.value in names.imports and names.resolve(func) in targets
+        if kind is not cst.Attribute or func.attr.value not in _LAST_WORDS:  # a cheap test first
+            return False
+        return (self._names.resolve(func) if self._names is not None else dotted(func)) in targets
+
+    def _raises(self, node: cst.BaseSmallStatement, env: Env) -> bool:
+        """A small statement that is not ``raise`` but never completes: ``assert False`` (it
+        raises ``AssertionError``) or a statement call of an exit function."""
+        kind = type(node)
+        if kind is cst.Assert:
+            return _constant_truth(node.test) is False
+        if kind is not cst.Expr or type(node.value) is not cst.Call:
+            return False
+        func = node.value.func
+        if type(func) is cst.Name:
+            if func.value in env:  # a local binding (``exit = stack.pop``) is no exit function
+                return False
+            if func.value in _BUILTIN_EXITS:
+                # The builtin unless an import names it (``from sys import exit`` still exits).
+                names = self._names
+                return names is None or func.value not in names.imports or names.resolve(func) in _EXITS
+        return self._names_one_of(func, _EXITS)
