@@ -10,6 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 from sync_lint.api import lint_text, make_settings
 from sync_lint.pipeline.prefilter import may_match
@@ -116,3 +117,24 @@ def test_an_alias_of_torch_ops_is_a_sink_word():
     assert [d.code for d in lint_text(text, **aliased)] == ["GPU102"]
     # the default aliases (to triton) add nothing: their files say "triton" anyway
     assert rule("GPU102").triggers == type(rule("GPU102")).triggers
+
+
+def test_ops_imported_from_torch_is_a_sink_word(tmp_path):
+    """``from torch import ops`` calls custom ops without ever writing "torch.ops": a file
+    checked alone, and a wrapper file whose summary another file needs, must not be skipped."""
+    from sync_lint.api import lint_paths
+
+    for spelling in ("from torch import ops", "from torch import nn, ops", "from torch import (\n    nn,\n    ops,\n)"):
+        text = f"{spelling}\n\n\ndef store(key, cache):\n    ops._C_cache_ops.reshape_and_cache(key[:, 0], cache)\n"
+        assert may_match(rule("GPU102"), text, alone=True), spelling
+        path = tmp_path / "store.py"
+        path.write_text(text)
+        assert [d.code for d in lint_paths([str(path)])] == ["GPU102"], spelling
+    (tmp_path / "store.py").unlink()
+    (tmp_path / "wrap.py").write_text("from torch import ops\n\n\ndef wrapper(key, cache):\n    ops._C.op(key, cache)\n")
+    (tmp_path / "user.py").write_text("from wrap import wrapper\n\n\ndef user(key, cache):\n    wrapper(key[:, 0], cache)\n")
+    assert [(Path(d.path).name, d.code) for d in lint_paths([str(tmp_path)])] == [("user.py", "GPU102")]
+    # look-alikes: no custom op, or a contiguous argument
+    assert not may_match(rule("GPU102"), "from torch import opset\n\ndef f(x):\n    g(x[:, 0])\n", alone=True)
+    fixed = "from torch import ops\n\n\ndef store(key, cache):\n    ops._C.op(key[:, 0].contiguous(), cache)\n"
+    assert lint_text(fixed) == []

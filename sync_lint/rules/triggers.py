@@ -12,7 +12,10 @@ import re
 
 # Words without which a file neither holds a contiguity sink nor a function summary that
 # another file needs; every GPU1xx rule lists them among its triggers.
-SUMMARY_TRIGGERS = ("is_contiguous", "stride(", "triton", "tl.load", "tl.store", "torch.ops", "data_ptr")
+# ``from torch import ops`` (or ``from torch import (nn, ops as o)``) calls custom ops as
+# ``ops.ns.op(t)``, where "torch.ops" is never written.
+TORCH_OPS_IMPORT = re.compile(r"\bfrom\s+torch\s+import\s+(?:\([^)]*|[^\n]*)\bops\b")
+SUMMARY_TRIGGERS = ("is_contiguous", "stride(", "triton", "tl.load", "tl.store", "torch.ops", TORCH_OPS_IMPORT, "data_ptr")
 # A function can only report a GPU1xx finding at a sink it calls: a kernel launch, a custom op,
 # `.view(dtype)`, `.data_ptr()`, or a function with a summary (whose callers the runner keeps in
 # a later round). Casts and views alone are common; sinks are not.
@@ -25,7 +28,7 @@ SINK_UNIT_TRIGGERS = SUMMARY_TRIGGERS + ("](", ".view(")
 # are also in ``list[int]()``, ``x.view(-1, n)``: the syntax scout decides (``Scout.may_call_a_sink``).
 SINK_SHAPE_TRIGGERS = ("](", ".view(")  # the syntax of a launch and of ``.view(dtype)``
 SCOUTED_SINK_TRIGGERS = ("is_contiguous", "stride(", *SINK_SHAPE_TRIGGERS)
-ALONE_SINK_TRIGGERS = ("torch.ops", "data_ptr", *SCOUTED_SINK_TRIGGERS)
+ALONE_SINK_TRIGGERS = ("torch.ops", TORCH_OPS_IMPORT, "data_ptr", *SCOUTED_SINK_TRIGGERS)
 CAST_TRIGGERS = (".to(", ".int()", ".long()", ".float()", ".half()", ".bfloat16()", ".double()", ".type(", ".cuda(")
 VIEW_TRIGGERS = (
     # ``.T`` as a whole attribute: a bare ".T" would match every ``torch.Tensor`` annotation.
