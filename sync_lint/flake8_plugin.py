@@ -16,6 +16,7 @@ from sync_lint import __version__, config
 from sync_lint.pipeline.lint_file import lint_source
 from sync_lint.pipeline.prefilter import rules_that_can_report
 from sync_lint.pipeline.project import ProjectIndex
+from sync_lint.pipeline.scout import Scout
 from sync_lint.pipeline.source import SourceFile
 from sync_lint.rules import all_rules
 
@@ -45,8 +46,13 @@ class SyncLintChecker:
         settings, rules = _rules_for(folder)
         text = "".join(self.lines)
         source = SourceFile(path=self.filename, text=text, encoding="utf-8", raw=b"")
-        # One file is all there is: only the rules that can report in it alone, no caller rounds.
-        facts = lint_source(source, settings, rules_that_can_report(rules, [text], settings), mask=False, reexports=False)
+        # One file is all there is: only the rules that can report in it alone, only the
+        # functions that can matter to it alone parsed, no caller rounds.
+        file_scout = Scout(text, settings)
+        facts = lint_source(
+            source, settings, rules_that_can_report(rules, [text], settings, file_scout), mask=False, reexports=False,
+            alone=file_scout,
+        )
         index = ProjectIndex([facts])
         found = list(facts.diagnostics)
         found.extend(d for d in (index.resolve(p) for p in facts.pending) if d is not None)

@@ -330,9 +330,11 @@ def plain(files: list[str], monkeypatch) -> list[tuple]:
 
 
 def without_scout(patch) -> None:
-    """The syntax scout answers "may" to every question."""
+    """The syntax scout answers "may" to every question, and a file checked on its own is
+    parsed whole."""
     patch.setattr(scout.Scout, "may_have_hot_scope", lambda self: True)
     patch.setattr(scout.Scout, "may_call_a_sink", lambda self, unit_triggers: True)
+    patch.setattr(prefilter, "one_file_plan", lambda active, text, file_scout: None)
 
 
 def fast(files: list[str], jobs: int = 1, cache_dir: str | None = None) -> list[tuple]:
@@ -437,6 +439,33 @@ def test_one_file_runs_equal_plain(corpus_files, monkeypatch):
     exactly what the plain path finds for it on its own."""
     for path in corpus_files:
         assert fast([path]) == plain([path], monkeypatch), path
+
+
+def test_fixture_files_alone_equal_plain(monkeypatch):
+    """The fixtures hold the real rules' cases (builders, kernels and their wrappers, models):
+    each checked on its own must find what the plain path finds for it, masked or not."""
+    files = python_files(FIXTURES) + python_files(ROOT / "reference_kernels")
+    found = 0
+    for path in files:
+        expected = plain([path], monkeypatch)
+        assert fast([path]) == expected, path
+        found += len(expected)
+    assert found > 20, found
+
+
+def test_one_file_plan_is_actually_used(corpus_files):
+    """Otherwise test_one_file_runs_equal_plain is vacuous for it: some files checked alone
+    must be parsed with functions masked, and yet have findings."""
+    linter = runner.Linter(make_settings(**OPTIONS))
+    masked_with_findings = 0
+    for path in corpus_files:
+        scope = linter.scope_of([Path(path).read_text()])
+        text = Path(path).read_text()
+        active = [rule for rule in scope.rules if prefilter.may_match(rule, text)]
+        plan = prefilter.one_file_plan(active, text, scope.scout) if active else None
+        if plan is not None and plan.is_masking() and linter.run([path], jobs=1).diagnostics:
+            masked_with_findings += 1
+    assert masked_with_findings >= 3, masked_with_findings
 
 
 def test_small_runs_equal_plain(corpus_files, monkeypatch):

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from sync_lint.analysis.context import FileContext
+    from sync_lint.pipeline.scout import Scout
 
 
 @dataclass
@@ -85,10 +86,14 @@ def lint_source(
     mask: bool = True,
     keep_callers_of: frozenset[str] = frozenset(),
     reexports: bool = True,
+    alone: Scout | None = None,
 ) -> FileFacts:
     """Lint one file (see ``_lint_source``), with Python's cyclic garbage collector paused.
     ``reexports``: record the imports of a package ``__init__.py`` that no rule needs, which
     other files' calls are followed through (pointless when the run has no other file).
+    ``alone``: the file is checked on its own (one file given, the flake8 plugin), and this is
+    its syntax scout: only the functions that can matter to it alone are parsed
+    (``prefilter.one_file_plan``).
 
     A parse allocates about one object per character of source, and each allocation counts
     towards the collector's next pass, which then scans the whole young tree: about 40% of the
@@ -105,7 +110,7 @@ def lint_source(
         with span("noqa scan"):
             early = _NOQA_THAT_MATTERS_ALONE.search(source.text) is not None
             suppressions = scan(source.text) if early else Suppressions()
-        facts = _lint_source(source, settings, rules, mask, keep_callers_of, suppressions, reexports)
+        facts = _lint_source(source, settings, rules, mask, keep_callers_of, suppressions, reexports, alone)
         if not early and (facts.diagnostics or facts.pending):
             with span("noqa scan"):
                 facts.suppressions = scan(source.text)
@@ -126,10 +131,12 @@ def _lint_source(
     keep_callers_of: frozenset[str],
     suppressions: Suppressions,
     reexports: bool = True,
+    alone: Scout | None = None,
 ) -> FileFacts:
     """Lint one file. ``mask``: parse only the units rules can use (``units``); a file with
     findings is always linted again whole, so positions and fixes come from the plain path.
-    ``keep_callers_of``: names of functions with summaries; units mentioning them are kept."""
+    ``keep_callers_of``: names of functions with summaries; units mentioning them are kept.
+    ``alone``: see ``lint_source``; it wins over ``mask``."""
     facts = FileFacts(path=source.path, suppressions=suppressions)
     if facts.suppressions.file_is_off():
         return facts
@@ -138,7 +145,12 @@ def _lint_source(
     if not active:
         return _with_reexports(facts, source, settings) if reexports else facts
     text = source.text
-    if mask:
+    if alone is not None:
+        with span("prefilter"):
+            plan = prefilter.one_file_plan(active, text, alone)
+        if plan is not None and plan.is_masking():
+            text = plan.masked_text()
+    elif mask:
         plan = prefilter.unit_plan(active, source.text)
         if plan is not None:
             if not plan.plan(keep_callers_of):
@@ -154,14 +166,16 @@ def _lint_source(
     if too_long is not None:
         facts.diagnostics.append(tool_diagnostic(source.path, "GPU001", *too_long))
         return facts
-    return _parse_and_check(source, text, settings, rules, active, facts, reexports)
+    return _parse_and_check(source, text, settings, rules, active, facts, reexports, alone is not None)
 
 
 def _parse_and_check(
     source: SourceFile, text: str, settings: Settings, rules: list[Rule], active: list[Rule], facts: FileFacts,
-    reexports: bool,
+    reexports: bool, alone: bool = False,
 ) -> FileFacts:
-    """Parse ``text`` (the source, or the source with units masked) and run the ``active`` rules."""
+    """Parse ``text`` (the source, or the source with units masked) and run the ``active`` rules.
+    ``alone``: the file is all there is, so a finding conditional on a function it does not
+    define can never be reported: it is dropped."""
     import libcst as cst
 
     from sync_lint.analysis.context import FileContext
@@ -196,13 +210,22 @@ def _parse_and_check(
                 facts.diagnostics.append(
                     tool_diagnostic(source.path, "GPU004", f"internal error in {rule.code}: {type(exc).__name__}: {exc}")
                 )
+        if alone and any(f.if_callee is not None for _, f in findings):
+            index = _index_of_one_file(ctx)
+            findings = [
+                (rule, f) for rule, f in findings
+                if f.if_callee is None or index.reason(f.if_callee.kind, f.if_callee.callee, f.if_callee.arg) is not None
+            ]
         masked = text is not source.text
-        if masked and (facts.diagnostics or findings):
+        # Masking keeps the lines and columns of the code it keeps, so a masked file's findings
+        # are where the whole file's are; only their fixes may differ. A file checked alone
+        # whose findings a noqa suppresses (they get no fix) needs no second parse.
+        if masked and (facts.diagnostics or findings) and not (alone and _all_suppressed(ctx, findings)):
             # An internal error (masking must not be its cause), or findings: their positions and
             # fixes are planned on the whole file, as a fix may depend on a masked unit (an import
             # added above a masked ``def`` keeps two blank lines before it, not one).
             return lint_source(source, settings, rules, mask=False, reexports=reexports)
-        facts.masked = masked
+        facts.masked = masked and not alone  # masked alone: nothing hidden can matter
         facts.summaries = ctx.summaries
         facts.imports = dict(ctx.names.imports)
         if findings:
@@ -211,6 +234,29 @@ def _parse_and_check(
         return facts
     finally:
         ctx.release()
+
+
+def _all_suppressed(ctx: FileContext, findings: list[tuple[Rule, Finding]]) -> bool:
+    """Whether a noqa comment suppresses each of ``findings`` (by its line and code)."""
+    positions = ctx.positions()
+    with span("noqa scan"):
+        suppressions = scan(ctx.source.text)
+    for rule, finding in findings:
+        line = positions[finding.node].start.line
+        if not is_suppressed(Diagnostic(ctx.path, line, 1, line, 1, rule.code, ""), suppressions):
+            return False
+    return True
+
+
+def _index_of_one_file(ctx: FileContext):
+    """The project index of a run of this file alone: what its conditional findings are
+    resolved against (``Linter.finalize``); a callee whose summary gives no reason here is in
+    another file, or needs nothing of this call."""
+    from sync_lint.pipeline.project import ProjectIndex
+
+    return ProjectIndex([
+        FileFacts(path=ctx.path, module_name=ctx.module_name, summaries=ctx.summaries, imports=dict(ctx.names.imports))
+    ])
 
 
 # libcst's parser takes super-linear time on a long flat operator chain (2,000 terms about 2 s,

@@ -15,7 +15,7 @@ from sync_lint.pipeline import scout
 from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.source import split_lines
 from sync_lint.pipeline.units import MaskPlan
-from sync_lint.rules.base import Rule
+from sync_lint.rules.base import BLOCK_CALLEES, CALLEES, CALLERS, Rule
 from sync_lint.rules.triggers import SCOUTED_SINK_TRIGGERS, SINK_SHAPE_TRIGGERS
 
 
@@ -27,7 +27,9 @@ def may_match(rule: Rule, text: str, alone: bool = False) -> bool:
     return not alone or _any_in(rule.alone_triggers, text)
 
 
-def rules_that_can_report(rules: list[Rule], texts: list[str], settings: Settings) -> list[Rule]:
+def rules_that_can_report(
+    rules: list[Rule], texts: list[str], settings: Settings, file_scout: scout.Scout | None = None
+) -> list[Rule]:
     """The rules that can find anything in a run of just these files. A rule reports only in a
     file it may match alone, or through a summary that such a file records (a kernel wrapper's
     contiguity check lives where a sink word is), so a rule that no file of the run may match
@@ -39,11 +41,11 @@ def rules_that_can_report(rules: list[Rule], texts: list[str], settings: Setting
     rule that reports only at sinks, matched alone by none but the scouted words (``](`` is also
     ``list[int]()``), needs a call that may reach a sink. The scout reads one file, so in a
     larger run it has no say: another file may call the wrapper this one defines, or subclass
-    its hot base class."""
+    its hot base class. ``file_scout``: the scout of a run's one file, if the caller has one."""
     if len(texts) != 1:
         return [rule for rule in rules if any(may_match(rule, text, alone=True) for text in texts)]
     text = texts[0]
-    file_scout = scout.Scout(text, settings)  # parses only when first asked
+    file_scout = file_scout or scout.Scout(text, settings)  # parses only when first asked
     answers: dict[tuple, bool] = {}  # the GPU1xx rules share one question
 
     def scout_says(question: str, *args) -> bool:
@@ -91,6 +93,55 @@ def _any_in(triggers: tuple[str | re.Pattern, ...] | None, text: str) -> bool:
 def _trigger_pattern(triggers: tuple[str | re.Pattern, ...]) -> re.Pattern:
     sources = {re.escape(t) if isinstance(t, str) else t.pattern for t in triggers}
     return re.compile("|".join(sorted(sources, key=len, reverse=True)))
+
+
+def one_file_plan(active: list[Rule], text: str, file_scout: scout.Scout) -> MaskPlan | None:
+    """The functions a file checked on its own needs parsed, for the ``active`` rules; None:
+    all of them. Module-level code, class headers and the methods that hold a kept method's
+    ``self.`` state are always kept (``units``).
+
+    Nothing outside the file can complete a finding here, so a function matters only through
+    this file: a sink rule needs the functions that may call a sink (a unit trigger), and, to a
+    fixpoint, their callers by name; a hot-scope rule needs the functions the scout finds may
+    be hot, and what they call; another rule, the functions with its triggers, followed as its
+    ``summaries_from`` says (a trigger outside every function: all of them)."""
+    if any(not rule.triggers for rule in active):
+        return None
+    plan = MaskPlan(text, split_lines(text), None)
+    for rule in active:
+        if rule.reports_only_in_hot_scopes:
+            with span("scout"):
+                hot = file_scout.hot_units()
+            if hot is None:
+                return None
+            plan.keep_callees(plan.keep_named(hot))
+            continue
+        # A sink's syntax (``](``, ``.view(``) is also ``list[int]()``, ``x.view(-1, n)``, and
+        # ``triton`` is in many a body besides kernels': the scout tells the calls that may be
+        # sinks and the kernels; the rest of the words are read as text.
+        pattern = _one_file_sink_words(rule) if rule.reports_only_at_sinks else _trigger_pattern(
+            rule.triggers if rule.unit_triggers is None else rule.unit_triggers
+        )
+        directions = {CALLERS} if rule.reports_only_at_sinks else rule.summaries_from
+        with span("scout"):
+            bound = file_scout.bindings_matching(pattern)
+            shaped = file_scout.sink_shaped_units() if rule.reports_only_at_sinks else set()
+            called = file_scout.names_in_blocks(pattern) if BLOCK_CALLEES in directions else None
+        if bound is None or shaped is None or (BLOCK_CALLEES in directions and called is None):
+            return None
+        seeds = plan.keep_matching(pattern, bound) + plan.keep_named(shaped)
+        if CALLERS in directions:
+            plan.keep_callers(seeds)
+        if CALLEES in directions or BLOCK_CALLEES in directions:
+            plan.keep_callees(seeds, called)
+    plan.close_over_state()
+    return plan
+
+
+def _one_file_sink_words(rule: Rule) -> re.Pattern:
+    """``sink_words`` but for ``triton``: the scout tells a kernel by its decorator."""
+    units = rule.triggers if rule.unit_triggers is None else rule.unit_triggers
+    return _trigger_pattern(tuple(t for t in units if t not in SINK_SHAPE_TRIGGERS and t != "triton") or (_NEVER,))
 
 
 def unit_plan(active: list[Rule], text: str) -> MaskPlan | None:

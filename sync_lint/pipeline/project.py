@@ -101,15 +101,18 @@ class ProjectIndex:
                             changed = True
                             break
 
-    def resolve(self, pending: PendingCall) -> Diagnostic | None:
-        callee = self.lookup(pending.callee)
+    def reason(self, kind: str, callee_name: str, arg) -> str | None:
+        """Why a call of ``callee_name`` (argument ``arg``) is a finding of ``kind``; None: it is not."""
+        callee = self.lookup(callee_name)
         if callee is None:
             return None
-        if pending.kind in ("contiguity", "unit-stride"):
-            param = callee.param_for(pending.arg) if pending.arg is not None else None
-            reason = callee.need_of(param, unit_stride_counts=pending.kind == "unit-stride")
-        else:
-            reason = callee.sync
+        if kind in ("contiguity", "unit-stride"):
+            param = callee.param_for(arg) if arg is not None else None
+            return callee.need_of(param, unit_stride_counts=kind == "unit-stride")
+        return callee.sync
+
+    def resolve(self, pending: PendingCall) -> Diagnostic | None:
+        reason = self.reason(pending.kind, pending.callee, pending.arg)
         if reason is None:
             return None
         d = pending.diagnostic

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from sync_lint import config
 from sync_lint.diagnostics import Diagnostic
 from sync_lint.pipeline import cache as cache_stage
-from sync_lint.pipeline import prefilter, profile, suppress
+from sync_lint.pipeline import prefilter, profile, scout, suppress
 from sync_lint.pipeline.lint_file import FileFacts, lint_path, lint_source
 from sync_lint.pipeline.project import ProjectIndex
 from sync_lint.pipeline.source import SourceError, SourceFile, read
@@ -60,7 +60,8 @@ class Linter:
 
         def lint(source: SourceFile) -> FileFacts:
             return lint_source(
-                source, self.settings, scope.rules, mask=mask, keep_callers_of=keep_callers_of, reexports=scope.reexports
+                source, self.settings, scope.rules, mask=mask, keep_callers_of=keep_callers_of, reexports=scope.reexports,
+                alone=scope.scout,
             )
 
         if self.cache is not None:
@@ -74,8 +75,13 @@ class Linter:
         return lint_source(source, self.settings, scope.rules, mask=False, reexports=scope.reexports)
 
     def scope_of(self, texts: list[str]) -> RunScope:
-        """What a run of just these files needs (``prefilter.rules_that_can_report``)."""
-        return RunScope(prefilter.rules_that_can_report(self.rules, texts, self.settings), reexports=len(texts) > 1)
+        """What a run of just these files needs (``prefilter.rules_that_can_report``); a run of
+        one file keeps the file's syntax scout, which also decides what of it to parse."""
+        if len(texts) != 1:
+            return RunScope(prefilter.rules_that_can_report(self.rules, texts, self.settings))
+        file_scout = scout.Scout(texts[0], self.settings)
+        rules = prefilter.rules_that_can_report(self.rules, texts, self.settings, file_scout)
+        return RunScope(rules, reexports=False, scout=file_scout)
 
     def finalize(self, facts: FileFacts, index: ProjectIndex) -> list[Diagnostic]:
         """Local + resolved cross-file findings of one file, after selection and suppression."""
@@ -184,6 +190,7 @@ class RunScope:
 
     rules: list[Rule]
     reexports: bool = True
+    scout: scout.Scout | None = None  # a run of one file: its syntax scout
 
     def key(self) -> tuple:
         """What the cache keys facts on: they differ with the rules that made them."""

@@ -15,12 +15,14 @@ an option the scout does not model) the answer is "may".
 from __future__ import annotations
 
 import ast
+import bisect
 import builtins
 import fnmatch
 import re
 
 from sync_lint.analysis.dtypes import DTYPES
 from sync_lint.config import Settings
+from sync_lint.pipeline.source import split_lines
 
 
 class Scout:
@@ -32,6 +34,12 @@ class Scout:
         self._parsed = False
         self._tree: ast.Module | None = None  # None: it does not parse (the libcst parse reports it)
         self._names: _Names | None = None
+        self._answers: dict[tuple, object] = {}  # several rules ask the same question
+
+    def _once(self, question: tuple, answer):
+        if question not in self._answers:
+            self._answers[question] = answer()
+        return self._answers[question]
 
     def _names_of_tree(self) -> _Names | None:
         if not self._parsed:
@@ -50,6 +58,87 @@ class Scout:
             return True  # dotted names and globs over qualnames: left to the analysis
         names = self._names_of_tree()
         return names is None or _HotScout(names, self._tree, self.settings).found()
+
+    def hot_units(self) -> set[tuple[str | None, str]] | None:
+        """The units (``pipeline.units``: a top-level function ``(None, name)`` or a method of a
+        top-level class ``(class, name)``) where ``HotScopes`` could find a hot function or a
+        ``torch.cuda.graph`` block; None when that cannot be told here (``hot-functions`` is
+        set, or the file does not parse)."""
+        if self.settings["hot-functions"]:
+            return None
+        names = self._names_of_tree()
+        if names is None:
+            return None
+        return _HotScout(names, self._tree, self.settings).units()
+
+    def bindings_matching(self, pattern: re.Pattern) -> set[str] | None:
+        return self._once(("bindings", pattern), lambda: self._bindings_matching(pattern))
+
+    def _bindings_matching(self, pattern: re.Pattern) -> set[str] | None:
+        """The names that statements outside every function bind where ``pattern`` occurs in
+        them: an import (``from torch.ops import _C``) or an assignment (``op = torch.ops.x``)
+        gives a function that uses the name what the pattern stands for. None when a statement
+        outside every function that binds nothing by itself (a call, a block, a class's own
+        code) holds it, or the file does not parse: then any function may matter."""
+        if self._names_of_tree() is None:
+            return None
+        lines = split_lines(self.text)
+        found: set[str] = set()
+        for statement in self._tree.body:
+            kind = type(statement)
+            if kind in _FUNCTIONS:
+                continue  # a unit of its own, decorators included
+            if kind is ast.ClassDef:
+                first = min([statement.lineno, *(d.lineno for d in statement.decorator_list)])
+                header_end = statement.body[0].lineno - 1 if statement.body else statement.end_lineno
+                own = [(first, header_end)] + [
+                    (member.lineno, member.end_lineno) for member in statement.body if type(member) not in _FUNCTIONS
+                ]
+                if any(pattern.search("".join(lines[a - 1 : b])) for a, b in own):
+                    return None
+                continue
+            if not pattern.search("".join(lines[statement.lineno - 1 : statement.end_lineno])):
+                continue
+            bound = _bound_names(statement)
+            if bound is None:
+                return None
+            found |= bound
+        return found
+
+    def names_in_blocks(self, pattern: re.Pattern) -> set[str] | None:
+        """Every name and attribute that the bodies of ``with`` blocks whose items match
+        ``pattern`` mention (what a declared block may call); None when the file does not parse."""
+        if self._names_of_tree() is None:
+            return None
+        lines = split_lines(self.text)
+        found: set[str] = set()
+        for kind in (ast.With, ast.AsyncWith):
+            for block in self._names.of(kind):
+                if any(pattern.search("".join(lines[i.context_expr.lineno - 1 : i.context_expr.end_lineno])) for i in block.items):
+                    for statement in block.body:
+                        for node in ast.walk(statement):
+                            if type(node) is ast.Name:
+                                found.add(node.id)
+                            elif type(node) is ast.Attribute:
+                                found.add(node.attr)
+        return found
+
+    def sink_shaped_units(self) -> set[tuple[str | None, str]] | None:
+        return self._once(("sink shaped",), self._sink_shaped_units)
+
+    def _sink_shaped_units(self) -> set[tuple[str | None, str]] | None:
+        names = self._names_of_tree()
+        if names is None:
+            return None
+        shapes = _SinkScout(names, self.text, _NEVER)
+        spans = _UnitSpans(self._tree)
+        found = {spans.unit_at(call.lineno) for call in names.of(ast.Call) if shapes._launch(call) or shapes._dtype_view(call)}
+        found.update(
+            unit for unit, node in spans.nodes
+            if any("triton" in name for d in node.decorator_list for name in names.meanings(_callee(d)))
+        )
+        found.discard(None)
+        return found
 
     def may_call_a_sink(self, sink_words: re.Pattern) -> bool:
         """Whether a GPU1xx rule could report in this file on its own: at a ``.view(dtype)`` (one
@@ -135,20 +224,55 @@ class _HotScout:
     def found(self) -> bool:
         return self._graph_block() or self._compiled() or self._hot_method()
 
+    def units(self) -> set[tuple[str | None, str]]:
+        """Per unit, the same over-approximation as ``found``: a hot method of a class that may be
+        hot or an ``nn.Module``, a top-level function passed to a compile at module level, and a
+        unit holding (at any depth: nested functions are judged too) a function that may be
+        compiled, a graph block, or a class with a hot method."""
+        modules = self._module_classes()
+        spans = _UnitSpans(self.tree)
+        found = {(None, name) for name in self._compiled_by_call()}
+        found.update(spans.unit_at(node.lineno) for kind in _FUNCTIONS for node in self.names.of(kind) if self._decorated_compiled(node))
+        found.update(
+            spans.unit_at(node.lineno) for kind in (ast.With, ast.AsyncWith) for node in self.names.of(kind)
+            if any(self._is_graph_call(item.context_expr) for item in node.items)
+        )
+        for node in self.names.of(ast.ClassDef):
+            if node.name in modules or self._hot_class(node):
+                hot_methods = [m.name for m in node.body if type(m) in _FUNCTIONS and _matches(m.name, self.method_patterns)]
+                if hot_methods:
+                    found.add(spans.unit_at(node.lineno))  # a class inside a function: that function's unit
+                    found.update((node.name, name) for name in hot_methods)  # a top-level class's methods
+        return {unit for unit in found if unit in spans.names}
+
+    def _is_graph_call(self, node: ast.expr) -> bool:
+        return type(node) is ast.Call and "graph" in self.names.last_parts(node.func)
+
+    def _decorated_compiled(self, function: ast.AST) -> bool:
+        return any("compile" in self.names.last_parts(_callee(decorator)) for decorator in function.decorator_list)
+
+    def _compiled_by_call(self) -> set[str]:
+        """Names passed to a call that may be ``torch.compile`` at module level."""
+        found = set()
+        for statement in self.tree.body:
+            value = getattr(statement, "value", None)
+            if type(value) is ast.Call and value.args and "compile" in self.names.last_parts(value.func):
+                written = _dotted(value.args[0])
+                if written:
+                    found.add(written.rsplit(".", 1)[-1])
+        return found
+
     def _graph_block(self) -> bool:
         """``with torch.cuda.graph(g):`` (any callee whose name may end in ``graph``)."""
         return any(
-            type(item.context_expr) is ast.Call and "graph" in self.names.last_parts(item.context_expr.func)
+            self._is_graph_call(item.context_expr)
             for kind in (ast.With, ast.AsyncWith) for node in self.names.of(kind) for item in node.items
         )
 
     def _compiled(self) -> bool:
         """A function decorated with ``torch.compile`` or passed to it at module level."""
-        for kind in _FUNCTIONS:
-            for function in self.names.of(kind):
-                for decorator in function.decorator_list:
-                    if "compile" in self.names.last_parts(_callee(decorator)):
-                        return True
+        if any(self._decorated_compiled(function) for kind in _FUNCTIONS for function in self.names.of(kind)):
+            return True
         for statement in self.tree.body:
             value = getattr(statement, "value", None)
             if type(value) is ast.Call and value.args and "compile" in self.names.last_parts(value.func):
@@ -214,17 +338,19 @@ class _SinkScout:
 
     def _summarised_definitions(self) -> set[str]:
         """Names of the functions (and classes) here that may carry a summary."""
-        lines = self.text.splitlines(keepends=True)
+        lines = split_lines(self.text)
+        launches = sorted(call.lineno for call in self.names.of(ast.Call) if self._launch(call))
         found = set()
         for kind in (*_FUNCTIONS, ast.ClassDef):
             for node in self.names.of(kind):
                 if node.name in found:
                     continue
-                first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                last = node.end_lineno or len(lines)
                 if (
-                    self.sink_words.search("".join(lines[first : node.end_lineno or len(lines)]))
+                    self.sink_words.search("".join(lines[first - 1 : last]))
                     or any("triton" in name for d in node.decorator_list for name in self.names.meanings(_callee(d)))
-                    or any(self._launch(call) for call in ast.walk(node) if type(call) is ast.Call)
+                    or bisect.bisect_left(launches, first) < bisect.bisect_right(launches, last)  # a launch inside
                 ):  # fmt: skip
                     found.add(node.name)
         return found
@@ -251,6 +377,49 @@ class _SinkScout:
         if type(argument) is ast.Starred:
             argument = argument.value
         return not DTYPES.isdisjoint(self.names.last_parts(argument))
+
+
+class _UnitSpans:
+    """The units of ``pipeline.units`` (each top-level function, each method of a top-level
+    class) by their lines, decorators included: which unit a node at a line is in."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.nodes: list[tuple[tuple[str | None, str], ast.AST]] = []
+        for statement in tree.body:
+            if type(statement) in _FUNCTIONS:
+                self.nodes.append(((None, statement.name), statement))
+            elif type(statement) is ast.ClassDef:
+                self.nodes.extend(((statement.name, m.name), m) for m in statement.body if type(m) in _FUNCTIONS)
+        self.names = {unit for unit, _ in self.nodes}
+        self._starts = [min([node.lineno, *(d.lineno for d in node.decorator_list)]) for _, node in self.nodes]
+        self._ends = [node.end_lineno for _, node in self.nodes]
+
+    def unit_at(self, line: int) -> tuple[str | None, str] | None:
+        index = bisect.bisect_right(self._starts, line) - 1
+        if index >= 0 and line <= self._ends[index]:
+            return self.nodes[index][0]
+        return None
+
+
+_NEVER = re.compile(r"(?!)")
+
+
+def _bound_names(statement: ast.stmt) -> set[str] | None:
+    """The names an import or a plain assignment binds; None for any other statement."""
+    kind = type(statement)
+    if kind is ast.Import or kind is ast.ImportFrom:
+        return {alias.asname or alias.name.partition(".")[0] for alias in statement.names}
+    targets = statement.targets if kind is ast.Assign else [statement.target] if kind in (ast.AnnAssign, ast.AugAssign) else None
+    if targets is None:
+        return None
+    names = set()
+    for target in targets:
+        for node in ast.walk(target):
+            if type(node) is ast.Name:
+                names.add(node.id)
+            elif type(node) not in (ast.Tuple, ast.List, ast.Starred, ast.Store):
+                return None  # ``x.attr = ...``, ``d[k] = ...``: state the scout does not follow
+    return names
 
 
 def _callee_name(call: ast.Call) -> str | None:

@@ -134,6 +134,7 @@ class MaskPlan:
         self.units = segment(lines)
         self.trigger = trigger
         self.keep = [self._always_kept(unit) for unit in self.units]
+        self._mention_cache: dict[int, set[str]] = {}
 
     def _always_kept(self, unit: Unit) -> bool:
         return unit.kind in ("module", "class")
@@ -168,6 +169,64 @@ class MaskPlan:
             return False
         self._close_over_state()
         return True
+
+    # -- the plan of a file checked on its own (``prefilter.one_file_plan``) --------------------
+    def functions(self) -> list[int]:
+        return [index for index, unit in enumerate(self.units) if unit.kind in ("function", "method")]
+
+    def keep_matching(self, pattern: re.Pattern, names: set[str]) -> list[int]:
+        """Keep the function units where ``pattern`` occurs or that mention one of ``names``
+        (bound outside every function to what the pattern stands for); the indices kept."""
+        return self._keep([
+            index for index in self.functions()
+            if pattern.search(self.unit_text(self.units[index])) or not names.isdisjoint(self._mentions(index))
+        ])
+
+    def keep_named(self, names: set[tuple[str | None, str]]) -> list[int]:
+        """Keep the units named ``(class or None, function)``."""
+        return self._keep([index for index in self.functions() if self._qualified(index) in names])
+
+    def keep_callers(self, seeds: list[int]) -> None:
+        """Keep, to a fixpoint, every function unit that mentions the name of a seed or of a
+        unit reached so: a caller of a function whose summary matters (by name, in this file).
+        A unit kept for another reason is followed too: its own summary may matter."""
+        reached = set(seeds)
+        names = {self.units[index].name for index in seeds}
+        while names:
+            added = [index for index in self.functions() if index not in reached and not names.isdisjoint(self._mentions(index))]
+            reached.update(added)
+            names = {self.units[index].name for index in self._keep(added)}
+
+    def keep_callees(self, seeds: list[int], mentioned: set[str] | None = None) -> None:
+        """Keep, to a fixpoint, every function unit whose name a seed (or a unit reached so)
+        mentions: what it may call, whose summaries its findings rest on. ``mentioned``: what
+        the seeds' findings may call, when narrower than all they mention."""
+        reached = set(seeds)
+        frontier = list(seeds)
+        while frontier:
+            if mentioned is None:
+                mentioned = set().union(*(self._mentions(index) for index in frontier))
+            frontier = [index for index in self.functions() if index not in reached and self.units[index].name in mentioned]
+            reached.update(self._keep(frontier))
+            mentioned = None
+
+    def close_over_state(self) -> None:
+        self._close_over_state()
+
+    def _keep(self, indices: list[int]) -> list[int]:
+        for index in indices:
+            self.keep[index] = True
+        return indices
+
+    def _qualified(self, index: int) -> tuple[str | None, str | None]:
+        unit = self.units[index]
+        return (None if unit.class_index is None else self.units[unit.class_index].name, unit.name)
+
+    def _mentions(self, index: int) -> set[str]:
+        found = self._mention_cache.get(index)
+        if found is None:
+            found = self._mention_cache[index] = self.mentions(self.units[index])
+        return found
 
     def _class_own_text(self, class_index: int) -> str:
         """A class unit's text without its methods' bodies."""

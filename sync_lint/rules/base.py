@@ -44,6 +44,10 @@ class Finding:
     if_callee: CalleeCondition | None = None
 
 
+# What a finding may rest on besides its own function (``Rule.summaries_from``).
+CALLERS, CALLEES, BLOCK_CALLEES = "callers", "callees", "block callees"
+
+
 class Rule:
     code: ClassVar[str]
     name: ClassVar[str]  # kebab-case
@@ -75,6 +79,13 @@ class Rule:
     # Reports only at a sink the file calls (GPU1xx): where the only alone triggers a file has
     # are ``triggers.SCOUTED_SINK_TRIGGERS``, the syntax scout confirms such a call may be there.
     reports_only_at_sinks: ClassVar[bool] = False
+    # For a rule that reports neither only at sinks nor only in hot scopes: which summaries its
+    # finding in one function may rest on, followed within a file checked on its own to parse
+    # only the functions that can matter (``prefilter.one_file_plan``): those of the functions
+    # that a function with a trigger calls (CALLEES; BLOCK_CALLEES: only what its ``with``
+    # blocks whose items hold a trigger call), or of those calling it (CALLERS). A sink rule's
+    # findings sit in its sinks' callers; a hot-scope rule's rest on what hot functions call.
+    summaries_from: ClassVar[frozenset[str]] = frozenset({CALLERS, CALLEES})
     # Options that name things the rule looks for (hot classes, declarations): their literal
     # parts are triggers too, so a project's own names reach the pre-filter.
     trigger_options: ClassVar[tuple[str, ...]] = ()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
-from sync_lint.rules.base import Finding, Rule
+from sync_lint.rules.base import BLOCK_CALLEES, Finding, Rule
 from sync_lint.rules.triggers import DECLARATION_TRIGGERS
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ class StaleSyncDeclaration(Rule):
     fix_applicability = "unsafe"
     triggers = DECLARATION_TRIGGERS
     trigger_options = ("sync-declarations",)
+    summaries_from = frozenset({BLOCK_CALLEES})  # stale unless the block, or what it calls, syncs
     valid = (
         "from vllm.utils.gpu_sync_debug import gpu_sync_allowed\n\n"
         "class MLAMetadataBuilder:\n"

@@ -1,0 +1,224 @@
+"""A file checked on its own is parsed only where it can matter (``prefilter.one_file_plan``):
+which functions are kept, and that findings do not change (``test_fast_path_equivalence`` checks
+the latter on whole corpora)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from sync_lint.api import make_settings
+from sync_lint.pipeline import lint_file, prefilter, runner
+
+SETTINGS = make_settings()
+
+
+def kept(text: str) -> set[str] | None:
+    """Names of the functions and methods the plan keeps; None: the file is parsed whole."""
+    text = textwrap.dedent(text)
+    linter = runner.Linter(SETTINGS)
+    scope = linter.scope_of([text])
+    active = [rule for rule in scope.rules if prefilter.may_match(rule, text)]
+    assert active, "no rule can report here: the test would check nothing"
+    plan = prefilter.one_file_plan(active, text, scope.scout)
+    if plan is None:
+        return None
+    return {plan.units[i].name for i in plan.functions() if plan.keep[i]}
+
+
+BUILDER = """
+    import torch
+
+
+    class FlashMetadataBuilder:
+        def __init__(self, device):
+            self.device = device
+
+        def build(self, common):
+            lens = self._host_lens(common)
+            return lens
+
+        def _host_lens(self, common):
+            return common.seq_lens.tolist()
+
+        def describe(self):
+            return "flash"
+
+
+    def unrelated_helper(rows):
+        return [r.cpu() for r in rows]
+"""
+
+
+def test_a_hot_method_and_what_it_calls_are_kept():
+    assert kept(BUILDER) == {"__init__", "build", "_host_lens"}
+
+
+WRAPPERS = """
+    import torch
+
+
+    def checked(x):
+        assert x.is_contiguous()
+        return torch.empty_like(x)
+
+
+    def user(t):
+        return checked(t[:, 0])
+
+
+    def user_of_user(t):
+        return user(t.T)
+
+
+    def unrelated(t):
+        sizes = list[int]()
+        return t.view(-1, 4).sum(), sizes
+
+
+    def mentions_triton_only(backend):
+        return backend == "triton"
+"""
+
+
+def test_a_sink_and_its_callers_are_kept_not_look_alikes():
+    """``list[int]()`` and ``x.view(-1, 4)`` have a sink's syntax but are none; the word
+    ``triton`` outside a kernel's decorator makes no kernel."""
+    assert kept(WRAPPERS) == {"checked", "user", "user_of_user"}
+
+
+def test_a_triton_kernel_is_kept_by_its_decorator():
+    text = """
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def copy_kernel(src, dst, n):
+            pass
+
+
+        def launch(x, y):
+            copy_kernel[(1,)](x, y, 4)
+
+
+        def other(x):
+            return x.view(-1, 2)
+    """
+    assert kept(text) == {"copy_kernel", "launch"}
+
+
+def test_a_sink_bound_at_module_level_keeps_its_users():
+    text = """
+        import torch
+
+        reshape_and_cache = torch.ops._C_cache_ops.reshape_and_cache
+
+
+        def store(key, cache):
+            reshape_and_cache(key[:, 0], cache)
+
+
+        def unrelated(x):
+            return x.view(-1, 2)
+    """
+    assert kept(text) == {"store"}
+
+
+def test_a_sink_in_module_level_code_that_binds_nothing_keeps_everything():
+    text = """
+        import torch
+
+        torch.ops._C.warm_up(torch.empty(1))
+
+
+        def unrelated(x):
+            return x.view(-1, 2)
+    """
+    assert kept(text) is None
+
+
+def test_a_declared_block_keeps_what_the_block_calls_only():
+    text = """
+        from vllm.utils.gpu_sync_debug import gpu_sync_allowed
+
+
+        def step(batch):
+            with gpu_sync_allowed():
+                lens = host_lens(batch)
+            return shapes(batch), lens
+
+
+        def host_lens(batch):
+            return batch.seq_lens.tolist()
+
+
+        def shapes(batch):
+            return batch.shape
+    """
+    assert kept(text) == {"step", "host_lens"}
+
+
+def test_hot_functions_option_keeps_everything():
+    text = textwrap.dedent(BUILDER)
+    settings = make_settings(hot_functions=["*.unrelated_helper"])
+    linter = runner.Linter(settings)
+    scope = linter.scope_of([text])
+    active = [rule for rule in scope.rules if prefilter.may_match(rule, text)]
+    assert prefilter.one_file_plan(active, text, scope.scout) is None
+
+
+def test_a_finding_that_rests_on_another_file_is_dropped_without_a_second_parse(monkeypatch, tmp_path):
+    """A builder calling a helper of another module: the conditional finding can never be
+    reported in a run of this file alone, so the masked parse is the only parse."""
+    path = tmp_path / "builder.py"
+    path.write_text(textwrap.dedent("""
+        from vllm.v1.attention.backends.utils import split_decodes
+
+
+        class FlashMetadataBuilder:
+            def build(self, common):
+                return split_decodes(common)
+
+            def describe(self):
+                return "flash".upper()
+    """))
+    parses = _parses(monkeypatch)
+    assert runner.Linter(SETTINGS).run([str(path)], jobs=1).diagnostics == []
+    assert len(parses) == 1 and "describe" not in parses[0]
+
+
+def test_a_masked_file_with_a_finding_is_reported_from_the_whole_file(tmp_path):
+    path = tmp_path / "builder.py"
+    path.write_text(textwrap.dedent(BUILDER).replace("return common.seq_lens.tolist()", "return common.seq_lens.tolist()  # x"))
+    whole = runner.Linter(SETTINGS)
+    found = [(d.line, d.code) for d in whole.run([str(path)], jobs=1).diagnostics]
+    assert found == [(10, "GPU201")]
+
+
+def _parses(monkeypatch) -> list[str]:
+    parses: list[str] = []
+    original = lint_file._parse_and_check
+    monkeypatch.setattr(
+        lint_file, "_parse_and_check", lambda source, text, *a, **k: parses.append(text) or original(source, text, *a, **k)
+    )
+    return parses
+
+
+def test_a_masked_file_whose_findings_are_all_suppressed_is_parsed_once(monkeypatch, tmp_path):
+    """Masking keeps the lines of what it keeps, so suppressed findings (which get no fix) are
+    judged on the masked parse: the noqa counts as used, and there is no second parse."""
+    path = tmp_path / "builder.py"
+    path.write_text(textwrap.dedent(BUILDER).replace("lens = self._host_lens(common)", "lens = self._host_lens(common)  # noqa: GPU201"))
+    parses = _parses(monkeypatch)
+    assert runner.Linter(SETTINGS).run([str(path)], jobs=1).diagnostics == []
+    assert len(parses) == 1 and "unrelated_helper" not in parses[0]
+
+
+def test_a_call_of_a_local_helper_that_needs_nothing_is_parsed_once(monkeypatch, tmp_path):
+    """A conditional finding on a function of this file whose summary gives no reason (it
+    syncs nothing) is no finding: no second parse for it."""
+    path = tmp_path / "builder.py"
+    path.write_text(textwrap.dedent(BUILDER).replace("return common.seq_lens.tolist()", "return common.seq_lens"))
+    parses = _parses(monkeypatch)
+    assert runner.Linter(SETTINGS).run([str(path)], jobs=1).diagnostics == []
+    assert len(parses) == 1
