@@ -30,6 +30,12 @@ UNIT_STRIDE_CHECKS = [
     "if x.ndim != 2 or x.stride(-1) != 1:\n        raise ValueError('x')",
     "torch._check(x.stride(-1) == 1)",
     "y = x.view(torch.int8)",
+    # Either check passes it: the weaker need is enough.
+    "assert x.is_contiguous() or x.stride(-1) == 1",
+    "assert x.stride(-1) == 1 or x.is_contiguous()",
+    "if not x.is_contiguous() and x.stride(-1) != 1:\n        raise ValueError('x')",
+    "if not (x.is_contiguous() or x.stride(-1) == 1):\n        raise ValueError('x')",
+    "torch._check(x.is_contiguous() or x.stride(-1) == 1)",
 ]
 
 # (argument, flagged by a unit-last-stride callee, flagged by a contiguity callee)
@@ -44,6 +50,8 @@ ARGUMENTS = [
     ("bt[:, 0]", True, True),  # a column select: a 1-D view with the row stride
     ("bt.select(1, 0)", True, True),
     ("bt[:, ::2]", True, True),  # a step slice on the last dim
+    ("bt.t()[:, :n]", True, True),  # a column range of a transpose keeps the transpose's last stride
+    ("bt.t().narrow(1, 0, n)", True, True),
     ("bt[:n]", False, False),  # contiguous
     ("bt[:, :n].contiguous()", False, False),
 ]
@@ -68,7 +76,17 @@ def test_unit_stride_check_same_file(check: str, argument: str, flagged: bool, _
     assert findings(source) == ([(line, "GPU102")] if flagged else [])
 
 
-@pytest.mark.parametrize("check", ["assert x.is_contiguous()", "if not x.is_contiguous():\n        raise ValueError('x')"])
+CONTIGUITY_CHECKS = [
+    "assert x.is_contiguous()",
+    "if not x.is_contiguous():\n        raise ValueError('x')",
+    # Both must hold: the stronger need.
+    "assert x.is_contiguous() and x.stride(-1) == 1",
+    "if not x.is_contiguous() or x.stride(-1) != 1:\n        raise ValueError('x')",
+    "assert x is None or x.is_contiguous()",  # None or contiguous: a view is never None
+]
+
+
+@pytest.mark.parametrize("check", CONTIGUITY_CHECKS)
 @pytest.mark.parametrize(("argument", "_", "flagged"), ARGUMENTS)
 def test_contiguity_check_still_flags_every_strided_view(check: str, argument: str, _: bool, flagged: bool):
     source = f"import torch\n\n\ndef wrapper(x):\n    {check}\n    return x\n\n\n" + _caller(argument)
@@ -269,3 +287,125 @@ def test_a_local_that_carries_strides_stops_when_reassigned():
         encode(kv[:, :n], n)
     """
     assert findings(source) == [(11, "GPU102")]
+
+
+@pytest.mark.parametrize(("check", "quoted"), [
+    ("assert x.is_contiguous() or x.stride(-1) == 1",
+     "asserted to have stride 1 in its last dim in `wrapper` (`assert x.is_contiguous() or x.stride(-1) == 1`)"),
+    ("if not (x.is_contiguous() or x.stride(-1) == 1):\n        raise ValueError('x')",
+     "checked with `x.is_contiguous() or x.stride(-1) == 1` in `wrapper`, which raises unless its last dim"),
+])  # fmt: skip
+def test_an_or_of_checks_is_quoted_whole(check: str, quoted: str):
+    source = f"import torch\n\n\ndef wrapper(x):\n    {check}\n    return x\n\n\n" + _caller("bt.t()")
+    (message,) = [d.message for d in lint_text(source) if d.code == "GPU102"]
+    assert quoted in message
+
+
+# -- broadcast views: an expanded last dim has stride 0 --------------------------------------------
+
+# (argument, its last stride is certainly the base's) for ``bt`` [4, 8], ``col`` [4, 1], n = 3
+BROADCASTS = [
+    ("bt[0].expand(n, -1)", True),
+    ("bt.expand(2, -1, -1)", True),
+    ("bt.expand((2, -1, -1))", True),
+    ("torch.broadcast_to(bt[0], (n, -1))", True),
+    ("bt[0].expand(n, bt[0].shape[-1])", True),
+    ("bt[0].expand(n, bt[0].size(-1))", True),
+    ("col.expand(-1, 8)", False),  # the last dim is the expanded one: stride 0
+    ("col.expand(4, 8)", False),
+    ("col.expand_as(bt)", False),
+    ("torch.broadcast_to(col, (4, 8))", False),
+    ("bt.t().expand(2, -1, -1)", False),  # keeps the transpose's last stride
+]
+
+
+@pytest.mark.parametrize(("argument", "kept"), BROADCASTS)
+def test_broadcast_expectations_match_torch(argument: str, kept: bool):
+    value = eval(argument, {"bt": torch.zeros(4, 8), "col": torch.zeros(4, 1), "n": 3, "torch": torch})
+    assert (value.stride(-1) == 1) == kept
+    assert not value.is_contiguous()
+
+
+@pytest.mark.parametrize(("argument", "kept"), BROADCASTS)
+def test_broadcast_to_a_unit_stride_callee(argument: str, kept: bool):
+    source = "import torch\n\n\ndef wrapper(x):\n    assert x.stride(-1) == 1\n    return x\n\n\n"
+    source += f"def caller(bt, col, n):\n    return wrapper({argument})\n"
+    assert findings(source) == ([] if kept else [(source.count("\n"), "GPU102")])
+    dense = source.replace("x.stride(-1) == 1", "x.is_contiguous()")
+    assert findings(dense) == [(dense.count("\n"), "GPU102")]  # a broadcast is never contiguous
+
+
+@pytest.mark.parametrize("argument", ["bt[0].expand(n, d)", "bt[0].expand(shape)", "bt[0].expand(*shape)",
+                                      "bt[0].expand(-1, *shape)"])  # fmt: skip
+def test_a_written_out_last_size_may_expand_a_size1_dim(argument: str):
+    # Fine when ``bt[0]`` has ``d`` elements, stride 0 when it has one: not known, so reported.
+    source = "import torch\n\n\ndef wrapper(x):\n    assert x.stride(-1) == 1\n    return x\n\n\n"
+    source += f"def caller(bt, n, d, shape):\n    return wrapper({argument})\n"
+    assert findings(source) == [(source.count("\n"), "GPU102")]
+
+
+# -- a step or select on a middle dim leaves the last stride 1 -------------------------------------
+
+# (the tensor ``x``, argument, last stride 1) for tensors whose number of dims the code spells out
+SHAPED = [
+    ("torch.empty(n, 4, 8)", "x[:, ::2]", True),
+    ("torch.empty([n, 4, 8])", "x[:, ::2]", True),
+    ("torch.empty(size=(n, 4, 8))", "x[:, ::2]", True),
+    ("torch.zeros(shape)", "x[:, ::2]", True),  # ``shape = (n, 4, 8)``
+    ("torch.full((n, 4, 8), 0.0)", "x[:, ::2]", True),
+    ("torch.empty(n, 4, 8)", "x[:, 0]", True),
+    ("torch.empty(n, 4, 8)", "x.select(1, 0)", True),
+    ("torch.empty(n, 4, 8)", "x[None, :, ::2]", True),
+    ("torch.empty(n, 32).view(n, 4, 8)", "x[:, ::2]", True),
+    ("torch.empty(n, 4, 8).to(torch.int32)", "x[:, ::2]", True),
+    ("torch.empty(n, 8)", "x[::2]", True),
+    ("torch.empty(4, 8).unsqueeze(0)", "x[:, ::2]", True),
+    ("torch.empty(n, 4, 8)", "x[:, :, ::2]", False),  # the last dim itself
+    ("torch.empty(n, 4, 8)", "x[..., ::2]", False),
+    ("torch.empty(n, 4, 8)", "x[:, 0, 0]", False),
+    ("torch.empty(n, 4, 8)", "x.select(-1, 0)", False),
+    ("torch.empty(n, 4, 8)", "x.select(2, 0)", False),
+    ("torch.empty(n, 4, 8).view(n, 32)", "x[:, ::2]", False),
+    ("torch.empty(n, 8)", "x[:, ::2]", False),
+    ("torch.empty(n, 4, 8).transpose(1, 2)", "x[:, ::2]", False),  # a transpose's last stride
+    ("torch.empty(n, 4, 8)[0]", "x[:, ::2]", False),
+]
+
+
+@pytest.mark.parametrize(("tensor", "argument", "unit"), SHAPED)
+def test_shaped_expectations_match_torch(tensor: str, argument: str, unit: bool):
+    scope = {"torch": torch, "n": 3, "shape": (3, 4, 8)}
+    value = eval(argument, {"x": eval(tensor, scope)})
+    assert (value.stride(-1) == 1) == unit
+    assert not value.is_contiguous()
+
+
+@pytest.mark.parametrize(("tensor", "argument", "unit"), SHAPED)
+def test_middle_dim_views_of_shaped_tensors(tensor: str, argument: str, unit: bool):
+    source = "import torch\n\n\ndef wrapper(x):\n    assert x.stride(-1) == 1\n    return x\n\n\n"
+    source += f"def caller(n):\n    shape = (n, 4, 8)\n    x = {tensor}\n    return wrapper({argument})\n"
+    assert findings(source) == ([] if unit else [(source.count("\n"), "GPU102")])
+    dense = source.replace("x.stride(-1) == 1", "x.is_contiguous()")
+    assert findings(dense) == [(dense.count("\n"), "GPU102")]  # none of them is contiguous
+
+
+def test_vllm_unpadded_heads_keep_a_unit_last_stride():
+    # vLLM's ROCm sparse MLA path: a 3-D output, every ``head_stride``-th head kept.
+    source = """
+    import torch
+
+
+    def view_as_bytes(o):
+        return o.view(torch.uint8)
+
+
+    def head_slice(num_tokens, mla_num_heads, base_heads, rank):
+        output = torch.empty([num_tokens, mla_num_heads, rank], dtype=torch.bfloat16)
+        head_stride = mla_num_heads // base_heads
+        output = output[:, ::head_stride]
+        view_as_bytes(output)
+        torch.ops._C.merge_heads(output)  # a custom op wants it dense: still reported
+        flat = output.reshape(num_tokens, -1)
+        view_as_bytes(flat[:, ::2])  # two dims, the last stepped
+    """
+    assert findings(source) == [(14, "GPU102"), (16, "GPU102")]

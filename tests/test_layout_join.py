@@ -8,7 +8,9 @@ import textwrap
 
 import pytest
 
-from sync_lint.analysis.layout import GAPPED, PERMUTED, TUPLE, Layout, join
+from sync_lint.analysis.layout import (
+    BROADCAST, FRESH, GAPPED, NONE, OTHER, PERMUTED, SCALAR, TUPLE, UNKNOWN, Layout, join,
+)  # fmt: skip
 from sync_lint.api import lint_text
 
 torch = pytest.importorskip("torch")
@@ -124,3 +126,124 @@ def test_join_is_weakest_in_either_order(a: Layout, b: Layout, inner_unit: bool)
 def test_join_of_tuples_joins_the_elements():
     joined = join(Layout(TUPLE, elements=(RANGE, RANGE)), Layout(TUPLE, elements=(SELECT, RANGE2)))
     assert [e.inner_unit for e in joined.elements] == [False, True]
+
+
+# -- symmetry and the weaker guarantee, field by field ------------------------------------------
+
+OP = "import torch\n\n\n"
+
+
+def _both_orders(then: str, otherwise: str, use: str, setup: str = "") -> list[list[tuple[str, str]]]:
+    """The GPU1 findings (code, message) of ``use`` after ``v = then if flag else otherwise`` and
+    after the same with the branches swapped (line numbers left out: they move with the text)."""
+    results = []
+    for one, other in ((then, otherwise), (otherwise, then)):
+        source = OP + f"def caller(bt, x, y, out, n, flag: bool):\n{setup}    v = {one} if flag else {other}\n    {use}\n"
+        results.append([(d.code, d.message) for d in lint_text(source, preview=True) if d.code.startswith("GPU1")])
+    return results
+
+
+def test_a_plain_view_on_one_path_is_a_plain_view_whatever_the_other_path_casts():
+    # `bt[:, 1].to(torch.int32)` is a no-op on an int32 table: strided either way, but on the
+    # other path there is no cast at all, so GPU102 (not GPU101) holds on every path.
+    first, second = _both_orders("bt[:, 0]", "bt[:, 1].to(torch.int32)", "torch.ops._C.fill(out, v)")
+    assert [code for code, _ in first] == [code for code, _ in second] == ["GPU102"]
+    # Both paths cast: the cast is relied on on every path (GPU101), the same one named either way.
+    first, second = _both_orders("bt[:, 0].int()", "bt[:, 1].to(torch.int32)", "torch.ops._C.fill(out, v)")
+    assert first == second and [code for code, _ in first] == ["GPU101"]
+
+
+def test_a_view_of_a_contiguous_result_on_one_path_only_is_a_plain_view():
+    first, second = _both_orders("bt.contiguous()[:, 0]", "bt[:, 1]", "torch.ops._C.fill(out, v)")
+    assert [code for code, _ in first] == [code for code, _ in second] == ["GPU102"]
+    first, second = _both_orders("bt.contiguous()[:, 0]", "bt.contiguous().t()", "torch.ops._C.fill(out, v)")
+    assert first == second and [code for code, _ in first] == ["GPU103"]
+
+
+@pytest.mark.parametrize("dtypes", [("int32", "int64"), ("int64", "int64")])
+def test_dtype_is_known_after_a_merge_only_if_the_same_on_every_path(dtypes: tuple[str, str]):
+    # A cast to int32 certainly converts (and so copies the column) only if no path holds int32.
+    setup = "".join(f"    t{i} = torch.zeros(n, 4, dtype=torch.{d})\n" for i, d in enumerate(dtypes))
+    first, second = _both_orders("t0[:, 0]", "t1[:, 1]", "torch.ops._C.fill(out, v.to(torch.int32))", setup)
+    expected = ["GPU101"] if "int32" in dtypes else []
+    assert [code for code, _ in first] == [code for code, _ in second] == expected
+
+
+KERNEL = (
+    "import torch\nimport triton\nimport triton.language as tl\n\n\n"
+    "@triton.jit\ndef col_kernel(x_ptr, stride, out_ptr):\n    i = tl.program_id(0)\n"
+    "    tl.store(out_ptr + i, tl.load(x_ptr + i * stride))\n\n\n"
+)
+
+
+@pytest.mark.parametrize(("other", "flagged"), [("y[:, 0]", True), ("x[:, 1]", False)])
+def test_a_launch_is_stride_aware_after_a_merge_only_with_every_paths_strides(other: str, flagged: bool):
+    for one, two in (("x[:, 0]", other), (other, "x[:, 0]")):
+        source = KERNEL + (
+            "def run(x, y, out, flag: bool):\n"
+            f"    v = {one} if flag else {two}\n"
+            "    col_kernel[(out.numel(),)](v, x.stride(0), out)\n"
+        )
+        found = [d.code for d in lint_text(source) if d.code.startswith("GPU1")]
+        assert found == (["GPU102"] if flagged else []), (one, two)
+
+
+def test_a_reshape_keeps_a_view_if_it_does_on_some_path():
+    # `bt[:, 0].reshape(-1)` is still the strided column; `bt[:, ::2].reshape(-1)` is a copy.
+    first, second = _both_orders("bt[:, 0]", "bt[:, ::2]", "torch.ops._C.fill(out, v.reshape(-1))")
+    assert [code for code, _ in first] == [code for code, _ in second] == ["GPU102"]
+    first, second = _both_orders("bt[:, ::3]", "bt[:, ::2]", "torch.ops._C.fill(out, v.reshape(-1))")
+    assert first == second == []
+
+
+def test_a_size1_view_on_one_path_keeps_its_strides_after_a_merge():
+    source = KERNEL + (
+        "def run(block_table, out, flag: bool):\n"
+        "    if flag:\n"
+        "        first = block_table[:1, :8].contiguous()\n"
+        "    else:\n"
+        "        first = torch.zeros(1, 8)\n"
+        "    col_kernel[(1,)](first, first.stride(0), out)\n"
+    )
+    assert [(d.line, d.code) for d in lint_text(source, preview=True)] == [(source.count("\n"), "GPU103")]
+    look_alike = source.replace("block_table[:1, :8].contiguous()", "block_table[:2, :8].contiguous()")
+    assert [d.code for d in lint_text(look_alike, preview=True)] == []
+
+
+def test_two_casts_of_parameters_name_the_same_cast_in_either_order():
+    first, second = _both_orders("x.int()", "y.to(torch.int32)", "torch.ops._C.fill(out, v)")
+    assert first == second and [code for code, _ in first] == ["GPU101"]
+
+
+CAST_A = Layout(GAPPED, what="a column slice of `bt`", inner_unit=False, vector=True, dtype="torch.int32")
+SAMPLES = [
+    RANGE, SELECT, RANGE2, TRANSPOSE, CAST_A,
+    Layout(GAPPED, what="a step slice of `bt`", inner_unit=False, base_root="bt", ndim=2),
+    Layout(GAPPED, what="a column slice of `kv`", base_root="kv", ndim=2, size1=True),
+    Layout(BROADCAST, what="a broadcast (stride-0) view of `s`", inner_unit=False, dtype="torch.float32"),
+    Layout(FRESH, dtype="torch.int32", ndim=2), Layout(FRESH, size1=True, base_root="bt"), Layout(FRESH),
+    Layout(UNKNOWN, params=frozenset({"x"}), source="param"), Layout(UNKNOWN, params=frozenset({"y"}), source="param"),
+    Layout(UNKNOWN, ndim=3), Layout(SCALAR, stride_of="x"), Layout(SCALAR), Layout(OTHER), Layout(NONE),
+    Layout(TUPLE, elements=(RANGE, Layout(SCALAR))), Layout(TUPLE, elements=(SELECT, Layout(NONE))),
+    Layout(TUPLE, elements=(RANGE,), maybe_none=True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("a", SAMPLES)
+@pytest.mark.parametrize("b", SAMPLES)
+def test_join_is_symmetric(a: Layout, b: Layout):
+    assert join(a, b) == join(b, a)
+
+
+def test_join_keeps_the_weaker_guarantee_field_by_field():
+    size1 = Layout(GAPPED, what="a column-range slice of `kv`", base_root="kv", ndim=2, size1=True)
+    for left, right in ((RANGE, size1), (size1, RANGE)):
+        joined = join(left, right)
+        assert joined.size1 and joined.base_root is None and joined.ndim is None and joined.inner_unit
+    for left, right in ((SELECT, CAST_A), (CAST_A, SELECT)):
+        joined = join(left, right)
+        assert joined.cast is None and joined.dtype is None and joined.vector
+    fresh = join(Layout(FRESH, size1=True, ndim=2), Layout(FRESH, ndim=2))
+    assert fresh.size1 and fresh.ndim == 2
+    maybe = join(join(Layout(NONE), Layout(TUPLE, elements=(RANGE,))), Layout(TUPLE, elements=(SELECT,)))
+    assert maybe.maybe_none and maybe.elements[0].inner_unit is False

@@ -16,6 +16,10 @@ The rules rest on these runtime facts (see docs/FACTS.md):
   ``x[i, :k]``); ``x[:, i]``, ``x[..., i]``, ``x[:, :k]`` and step slices leave gaps; a size-1
   slice (``x[:1, 0]``) counts as a selected dim: the view passes ``is_contiguous()`` but keeps the
   row width as its stride;
+- a view keeps a unit last stride (``inner_unit``) only while its last dim is the base's, not
+  selected, stepped or expanded (stride 0): ``x[:, :k]``, ``x[:, ::2]`` and ``x[:, i]`` of a 3-D
+  tensor, ``x.expand(n, -1)``. An index is taken to reach the last dim unless the number of dims
+  is written out (``torch.empty(n, h, d)``, ``.view(n, h, d)``);
 - ``as_strided(size, stride)`` is contiguous exactly when ``stride`` is the row-major stride of
   ``size`` (whatever the base was); only literal tuples are judged, any other is a gapped view.
 """
@@ -77,9 +81,14 @@ class Layout:
     made_contiguous: cst.Call | None = None  # the value is the result of this `.contiguous()`
     refixed: cst.Call | None = None  # a view taken of a `.contiguous()` result (GPU103)
     size1: bool = False  # contiguous only thanks to a size-1 dim: strides are not normalised
-    inner_unit: bool = True  # the last dim may have stride 1 (False: certainly not)
+    # The last dim keeps the base's stride, so stride 1 for a contiguous base (False: it has
+    # another stride on some path, or may: a transpose, a column select, an expanded last dim).
+    inner_unit: bool = True
     vector: bool = False  # a 1-D-style view (column select) that reshape/flatten keeps a view
     base_root: str | None = None  # root name of the tensor a view was taken of
+    # The number of dims, when written out (a factory's or ``view``'s literal sizes): says
+    # whether ``x[:, ::2]`` steps the last dim (2-D) or a middle one (3-D).
+    ndim: int | None = None
     stride_of: str | None = None  # for ``t.stride(...)`` scalars: the root name of ``t``
     maybe_none: bool = False
     elements: tuple["Layout", ...] | None = None  # for TUPLE
@@ -109,6 +118,9 @@ _GAPPING = {"unfold", "diagonal", "as_strided"}
 _DIM0_OK = {"select", "narrow"}  # contiguous when taken along dim 0
 _SHAPE_KEEPING = {"view", "view_as", "unsqueeze", "squeeze", "unflatten", "detach", "data", "requires_grad_"}
 _RESHAPING = {"reshape", "flatten"}
+_DIMS_ADDED = {"select": -1, "narrow": 0, "unfold": 1, "diagonal": -1}  # to the base's number of dims
+_SHAPE_FACTORIES = {"empty", "zeros", "ones", "full", "rand", "randn"}  # sizes first, as ``view`` takes them
+_ONE_D_FACTORIES = {"arange", "range", "linspace", "logspace", "randperm"}
 _FRESH_METHODS = {
     "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "cumsum", "cumprod", "softmax",
     "log_softmax", "index_select", "masked_select", "nonzero", "repeat", "repeat_interleave",
@@ -167,6 +179,14 @@ def root_name(node: cst.BaseExpression) -> str | None:
             return None
 
 
+def _not_last(dim: cst.BaseExpression | None, ndim: int | None) -> bool:
+    """Is ``dim`` (a literal) certainly not the last of ``ndim`` dims?"""
+    value = _int_literal(dim)
+    if value is None or ndim is None:
+        return False
+    return value % ndim != ndim - 1 if -ndim <= value < ndim else False
+
+
 def _int_literal(node: cst.BaseExpression | None) -> int | None:
     if isinstance(node, cst.Integer):
         try:
@@ -180,7 +200,14 @@ def _int_literal(node: cst.BaseExpression | None) -> int | None:
 
 
 def join(a: Layout, b: Layout) -> Layout:
-    """What a value may hold after two paths meet: a view on some path is a view."""
+    """What a value may hold after two paths meet: a view on some path is a view.
+
+    Symmetric (``join(a, b) == join(b, a)``, up to which of two identically written expressions a
+    message names), and each field keeps the answer that holds on every path, i.e. the weaker
+    guarantee: a flag that licenses a finding ("may be strided", "may be None") is set if it is
+    on some path; one that withholds a finding ("the last stride stays 1", "the launch has these
+    strides") only if it is on both.
+    """
     if a is b or a == b:
         return a
     maybe_none = a.maybe_none or b.maybe_none or a.kind == NONE or b.kind == NONE
@@ -188,37 +215,101 @@ def join(a: Layout, b: Layout) -> Layout:
         return replace(b, maybe_none=True)
     if b.kind == NONE:
         return replace(a, maybe_none=True)
+    # A size-1 dim keeps the row width as a stride on the path that took it: the launch that
+    # reads the strides may be wrong on that path.
+    size1 = a.size1 or b.size1
+    if a.kind == b.kind == TUPLE and a.elements and b.elements and len(a.elements) == len(b.elements):
+        elements = tuple(join(x, y) for x, y in zip(a.elements, b.elements, strict=True))
+        return Layout(TUPLE, elements=elements, maybe_none=maybe_none)
+    if a.kind in VIEWS or b.kind in VIEWS:
+        return _join_views(a, b, maybe_none, size1)
     first, second = (a, b) if _RANK[a.kind] >= _RANK[b.kind] else (b, a)
-    if first.kind == second.kind and first.inner_unit and not second.inner_unit:
-        first, second = second, first  # two views of one kind: describe the one strided in its last dim
-    if first.kind == second.kind == TUPLE and first.elements and second.elements and len(first.elements) == len(second.elements):
-        return Layout(TUPLE, elements=tuple(join(x, y) for x, y in zip(first.elements, second.elements, strict=True)))
-    if first.kind in VIEWS:
-        # ``inner_unit`` says the last dim may have stride 1: after the merge only if it may on
-        # both paths (a column select on one path is strided in its last dim after the merge).
-        return replace(first, maybe_none=maybe_none, params=frozenset(), source=None,
-                       inner_unit=first.inner_unit and second.inner_unit)
     if first.kind == UNKNOWN:
         # A parameter on one path and something else on another is still, on that path, the
         # parameter: keep what summaries need, drop claims that hold on one path only.
         both_unchanged = second.kind == UNKNOWN and first.cast is None and second.cast is None
         params = first.params | second.params if both_unchanged else (first.params if second.kind != UNKNOWN else frozenset())
-        cast = first.cast or second.cast if first.source == second.source else None
+        # A cast relied on by a parameter or attribute on some path is still relied on (GPU101);
+        # two different casts: name the one first in the text, whichever path came first.
+        cast = _first_cast(first.cast, second.cast) if first.source == second.source else None
         if cast is not None and second.kind == UNKNOWN and _uncast_on_a_path(first, second, cast):
             cast = None
+        # ``dtype`` is left unknown (never wrong); ``source`` and ``ndim`` hold only if the same
+        # on both paths.
         return Layout(
-            UNKNOWN, params=params, maybe_none=maybe_none,
+            UNKNOWN, params=params, maybe_none=maybe_none, size1=size1,
             source=first.source if first.source == second.source else None, cast=cast,
+            ndim=first.ndim if first.ndim == second.ndim else None,
         )  # fmt: skip
     if first.kind == second.kind:
         # ``s = x.stride(0) if x is not None else 0``: a stride of ``x`` whenever ``x`` is passed.
+        # ``dtype``, ``ndim`` and the `.contiguous()` call it came from (GPU103's words) hold
+        # only if the same on both paths.
         strides = {layout.stride_of for layout in (first, second) if layout.stride_of}
         return Layout(first.kind, dtype=first.dtype if first.dtype == second.dtype else None, maybe_none=maybe_none,
                       made_contiguous=first.made_contiguous if first.made_contiguous is second.made_contiguous else None,
-                      stride_of=strides.pop() if len(strides) == 1 else None)
+                      stride_of=strides.pop() if len(strides) == 1 else None, size1=size1,
+                      ndim=first.ndim if first.ndim == second.ndim else None)
     if first.kind == FRESH:
         return Layout(UNKNOWN, maybe_none=maybe_none)  # a tensor on one path, a number on another
     return Layout(OTHER, maybe_none=maybe_none)
+
+
+def _join_views(a: Layout, b: Layout, maybe_none: bool, size1: bool) -> Layout:
+    """The join when some path holds a view, field by field:
+
+    - ``kind``: the highest rank (a permuted view outlives a dtype-changing cast, a gapped one
+      does not);
+    - ``inner_unit``: the last stride stays 1 only if it does on both paths; ``vector`` (a
+      reshape keeps it a view): if on some path;
+    - ``cast`` (GPU101: strided unless the cast converts) only if every view path has one, and
+      ``refixed`` (GPU103) only if every view path has one: a plain view on some path is strided
+      whatever the author did on the other (GPU102);
+    - ``dtype`` (which decides whether a later cast certainly converts) and ``base_root`` (the
+      strides a launch must receive to be stride-aware) only if the same on every view path: a
+      path that holds no view is contiguous whatever a cast or a launch does with it; ``ndim``
+      only if the same on both paths; ``params`` / ``source`` / ``made_contiguous`` are dropped
+      (the value is no longer the parameter, nor a `.contiguous()` result, on every path);
+    - the words and the origin come from the view that justifies the verdict: strided in its last
+      dim first (what a unit-stride callee fails on), then agreeing with the cast / refix verdict,
+      then the highest rank, then the text.
+    """
+    views = [layout for layout in (a, b) if layout.kind in VIEWS]
+    has_cast = all(view.cast is not None for view in views)
+    has_refix = all(view.refixed is not None for view in views)
+    def key(view: Layout, texts: bool = False) -> tuple:
+        verdict = (view.inner_unit, (view.cast is not None) != has_cast, (view.refixed is not None) != has_refix,
+                   -_RANK[view.kind], view.what)  # fmt: skip
+        if not texts:
+            return verdict
+        return (*verdict, _text(view.cast.node) if view.cast else "", _text(view.origin))
+
+    shown = views[0]
+    if len(views) == 2:
+        one, other = key(a), key(b)
+        if one == other:  # rendering the source is dearer: only to break a tie
+            one, other = key(a, texts=True), key(b, texts=True)
+        shown = a if one <= other else b
+    roots = {view.base_root for view in views}
+    dtypes = {view.dtype for view in views}
+    return replace(
+        shown, kind=max((view.kind for view in views), key=_RANK.__getitem__),
+        cast=shown.cast if has_cast else None, refixed=shown.refixed if has_refix else None,
+        inner_unit=a.inner_unit and b.inner_unit, vector=any(view.vector for view in views),
+        dtype=dtypes.pop() if len(dtypes) == 1 else None, base_root=roots.pop() if len(roots) == 1 else None,
+        ndim=a.ndim if a.ndim == b.ndim else None,
+        params=frozenset(), source=None, made_contiguous=None, maybe_none=maybe_none, size1=size1,
+    )  # fmt: skip
+
+
+def _first_cast(one: Cast | None, other: Cast | None) -> Cast | None:
+    if one is None or other is None:
+        return one or other
+    return min((one, other), key=lambda cast: (cast.source_text, cast.text))
+
+
+def _text(node: cst.CSTNode | None) -> str:
+    return cst.Module([]).code_for_node(node) if node is not None else ""
 
 
 def _uncast_on_a_path(a: Layout, b: Layout, cast: Cast) -> bool:
@@ -283,12 +374,30 @@ class LayoutDomain:
         return None
 
     def _view(self, base: Layout, kind: str, what: str, origin: cst.CSTNode, base_node: cst.BaseExpression,
-              inner_unit: bool = True, vector: bool = False) -> Layout:
+              inner_unit: bool = True, vector: bool = False, ndim: int | None = None) -> Layout:
         return Layout(
             kind, what=what, origin=origin, dtype=base.dtype,
             refixed=base.made_contiguous or (base.refixed if base.is_view else None),
-            inner_unit=inner_unit, vector=vector, base_root=root_name(base_node),
+            inner_unit=inner_unit, vector=vector, base_root=root_name(base_node), ndim=ndim,
         )  # fmt: skip
+
+    def _size_count(self, sizes: list, env) -> int | None:
+        """How many dims literal sizes give (``view(a, b, c)``, ``empty((a, b))``, ``empty(n)``):
+        None where a starred or non-literal size (``view(shape)``, ``empty(*s)``) leaves it open."""
+        if any(arg.star for arg in sizes) or not sizes:
+            return None
+        if len(sizes) > 1:
+            return len(sizes)
+        size = sizes[0].value
+        if isinstance(size, (cst.Tuple, cst.List)):
+            starred = any(isinstance(e, cst.StarredElement) for e in size.elements)
+            return None if starred else len(size.elements)
+        if _int_literal(size) is not None or (isinstance(size, cst.Name) and size.value in self.int_params):
+            return 1
+        layout = self.evaluate(size, env)
+        if layout.kind == TUPLE and layout.elements is not None:
+            return len(layout.elements)
+        return 1 if layout.kind == SCALAR else None
 
     @staticmethod
     def _is_contiguous_format(node: cst.BaseExpression) -> bool:
@@ -367,7 +476,7 @@ class LayoutDomain:
             if base.kind in (SCALAR, OTHER, NONE, TUPLE):
                 return UNKNOWN_LAYOUT
             return self._view(base, PERMUTED, f"a transpose of `{self.text(node.value)}`", node, node.value,
-                              inner_unit=False)
+                              inner_unit=False, ndim=base.ndim)
         if attr in ("shape", "dtype", "device", "ndim", "layout", "is_cuda"):
             return OTHER_LAYOUT
         if attr == "data":
@@ -386,22 +495,32 @@ class LayoutDomain:
             return self.element(base, index) if index is not None else UNKNOWN_LAYOUT
         if base.kind in (SCALAR, OTHER, NONE):
             return UNKNOWN_LAYOUT if base.kind == OTHER else base
-        effect = self._index_effect(node.slice, env)
+        effect = self._index_effect(node.slice, env, base.ndim)
         if effect.kind == "fresh":
             return Layout(FRESH, dtype=base.dtype)
         if effect.kind == "unknown":
             return UNKNOWN_LAYOUT
         if effect.kind == "gap":
             what = f"{effect.what} of `{self.text(value)}`"
-            return self._view(base, GAPPED, what, node, value, inner_unit=effect.inner_unit, vector=effect.vector)
+            return self._view(base, GAPPED, what, node, value, inner_unit=effect.inner_unit and base.inner_unit,
+                              vector=effect.vector, ndim=effect.ndim)
         # Contiguity-preserving: the base's layout carries over (a parameter stays the parameter
         # layout-wise, but it is no longer *the* parameter: a cast of it is not flagged).
         if base.kind == FRESH or base.is_view:
-            return replace(base, size1=base.size1 or effect.size1, made_contiguous=None, cast=None)
-        return Layout(UNKNOWN, params=base.params if base.cast is None else frozenset(), size1=effect.size1)
+            return replace(base, size1=base.size1 or effect.size1, made_contiguous=None, cast=None, ndim=effect.ndim)
+        return Layout(UNKNOWN, params=base.params if base.cast is None else frozenset(), size1=effect.size1,
+                      ndim=effect.ndim)
 
-    def _index_effect(self, elements, env) -> "_IndexEffect":
+    def _index_effect(self, elements, env, ndim: int | None = None) -> "_IndexEffect":
+        """The effect of an index on a contiguous tensor of ``ndim`` dims (None: unknown).
+
+        With ``ndim`` known, the dims an index leaves out are full slices: ``x[:, ::2]`` of a 3-D
+        tensor steps a middle dim and leaves the last stride 1 (not contiguous, but enough for a
+        unit-stride sink). With it unknown the index is taken to reach the last dim, as it does
+        for the 2-D block tables and caches this is written for: a last-dim verdict then errs
+        towards reporting a unit-stride sink."""
         classes: list[str] = []
+        added = 0  # ``None`` entries: new size-1 dims
         for element in elements:
             piece = element.slice
             if isinstance(piece, cst.Slice):
@@ -419,6 +538,7 @@ class LayoutDomain:
             if isinstance(value, cst.Ellipsis):
                 classes.append("ellipsis")
             elif isinstance(value, cst.Name) and value.value == "None":
+                added += 1
                 continue
             elif _int_literal(value) is not None or isinstance(value, (cst.List, cst.Tuple)):
                 classes.append("int" if _int_literal(value) is not None else "adv")
@@ -430,7 +550,12 @@ class LayoutDomain:
                     classes.append("adv")
                 else:
                     classes.append("unk")
-        return _classify(classes)
+        reached = len(classes) - classes.count("ellipsis")
+        if ndim is None or reached > ndim or "adv" in classes or "unk" in classes:
+            return _classify(classes)
+        if "ellipsis" not in classes:
+            classes += ["full"] * (ndim - reached)
+        return replace(_classify(classes), ndim=ndim - classes.count("int") + added)
 
     @staticmethod
     def _is_size1_slice(piece: cst.Slice) -> bool:
@@ -500,22 +625,34 @@ class LayoutDomain:
 
     def _torch_function(self, node: cst.Call, name: str, env) -> Layout:
         if name in _TORCH_FACTORIES:
-            return Layout(FRESH, dtype=self.dtype_of(self._keyword(node, "dtype")))
+            dtype = self.dtype_of(self._keyword(node, "dtype"))
+            return Layout(FRESH, dtype=dtype, ndim=self._factory_ndim(node, name, env))
         if name in _TORCH_LIKE:
             dtype = self.dtype_of(self._keyword(node, "dtype"))
             source = self.evaluate(node.args[0].value, env) if node.args else UNKNOWN_LAYOUT
             if self._keyword(node, "memory_format") is not None:
-                return Layout(FRESH, dtype=dtype)
+                return Layout(FRESH, dtype=dtype, ndim=source.ndim)
             if source.kind == PERMUTED:
                 return replace(source, dtype=dtype or source.dtype, cast=None, made_contiguous=None)
             if source.kind in (UNKNOWN, TUPLE):
                 return UNKNOWN_LAYOUT
-            return Layout(FRESH, dtype=dtype or source.dtype)
+            return Layout(FRESH, dtype=dtype or source.dtype, ndim=source.ndim)
         if name in _TORCH_VIEW_FUNCTIONS and node.args and node.args[0].keyword is None and not node.args[0].star:
             return self._method(node, name, node.args[0].value, env, args=node.args[1:])
         if name == "where" and len(node.args) == 3:
             return self._elementwise(*(self.evaluate(a.value, env) for a in node.args))
         return UNKNOWN_LAYOUT
+
+    def _factory_ndim(self, node: cst.Call, name: str, env) -> int | None:
+        if name in _ONE_D_FACTORIES:
+            return 1
+        if name not in _SHAPE_FACTORIES:
+            return None
+        size = next((arg for arg in node.args if arg.keyword is not None and arg.keyword.value == "size"), None)
+        positional = [arg for arg in node.args if arg.keyword is None]
+        if name == "full":  # ``full(size, fill_value)``: the size is one argument
+            positional = positional[:1]
+        return self._size_count([size] if size is not None else positional, env)
 
     @staticmethod
     def _keyword(node: cst.Call, keyword: str) -> cst.BaseExpression | None:
@@ -542,48 +679,63 @@ class LayoutDomain:
             memory_format = self._keyword(node, "memory_format")
             if memory_format is not None and not self._is_contiguous_format(memory_format):
                 return UNKNOWN_LAYOUT
-            return Layout(FRESH, dtype=base.dtype, made_contiguous=node, size1=base.size1, base_root=base.base_root)
+            return Layout(FRESH, dtype=base.dtype, made_contiguous=node, size1=base.size1, base_root=base.base_root,
+                          ndim=base.ndim)
         if method == "clone":
             memory_format = self._keyword(node, "memory_format")
             if base.kind == PERMUTED and (memory_format is None or not self._is_contiguous_format(memory_format)):
                 return replace(base, cast=None, made_contiguous=None)
             if base.kind == UNKNOWN and memory_format is None:
                 return UNKNOWN_LAYOUT
-            return Layout(FRESH, dtype=base.dtype)
+            return Layout(FRESH, dtype=base.dtype, ndim=base.ndim)
         if method in _PERMUTING:
             if self._identity_permutation(method, positional):
                 return base
             what = "a permutation" if method in ("permute", "movedim", "moveaxis") else "a transpose"
-            return self._view(base, PERMUTED, f"{what} of `{self.text(receiver)}`", node, receiver, inner_unit=False)
+            return self._view(base, PERMUTED, f"{what} of `{self.text(receiver)}`", node, receiver, inner_unit=False,
+                              ndim=base.ndim)
         if method in _BROADCASTING:
-            return self._view(base, BROADCAST, f"a broadcast (stride-0) view of `{self.text(receiver)}`", node, receiver)
+            sizes = self._broadcast_sizes(method, args)
+            # An expanded dim has stride 0: the last dim keeps the base's stride only where its
+            # size is certainly the base's own (``-1``, or the receiver's ``shape[-1]``); a size
+            # written out (``expand(n, d)``) may expand a size-1 last dim.
+            keeps_last = sizes is not None and self._same_last_size(sizes[-1], receiver)
+            what = f"a broadcast (stride-0) view of `{self.text(receiver)}`"
+            return self._view(base, BROADCAST, what, node, receiver, inner_unit=base.inner_unit and keeps_last,
+                              ndim=len(sizes) if sizes else None)
         if method == "as_strided" and _row_major(*self._as_strided_geometry(node, positional)):
             # Explicit strides that are the row-major strides of the explicit size: contiguous
             # whatever the base's layout (``k_cache.as_strided((n,), (1,))``, a flat byte view).
             return Layout(FRESH, dtype=base.dtype)
         if method in _GAPPING or method in _DIM0_OK:
             dim = positional[0] if positional else self._keyword(node, "dim")
+            ndim = base.ndim + _DIMS_ADDED[method] if base.ndim is not None and method in _DIMS_ADDED else None
             if method in _DIM0_OK and _int_literal(dim) == 0:
                 if base.kind == FRESH or base.is_view:
-                    return replace(base, made_contiguous=None, cast=None)
-                return Layout(UNKNOWN, params=base.params if base.cast is None else frozenset())
+                    return replace(base, made_contiguous=None, cast=None, ndim=ndim)
+                return Layout(UNKNOWN, params=base.params if base.cast is None else frozenset(), ndim=ndim)
+            # ``select`` drops its dim: the last one (stride 1 lost) unless the dims are known
+            # and it is another (``x.select(1, i)`` of a 3-D tensor, like ``x[:, i]``).
+            drops_last = method == "diagonal" or (method == "select" and not _not_last(dim, base.ndim))
             return self._view(base, GAPPED, f"a `.{method}()` view of `{self.text(receiver)}`", node, receiver,
-                              inner_unit=method not in ("select", "diagonal"), vector=method in ("select", "diagonal"))
+                              inner_unit=base.inner_unit and not drops_last, vector=drops_last, ndim=ndim)
         if method in _SHAPE_KEEPING:
             if method == "view" and len(positional) == 1 and self.dtype_of(positional[0]) is not None:
                 return replace(base, dtype=self.dtype_of(positional[0]), made_contiguous=None, cast=None)
+            ndim = self._reshaped_ndim(method, args, base, env)
             if base.kind == FRESH or base.is_view:
-                return replace(base, made_contiguous=None, cast=None)
-            return UNKNOWN_LAYOUT
+                return replace(base, made_contiguous=None, cast=None, ndim=ndim)
+            return Layout(UNKNOWN, ndim=ndim) if ndim is not None else UNKNOWN_LAYOUT
         if method in _RESHAPING:
             # reshape / flatten return a view when the strides allow it: a column select stays a
             # (strided) view; a 2-D gapped or permuted source is usually copied.
+            ndim = self._reshaped_ndim(method, args, base, env)
             if base.kind == FRESH:
-                return Layout(FRESH, dtype=base.dtype)
+                return Layout(FRESH, dtype=base.dtype, ndim=ndim)
             if base.kind == GAPPED and base.vector:
-                return replace(base, made_contiguous=None, cast=None,
+                return replace(base, made_contiguous=None, cast=None, ndim=ndim,
                                what=f"{base.what}, reshaped (`.{method}()` keeps it a view)")
-            return UNKNOWN_LAYOUT
+            return Layout(UNKNOWN, ndim=ndim) if ndim is not None else UNKNOWN_LAYOUT
         if method in _FRESH_METHODS:
             return Layout(FRESH, dtype=base.dtype if method not in ("argmax", "argmin", "nonzero", "argsort") else None)
         if method in _ELEMENTWISE_METHODS:
@@ -591,6 +743,48 @@ class LayoutDomain:
         if method.endswith("_") and not method.endswith("__"):
             return base  # in place: returns the receiver
         return UNKNOWN_LAYOUT
+
+    def _reshaped_ndim(self, method: str, args, base: Layout, env) -> int | None:
+        """The number of dims after a shape-changing method, where the call spells it out."""
+        if method in ("view", "reshape"):
+            return self._size_count([arg for arg in args if arg.keyword is None], env)
+        if method == "flatten":
+            return 1 if not args else None
+        if method in ("detach", "data", "requires_grad_"):
+            return base.ndim
+        if method == "unsqueeze" and base.ndim is not None:
+            return base.ndim + 1
+        return None  # ``squeeze`` drops a dim only if its size is 1; ``unflatten`` / ``view_as``: open
+
+    @staticmethod
+    def _broadcast_sizes(method: str, args) -> list | None:
+        """The sizes an ``expand`` / ``broadcast_to`` spells out (a literal tuple or the
+        arguments themselves); None for ``expand_as``, a starred or non-literal shape."""
+        positional = [arg for arg in args if arg.keyword is None]
+        if method == "expand_as" or not positional or any(arg.star for arg in positional):
+            return None
+        if len(positional) == 1 and isinstance(positional[0].value, (cst.Tuple, cst.List)):
+            elements = positional[0].value.elements
+            if not elements or any(isinstance(e, cst.StarredElement) for e in elements):
+                return None
+            return [e.value for e in elements]
+        if method == "broadcast_to" or (len(positional) == 1 and _int_literal(positional[0].value) is None):
+            return None  # ``expand(shape)`` / ``broadcast_to(x, shape)``: a shape held in a name
+        return [arg.value for arg in positional]
+
+    @staticmethod
+    def _same_last_size(size: cst.BaseExpression, receiver: cst.BaseExpression) -> bool:
+        """``-1``, ``receiver.shape[-1]`` or ``receiver.size(-1)``: the last size left unchanged."""
+        if _int_literal(size) == -1:
+            return True
+        if isinstance(size, cst.Subscript) and len(size.slice) == 1 and isinstance(size.slice[0].slice, cst.Index):
+            owner, index = size.value, size.slice[0].slice.value
+            return (isinstance(owner, cst.Attribute) and owner.attr.value == "shape" and _int_literal(index) == -1
+                    and owner.value.deep_equals(receiver))  # fmt: skip
+        if isinstance(size, cst.Call) and isinstance(size.func, cst.Attribute) and size.func.attr.value == "size":
+            return (len(size.args) == 1 and _int_literal(size.args[0].value) == -1
+                    and size.func.value.deep_equals(receiver))  # fmt: skip
+        return False
 
     def _as_strided_geometry(self, node: cst.Call, positional: list):
         """The ``size`` and ``stride`` arguments of ``as_strided`` (positional or keyword)."""
@@ -640,9 +834,10 @@ class LayoutDomain:
         changes = not device_only and target is not None and base.dtype is not None and target != base.dtype
         copies = self._keyword(node, "copy") is not None
         if base.kind == FRESH:
-            return Layout(FRESH, dtype=dtype)
+            return Layout(FRESH, dtype=dtype, ndim=base.ndim)
         if base.kind in (GAPPED, BROADCAST) and (changes or copies):
-            return Layout(FRESH, dtype=dtype)  # a new tensor; preserve_format falls back to contiguous
+            # a new tensor; preserve_format falls back to contiguous
+            return Layout(FRESH, dtype=dtype, ndim=base.ndim)
         receiver_text = self.text(receiver)
         text = self.text(node)
         cast = Cast(node, text[len(receiver_text) :] if text.startswith(receiver_text) else f".{method}(...)",
@@ -652,7 +847,7 @@ class LayoutDomain:
             return replace(base, dtype=dtype, cast=cast, made_contiguous=None, params=frozenset())
         # Unknown layout: the cast is not a contiguity fix; remember it only when the receiver is
         # a parameter or an attribute itself (the upstream pattern), not a derived value.
-        return Layout(UNKNOWN, dtype=dtype, source=base.source, cast=cast if base.source else None)
+        return Layout(UNKNOWN, dtype=dtype, source=base.source, cast=cast if base.source else None, ndim=base.ndim)
 
 
 def _factors(node: cst.BaseExpression) -> tuple[int, tuple[str, ...]] | None:
@@ -699,6 +894,7 @@ class _IndexEffect:
     inner_unit: bool = True
     vector: bool = False
     size1: bool = False
+    ndim: int | None = None  # of the result, when the base's is known
 
 
 def _classify(classes: list[str]) -> _IndexEffect:

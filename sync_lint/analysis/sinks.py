@@ -14,9 +14,10 @@ A sink is an argument that is read as if it were contiguous:
 
 A weaker sink needs only a unit stride in the last dim (a column-range slice ``x[:, :n]`` passes,
 a transpose does not): a parameter checked with ``p.stride(-1) == 1``, and the receiver of
-``.view(dtype)``; the summary keeps those apart (``needs_unit_stride``), and a call into such a
-function is reported only for an argument whose last dim certainly has no stride 1
-(``Layout.inner_unit`` False).
+``.view(dtype)``, and a parameter checked with ``p.is_contiguous() or p.stride(-1) == 1`` (either
+check passes it); the summary keeps those apart (``needs_unit_stride``), and a call into such a
+function is reported only for an argument whose last dim is not known to keep stride 1
+(``Layout.inner_unit`` False: a transpose, a column select, an expand that may expand it).
 
 Function-level facts go into ``ctx.summary`` (``needs_contiguous``, ``needs_unit_stride`` and
 ``forwards``) so that the project can judge a call in one file into a kernel wrapper in another;
@@ -430,11 +431,10 @@ class _FunctionFacts:
                 test = statement.value.args[0].value
         if test is None:
             return
-        for param, check in _contiguity_checks(test, negated):
+        for param, (check, unit_stride) in _layout_needs(test, passes=not negated).items():
             layout = env.get(param)
             if layout is None or layout.cast is not None:
                 continue
-            unit_stride = "is_contiguous" not in check  # ``p.stride(-1) == 1``: only the last dim
             if negated:
                 otherwise = "unless its last dim has stride 1" if unit_stride else "otherwise"
                 how = f"checked with `{check}` in `{self.info.name}`, which raises {otherwise}"
@@ -595,30 +595,44 @@ def _raises(body: cst.BaseSuite) -> bool:
     return False
 
 
-def _contiguity_checks(test: cst.BaseExpression, negated: bool) -> Iterator[tuple[str, str]]:
-    """(name, check text) for ``name.is_contiguous()`` / ``name.stride(-1) == 1`` in a test
-    that fails (assert) or raises (if) when the tensor is not contiguous."""
-    stack: list[tuple[cst.BaseExpression, bool]] = [(test, False)]
-    while stack:
-        node, under_not = stack.pop()
-        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
-            stack.append((node.expression, not under_not))
-        elif isinstance(node, cst.BooleanOperation):
-            stack.extend([(node.left, under_not), (node.right, under_not)])
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "is_contiguous":
-            if under_not == negated and isinstance(node.func.value, cst.Name) and not node.args:
-                yield node.func.value.value, f"{node.func.value.value}.is_contiguous()"
-        elif isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
-            left, comparison = node.left, node.comparisons[0]
-            wanted = cst.NotEqual if negated != under_not else cst.Equal
-            if (
-                isinstance(comparison.operator, wanted) and isinstance(left, cst.Call)
-                and isinstance(left.func, cst.Attribute) and left.func.attr.value == "stride"
-                and isinstance(left.func.value, cst.Name) and len(left.args) == 1
-                and _literal(left.args[0].value) == -1 and _literal(comparison.comparator) == 1
-            ):  # fmt: skip
-                op = "!=" if wanted is cst.NotEqual else "=="
-                yield left.func.value.value, f"{left.func.value.value}.stride(-1) {op} 1"
+def _layout_needs(test: cst.BaseExpression, passes: bool) -> dict[str, tuple[str, bool]]:
+    """What ``test`` holding (``passes``; False: ``test`` failing, for ``if test: raise``) requires
+    of each tensor name it checks: (the check's text, only a unit last stride). The checks are
+    ``name.is_contiguous()`` (contiguity) and ``name.stride(-1) == 1`` (a unit last stride).
+
+    Where both sides of a boolean operation must hold (``a and b`` holding, ``a or b`` failing), a
+    name checked on both sides needs the stronger need; where either side may hold, it needs only
+    the weaker one (``x.is_contiguous() or x.stride(-1) == 1`` passes a column-range slice). A name
+    checked on one side only keeps that side's need: the other side is no layout check
+    (``assert x is None or x.is_contiguous()``: a tensor passed is never None).
+    """
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _layout_needs(test.expression, not passes)
+    if isinstance(test, cst.BooleanOperation):
+        left, right = _layout_needs(test.left, passes), _layout_needs(test.right, passes)
+        both_hold = isinstance(test.operator, cst.And) == passes
+        needs = {**left, **right}
+        for name in left.keys() & right.keys():
+            # Unit stride only: on both sides when both must hold, on either side otherwise.
+            unit = left[name][1] and right[name][1] if both_hold else left[name][1] or right[name][1]
+            needs[name] = (code_of(cst.Module([]), test.with_changes(lpar=[], rpar=[])), unit)
+        return needs
+    if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) and test.func.attr.value == "is_contiguous":
+        name = test.func.value
+        if passes and isinstance(name, cst.Name) and not test.args:  # a failing ``is_contiguous()`` needs nothing
+            return {name.value: (f"{name.value}.is_contiguous()", False)}
+    elif isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        left, comparison = test.left, test.comparisons[0]
+        wanted = cst.Equal if passes else cst.NotEqual
+        if (
+            isinstance(comparison.operator, wanted) and isinstance(left, cst.Call)
+            and isinstance(left.func, cst.Attribute) and left.func.attr.value == "stride"
+            and isinstance(left.func.value, cst.Name) and len(left.args) == 1
+            and _literal(left.args[0].value) == -1 and _literal(comparison.comparator) == 1
+        ):  # fmt: skip
+            op = "==" if passes else "!="
+            return {left.func.value.value: (f"{left.func.value.value}.stride(-1) {op} 1", True)}
+    return {}
 
 
 def _literal(node: cst.BaseExpression) -> int | None:
@@ -668,7 +682,7 @@ def reported(use: SinkUse, verdict) -> bool:
 
 def callee_need(use: SinkUse) -> str:
     """The pending-call kind for a use whose verdict is the callee's summary: a unit-last-stride
-    need of the callee counts only for an argument whose last dim certainly has no stride 1."""
+    need of the callee counts only for an argument whose last dim is not known to keep stride 1."""
     return "contiguity" if use.layout.inner_unit else "unit-stride"
 
 
