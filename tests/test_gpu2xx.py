@@ -1101,3 +1101,118 @@ def test_a_helper_with_only_a_comparison_keeps_its_summary(tmp_path):
     })
     assert _project_findings(root, unknown_device="always") == {("head.py", 7, "GPU201")}
     assert _project_findings(root) == set()  # a parameter of unknown device outside a builder
+
+
+# -- calls whose arguments rule out the helper's sync --------------------------------------------
+
+def test_constant_arguments_rule_out_the_syncing_branch_of_a_same_file_helper():
+    # vLLM `indexer_msa.py` calls `_fmha_sm100_plan(..., num_kv_splits=1)` without `kv_block_num`
+    # (default -1): its `if kv_block_num > 0 and ...:` branch, the one that reaches
+    # `sparse_fmha_plan`'s `.item()`, cannot run. The summary counts every branch; a call of a helper
+    # of the same file is judged with its constants. Taken with the other values, it still syncs.
+    check("""
+        import torch
+
+        def plan(lens, device, split: int = -1, check=False, mode="auto", scratch=None):
+            lens_list = lens.tolist()
+            if split > 0 and max(lens_list) > 16:
+                total = torch.tensor(lens_list, device=device).sum()
+                return int(total.item())
+            elif not check:
+                pass
+            else:
+                torch.cuda.synchronize()
+            if mode == "prefill" or scratch is not None:
+                scratch.copy_(torch.tensor(lens_list, device=device))
+                torch.cuda.current_stream().synchronize()
+            return len(lens_list)
+
+        def widen(lens, device, split=-1):
+            split = split or 4  # rebound: the default no longer decides the test
+            if split > 0:
+                return torch.tensor(lens, device=device).sum().item()
+            return 0
+
+        def walrus(lens, device, split=-1):
+            if (split := len(lens)) > 0:  # rebound too
+                return torch.tensor(lens, device=device).sum().item()
+            return 0
+
+        def bounded(lens, device, low=0, high=8):
+            if low < 4 < high:
+                return 0
+            else:
+                return torch.tensor(lens, device=device).sum().item()
+
+        class FooMetadataBuilder:
+            def _plan(self, lens, enabled=False):
+                if enabled:
+                    return lens.cuda().max().item()
+                return 0
+
+            def build(self, common, device, split):
+                lens_cpu = common.seq_lens_cpu
+                a = plan(lens_cpu, device)
+                b = plan(lens_cpu, device, check=False, mode="decode")
+                c = plan(lens_cpu, device, -1, False, "auto", None) + bounded(lens_cpu, device)
+                d = self._plan(common.seq_lens) + self._plan(common.seq_lens, enabled=False)
+                e = plan(lens_cpu, device, split=4)  # expect: GPU201
+                f = plan(lens_cpu, device, -1, True)  # expect: GPU201
+                g = plan(lens_cpu, device, mode="prefill")  # expect: GPU201
+                h = plan(lens_cpu, device, scratch=self.buf)  # expect: GPU201
+                i = plan(lens_cpu, device, split)  # expect: GPU201
+                j = widen(lens_cpu, device)  # expect: GPU201
+                k = bounded(lens_cpu, device, high=2)  # expect: GPU201
+                m = self._plan(common.seq_lens, enabled=True)  # expect: GPU201
+                n = walrus(lens_cpu, device)  # expect: GPU201
+                return a, b, c, d, e, f, g, h, i, j, k, m, n
+    """)
+
+
+def test_a_memoised_helper_fed_by_another_memoised_helper_runs_once_per_key():
+    # SGLang `VideoSparseAttentionMetadataBuilder.build`: `get_non_pad_index(variable_block_sizes,
+    # n)` is `lru_cache`d and takes a tensor, but that tensor comes from the `lru_cache`d
+    # `construct_variable_block_sizes(shape, tiles, device)`: the same object for the same key, so
+    # the boolean-mask indexing runs once per shape. A tensor made per step misses every step.
+    check("""
+        import functools
+        import torch
+
+        @functools.lru_cache(maxsize=10)
+        def block_sizes(shape: tuple[int, int], device: torch.device) -> torch.Tensor:
+            return torch.full(shape, 4, device=device)
+
+        @functools.lru_cache(maxsize=10)
+        def non_pad_index(sizes: torch.LongTensor, width: int):
+            index = torch.arange(sizes.shape[0] * width, device=sizes.device).view(-1, width)
+            mask = torch.arange(width, device=sizes.device)[None, :] < sizes[:, None]
+            return index[mask]
+
+        @functools.lru_cache(maxsize=10)
+        def reverse_index(index: torch.Tensor, scale: torch.Tensor = None):
+            return torch.argsort(index.cuda()).max().item()
+
+        def fresh_sizes(shape, device):
+            return torch.full(shape, 4, device=device)
+
+        class VsaMetadataBuilder:
+            def build(self, shape, device: torch.device, step_sizes: torch.Tensor, sizes_arg: torch.Tensor):
+                sizes = block_sizes(shape, device)
+                index = non_pad_index(sizes, 8)
+                a = reverse_index(index) + reverse_index(non_pad_index(block_sizes(shape, device), 8))
+                b = non_pad_index(step_sizes, 8)  # expect: GPU201
+                c = non_pad_index(sizes + 1, 8)  # expect: GPU201
+                d = non_pad_index(fresh_sizes(shape, device), 8)  # expect: GPU201
+                twice = block_sizes(shape, device)
+                twice = twice.flip(0)
+                e = non_pad_index(twice, 8)  # expect: GPU201
+                sizes_arg = block_sizes(shape, device)
+                f = non_pad_index(sizes_arg, 8)  # expect: GPU201
+                g = reverse_index(index, scale=step_sizes)  # expect: GPU201
+                return index, a, b, c, d, e, f, g
+
+        class ShadowMetadataBuilder:
+            def build(self, shape, device: torch.device):
+                block_sizes = fresh_sizes
+                return non_pad_index(block_sizes(shape, device), 8)  # expect: GPU201
+    """)

@@ -155,12 +155,19 @@ class HotScopes:
         """``@functools.lru_cache`` / ``@cache`` on a function whose parameters are not annotated as
         tensors (a tensor argument would miss the cache every step): its syncs run once per key
         (``_probe(device)``), not per step, so it is cold."""
+        return self.memoized_tensor_params(info) == ()
+
+    def memoized_tensor_params(self, info: FunctionInfo) -> tuple[str, ...] | None:
+        """For a module-level function under ``functools.lru_cache`` / ``cache``: its parameters
+        annotated as tensors (the ones that can miss the cache every step: a tensor is hashed by
+        identity). None for any other function."""
         if info.class_node is not None or not any(d in _MEMOIZERS for d in info.decorators):
-            return False
+            return None
         params = info.node.params
-        return not any(
-            param.annotation is not None and "Tensor" in (self.ctx.module.code_for_node(param.annotation.annotation))
-            for param in (*params.posonly_params, *params.params, *params.kwonly_params)
+        return tuple(
+            param.name.value for param in (*params.posonly_params, *params.params, *params.kwonly_params)
+            if param.annotation is not None
+            and "Tensor" in self.ctx.module.code_for_node(param.annotation.annotation)
         )
 
     def is_graph_block(self, node: cst.With) -> bool:

@@ -14,8 +14,10 @@ For every function, one forward walk (``flow.Walker`` with ``device.DeviceDomain
   methods of those names: the bool itself is host-side, so using it later is no second sync);
 - calls of functions of the project (``helper(x)``, ``self.helper()`` as ``<module>.<Class>.helper``,
   ``mod.func()``), which sync if the callee's closed summary says so; a call of a function of
-  the same file that passes CPU tensors is no sync site if the callee, walked with them bound,
-  has none (``SyncAnalysis.clean_with_arguments``: the summary judges parameters as unknown).
+  the same file that passes CPU tensors, or constants that skip its syncing branch, is no sync
+  site if the callee, walked with them bound, has none (``SyncAnalysis.clean_with_arguments``: the
+  summary judges parameters as unknown); nor is a call of a memoised function of the same file
+  whose tensor arguments the cache itself handed out (``SyncAnalysis.cached_call``).
 
 Receivers must be on the GPU (``DEVICE``); unknown receivers of explicit syncs and of the
 tensor-only APIs count as well per ``unknown-device`` (default: only in methods of hot classes);
@@ -36,7 +38,9 @@ is not known here; a function of the same file is looked into).
 
 from __future__ import annotations
 
+import operator
 import re
+from collections import Counter
 from dataclasses import dataclass, replace
 
 import libcst as cst
@@ -541,7 +545,8 @@ class _Scanner:
             if self.broad:
                 if self.analysis.function_may_sync(callee):
                     self._candidate(node, loop)
-            elif not self.analysis.clean_with_arguments(callee, node, env, self.domain):
+            elif not (self.analysis.clean_with_arguments(callee, node, env, self.domain)
+                      or self.analysis.cached_call(callee, node, self.info)):
                 self._hit(node, "call", "", None, loop, callee)
             return
         library = self.domain.library_name(func)
@@ -791,6 +796,8 @@ class SyncAnalysis:
         self._attributes: ClassAttributes | None = None
         self._analysed: dict[int, bool] = {}  # id(function node) -> done (False: in progress)
         self._own_hits: set[str] = set()  # functions with an undeclared sync site of their own
+        self._bindings: dict[int, _Bindings] = {}  # id(function node) -> its bindings
+        self._cached_names: dict[int, set[str]] = {}  # id(function node) -> ``cached_call``'s names
         for info in self.hot.functions:
             self._ensure_analysed(info)
 
@@ -906,9 +913,13 @@ class SyncAnalysis:
         """Is a call of a function of this file sync-free with the arguments this call passes?
         Its summary judges its parameters as of unknown device (reported in hot classes), so a
         helper that reads ``lens.tolist()`` syncs by its summary; called with a CPU tensor
-        (``self._padded_len(qo_len_cpu)``) it does not. True only when the callee, walked with
-        the CPU-tensor arguments bound, has no sync site left at all (nor a call of another
-        function): otherwise its summary decides, as for any call."""
+        (``self._padded_len(qo_len_cpu)``) it does not. Its summary also counts every branch,
+        while a constant argument, or a parameter left at a constant default, may decide the
+        ``if`` that leads to the sync (``plan(lens, split=False)``; vLLM ``_fmha_sm100_plan``'s
+        ``if kv_block_num > 0 and ...:`` with ``kv_block_num=-1``): the branch the constants rule
+        out is not looked at. True only when the callee, walked with the CPU-tensor arguments
+        bound, has no sync site left at all (nor a call of another function) outside those
+        branches: otherwise its summary decides, as for any call."""
         info = self.functions.get(qualname)
         if info is None or any(arg.star for arg in call.args):
             return False
@@ -925,47 +936,50 @@ class SyncAnalysis:
             if not bound_self or not positional_params:
                 return False
             positional_params = positional_params[1:]
+        passed = _passed_arguments(positional_params, call)
+        if passed is None:
+            return False
         host: dict[str, Place] = {}
-        index = 0
-        for arg in call.args:
-            if arg.keyword is None:
-                if index >= len(positional_params):
-                    return False  # into ``*args``
-                name = positional_params[index].name.value
-                index += 1
-            else:
-                name = arg.keyword.value
-            if is_literal(arg.value):
+        for name, value in passed.items():
+            if is_literal(value):
                 continue
-            place = domain.evaluate(arg.value, env)
+            place = domain.evaluate(value, env)
             if place.is_host and place.tensor:
                 host[name] = place
-        if not host:
-            return False  # no CPU tensor: nothing the summary did not assume (Python values do not
-            # sync through a parameter of unknown device: ``int(n)`` needs a known tensor)
+        constants = {
+            param.name.value: value
+            for param in (*positional_params, *params.kwonly_params)
+            if (value := _constant(passed.get(param.name.value, param.default))) is not _NOT_CONSTANT
+        }
+        if not host and not constants:
+            return False  # nothing the summary did not assume (Python values do not sync
+            # through a parameter of unknown device: ``int(n)`` needs a known tensor)
         self._ensure_analysed(info)
         if not self._analysed[id(info.node)] or qualname not in self._own_hits:
             return False  # in progress (recursion), or nothing to take back: its summary is empty
-        key = (qualname, tuple(sorted(host)))
+        key = (qualname, tuple(sorted(host)), tuple(sorted((n, type(v).__name__, v) for n, v in constants.items())))
         if key in self._clean:
             return self._clean[key]
         self._clean[key] = False  # while looking (recursion): not known to be clean
-        self._clean[key] = clean = self._clean_with(info, host)
+        self._clean[key] = clean = self._clean_with(info, host, constants)
         return clean
 
-    def _clean_with(self, info: FunctionInfo, host: dict[str, Place]) -> bool:
+    def _clean_with(self, info: FunctionInfo, host: dict[str, Place], constants: dict[str, object]) -> bool:
+        if self.declarations.mentioned and self.declarations.decorates(info.node):
+            return True
+        skipped = self._ruled_out(info, constants) if constants else set()
+        if not host and not skipped:
+            return False  # walked as its summary was
         contexts = self._contexts(info)
         hot = self.hot.of(info)
         report_unknown = self.policy == "always" or (self.policy == "hot-classes" and hot.hot_class)
         domain = DeviceDomain(self.ctx.names, self._class_attributes(info))
         scanner = _Scanner(self, info, domain, report_unknown)
-        if self.declarations.mentioned and self.declarations.decorates(info.node):
-            return True
         found = False
 
         def on_statement(node, env) -> None:
             nonlocal found
-            if found:
+            if found or id(node) in skipped:
                 return
             flags = contexts.flags.get(id(node))
             if flags is None or flags.declared or flags.debug or (flags.once and not flags.graph):
@@ -976,6 +990,69 @@ class SyncAnalysis:
         env.update(host)
         _walk(Walker(domain, on_statement), info.node, env)
         return not found
+
+    def _ruled_out(self, info: FunctionInfo, constants: dict[str, object]) -> set[int]:
+        """The statements of ``info`` that ``constants`` keep from running. A parameter the
+        function rebinds (``split = split or 4``) decides nothing; that is looked up only when
+        something is ruled out (most calls pass constants that decide no ``if``)."""
+        skipped = _ruled_out(info.node, constants)
+        rebound = self._bindings_of(info).counts if skipped else ()
+        if any(name in rebound for name in constants):
+            skipped = _ruled_out(info.node, {n: v for n, v in constants.items() if n not in rebound})
+        return skipped
+
+    def _bindings_of(self, info: FunctionInfo) -> "_Bindings":
+        found = self._bindings.get(id(info.node))
+        if found is None:
+            found = self._bindings[id(info.node)] = _Bindings(info.node, ":=" in self.ctx.source.text)
+        return found
+
+    def cached_call(self, qualname: str, call: cst.Call, caller: FunctionInfo) -> bool:
+        """Does ``call`` run a memoised function of this file (``functools.lru_cache`` / ``cache``)
+        whose body runs once per key, not once per step? A tensor is hashed by identity, so a
+        tensor argument made per step misses the cache every step (``HotScopes._memoized`` leaves
+        such functions hot); but a tensor the cache itself handed out, the result of a memoised
+        call (directly, or through a name of ``caller`` bound once to one), is the same object for
+        the same key: SGLang ``get_non_pad_index(construct_variable_block_sizes(shape, tiles,
+        device), n)``. Other arguments are keys, as for ``HotScopes._memoized``."""
+        info = self.functions.get(qualname)
+        if info is None or self.hot.memoized_tensor_params(info) is None:
+            return False
+        bindings = self._bindings_of(caller)
+        shadowed = set(bindings.counts) | set(caller.all_params)  # local names are not the module's
+        names = self._cached_names.get(id(caller.node))
+        if names is None:
+            names = self._cached_names[id(caller.node)] = set()
+            for assign in bindings.assigns:  # in source order: a name may feed a later call
+                target = assign.targets[0].target
+                if len(assign.targets) == 1 and type(target) is cst.Name and bindings.counts[target.value] == 1 \
+                        and target.value not in caller.all_params and self._handed_out(assign.value, names, shadowed):
+                    names.add(target.value)
+        return self._cache_hit(qualname, call, names, shadowed)
+
+    def _cache_hit(self, qualname: str, call: cst.Call, names: set[str], shadowed: set[str]) -> bool:
+        info = self.functions.get(qualname)
+        tensors = None if info is None else self.hot.memoized_tensor_params(info)
+        if tensors is None:
+            return False
+        params = info.node.params
+        passed = _passed_arguments([*params.posonly_params, *params.params], call)
+        return passed is not None and all(
+            is_literal(passed[name]) or self._handed_out(passed[name], names, shadowed)
+            for name in tensors if name in passed
+        )
+
+    def _handed_out(self, node: cst.BaseExpression, names: set[str], shadowed: set[str]) -> bool:
+        """Is ``node`` an object a memoised function's cache returned (see ``cached_call``)?"""
+        if type(node) is cst.Name:
+            return node.value in names
+        if type(node) is not cst.Call or type(node.func) is not cst.Name:
+            return False
+        name = node.func.value
+        if name not in self.module_functions or name in shadowed:
+            return False
+        module = self.ctx.names.module_name
+        return self._cache_hit(f"{module}.{name}" if module else name, node, names, shadowed)
 
     def function_may_sync(self, qualname: str) -> bool:
         """Broadly: may calling this function sync? Unknown (other files') functions may."""
@@ -1032,6 +1109,233 @@ class SyncAnalysis:
 def _defines(class_node: cst.ClassDef, method: str) -> bool:
     body = class_node.body.body if isinstance(class_node.body, cst.IndentedBlock) else ()
     return any(isinstance(s, cst.FunctionDef) and s.name.value == method for s in body)
+
+
+def _passed_arguments(positional_params, call: cst.Call) -> dict[str, cst.BaseExpression] | None:
+    """Parameter name -> the argument ``call`` passes for it; None when that cannot be told
+    (``*args`` / ``**kwargs`` in the call, more positional arguments than parameters)."""
+    passed: dict[str, cst.BaseExpression] = {}
+    index = 0
+    for arg in call.args:
+        if arg.star:
+            return None
+        if arg.keyword is not None:
+            passed[arg.keyword.value] = arg.value
+        elif index < len(positional_params):
+            passed[positional_params[index].name.value] = arg.value
+            index += 1
+        else:
+            return None  # into ``*args``
+    return passed
+
+
+class _Bindings:
+    """The names a function body binds, with how often (assignments, ``for`` / ``with`` /
+    ``except`` / ``import`` / walrus / ``case`` targets, ``del``, nested ``def`` / ``class``), and
+    its ``=`` assignments in source order. Counted broadly: a name bound in a nested function
+    counts too (it only makes a name look less constant). A walk over statements: a libcst
+    visitor, which rebuilds every node it passes, looks into expressions only for a walrus, in
+    modules that have one."""
+
+    def __init__(self, function: cst.FunctionDef, walrus: bool) -> None:
+        self.counts: Counter[str] = Counter()
+        self.assigns: list[cst.Assign] = []
+        self._block(function.body)
+        if walrus:
+            function.body.visit(_CaptureTargets(self))
+
+    def bind(self, target: cst.BaseExpression) -> None:
+        kind = type(target)
+        if kind is cst.Name:
+            self.counts[target.value] += 1
+        elif kind in (cst.Tuple, cst.List):
+            for element in target.elements:
+                self.bind(element.value)
+        elif kind is cst.StarredElement:
+            self.bind(target.value)
+
+    def _block(self, block) -> None:
+        for statement in _block_statements(block):
+            kind = type(statement)
+            if kind is cst.SimpleStatementLine:
+                for small in statement.body:
+                    self._small(small)
+            elif kind is cst.For:
+                self.bind(statement.target)
+            elif kind is cst.With:
+                for item in statement.items:
+                    if item.asname is not None:
+                        self.bind(item.asname.name)
+            elif kind is cst.Try or kind is cst.TryStar:
+                for handler in statement.handlers:
+                    if handler.name is not None:
+                        self.bind(handler.name.name)
+            elif kind is cst.Match:
+                for case in statement.cases:
+                    case.pattern.visit(_CaptureTargets(self))
+            elif kind is cst.FunctionDef or kind is cst.ClassDef:
+                self.bind(statement.name)
+                continue  # its body binds its own names
+            else:
+                self._small(statement)  # a ``def f(): return x`` body, or none
+            for inner in _inner_blocks(statement):
+                self._block(inner)
+
+    def _small(self, small) -> None:
+        kind = type(small)
+        if kind is cst.Assign:
+            self.assigns.append(small)
+            for target in small.targets:
+                self.bind(target.target)
+        elif kind is cst.AugAssign or kind is cst.AnnAssign or kind is cst.Del:
+            self.bind(small.target)
+        elif kind is cst.Import or kind is cst.ImportFrom:
+            for alias in small.names if isinstance(small.names, (list, tuple)) else ():
+                if alias.asname is not None:
+                    self.bind(alias.asname.name)
+                else:  # ``import a.b`` binds ``a``
+                    self.counts[(dotted(alias.name) or "").split(".")[0]] += 1
+
+
+class _CaptureTargets(cst.CSTVisitor):
+    """Names bound inside expressions (walrus) and ``case`` patterns."""
+
+    def __init__(self, bindings: _Bindings) -> None:
+        self.bindings = bindings
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self.bindings.bind(node.target)
+
+    def visit_MatchAs(self, node: cst.MatchAs) -> None:
+        if node.name is not None:
+            self.bindings.bind(node.name)
+
+    def visit_MatchStar(self, node: cst.MatchStar) -> None:
+        if node.name is not None:
+            self.bindings.bind(node.name)
+
+
+# A value that is no constant (``None`` is one).
+_NOT_CONSTANT = object()
+_COMPARE = {
+    cst.Equal: operator.eq, cst.NotEqual: operator.ne, cst.LessThan: operator.lt,
+    cst.LessThanEqual: operator.le, cst.GreaterThan: operator.gt, cst.GreaterThanEqual: operator.ge,
+    cst.Is: operator.is_, cst.IsNot: operator.is_not,
+}
+_SINGLETONS = (None, True, False)
+
+
+def _constant(node: cst.BaseExpression | None):
+    """The Python value of a literal argument or default (``-1``, ``False``, ``None``, ``"auto"``)."""
+    if node is None or not is_literal(node):
+        return _NOT_CONSTANT
+    kind = type(node)
+    if kind is cst.Name:
+        return {"None": None, "True": True, "False": False}[node.value]
+    if kind is cst.UnaryOperation:
+        inner = _constant(node.expression)
+        if inner is _NOT_CONSTANT or not isinstance(inner, (int, float, complex)):
+            return _NOT_CONSTANT
+        return -inner if type(node.operator) is cst.Minus else inner
+    try:
+        return node.evaluated_value
+    except Exception:  # pragma: no cover - a malformed literal
+        return _NOT_CONSTANT
+
+
+def _truth(node: cst.BaseExpression, constants: dict[str, object]) -> bool | None:
+    """Is a test true, false or not known, with the parameters ``constants`` names bound?"""
+    kind = type(node)
+    if kind is cst.UnaryOperation and type(node.operator) is cst.Not:
+        inner = _truth(node.expression, constants)
+        return None if inner is None else not inner
+    if kind is cst.BooleanOperation:
+        left, right = _truth(node.left, constants), _truth(node.right, constants)
+        decisive = type(node.operator) is cst.Or  # ``x or True`` is true, ``x and False`` false
+        if left is decisive or right is decisive:
+            return decisive
+        return None if left is None or right is None else not decisive
+    if kind is cst.Comparison:
+        left = _value(node.left, constants)
+        for link in node.comparisons:
+            right = _value(link.comparator, constants)
+            compare = _COMPARE.get(type(link.operator))
+            if left is _NOT_CONSTANT or right is _NOT_CONSTANT or compare is None:
+                return None
+            if compare in (operator.is_, operator.is_not) and not any(
+                    left is v or right is v for v in _SINGLETONS):
+                return None  # ``is`` on numbers or strings depends on the interpreter
+            try:
+                if not compare(left, right):
+                    return False
+            except TypeError:
+                return None
+            left = right
+        return True
+    value = _value(node, constants)
+    return None if value is _NOT_CONSTANT else bool(value)
+
+
+def _value(node: cst.BaseExpression, constants: dict[str, object]):
+    if type(node) is cst.Name and node.value in constants:
+        return constants[node.value]
+    return _constant(node)
+
+
+def _ruled_out(function: cst.FunctionDef, constants: dict[str, object]) -> set[int]:
+    """The ids of the statements of ``function`` inside an ``if`` branch that cannot run when the
+    parameters ``constants`` names have those values (a hand-written walk over statements: a
+    libcst visitor rebuilds every node it passes)."""
+    ids: set[int] = set()
+    _rule_out_in(function.body, constants, ids)
+    return ids
+
+
+def _rule_out_in(block, constants: dict[str, object], ids: set[int]) -> None:
+    for statement in _block_statements(block):
+        if type(statement) is not cst.If:
+            for inner in _inner_blocks(statement):
+                _rule_out_in(inner, constants, ids)
+            continue
+        truth = _truth(statement.test, constants)
+        for branch, runs in ((statement.body, truth is not False), (statement.orelse, truth is not True)):
+            if branch is None:
+                continue
+            if runs:
+                _rule_out_in(branch, constants, ids)
+            else:
+                _mark(branch, ids)
+
+
+def _mark(block, ids: set[int]) -> None:
+    ids.add(id(block))  # an ``elif`` or ``except`` clause is reported to the walker's callback too
+    for statement in _block_statements(block):
+        ids.add(id(statement))
+        if type(statement) is cst.SimpleStatementLine:
+            ids.update(id(small) for small in statement.body)
+        for inner in _inner_blocks(statement):
+            _mark(inner, ids)
+
+
+def _block_statements(block) -> tuple:
+    if type(block) is cst.If:
+        return (block,)  # an ``elif``
+    body = block.body  # a suite, or ``else`` / ``finally`` / ``except`` / ``case`` around one
+    return tuple(body.body if isinstance(body, cst.BaseSuite) else body)
+
+
+def _inner_blocks(statement) -> tuple:
+    kind = type(statement)
+    if kind is cst.If or kind is cst.For or kind is cst.While:
+        return (statement.body,) if statement.orelse is None else (statement.body, statement.orelse)
+    if kind is cst.With:
+        return (statement.body,)
+    if kind is cst.Try or kind is cst.TryStar:
+        return tuple(b for b in (statement.body, *statement.handlers, statement.orelse, statement.finalbody)
+                     if b is not None)
+    if kind is cst.Match:
+        return tuple(statement.cases)
+    return ()
 
 
 def _walk(walker: Walker, function: cst.FunctionDef, env) -> None:
