@@ -409,3 +409,122 @@ def test_vllm_unpadded_heads_keep_a_unit_last_stride():
         view_as_bytes(flat[:, ::2])  # two dims, the last stepped
     """
     assert findings(source) == [(14, "GPU102"), (16, "GPU102")]
+
+
+# -- `.view(dtype)` to the same element size reinterprets in place: any strides will do ------------
+
+# (setup, expression, flagged). ``x`` has an unknown dtype; the setup may fix one. Flagged: some
+# dtype of ``x`` (and value of ``flag``) makes the view raise for its strides (the test below
+# checks that against torch); a view of a source whose dtype is not known is always flagged.
+DTYPE_VIEWS = [
+    # the source's dtype is known and has the target's element size
+    ("w = torch.empty(n, m, dtype=torch.float8_e4m3fn)", "w.t().view(torch.uint8)", False),
+    ("w = torch.empty(n, m, dtype=torch.uint8)", "w.t().view(torch.float8_e4m3fn)", False),
+    ("w = torch.empty(n, m, dtype=torch.int32)", "w.t().view(torch.float32)", False),
+    ("w = torch.empty(n, m, dtype=torch.bfloat16)", "w.t().view(torch.float16)", False),
+    ("w = torch.empty(n, m, dtype=torch.bfloat16)", "w[:, ::2].view(torch.int16)", False),
+    ("w = torch.empty(n, m, dtype=torch.half)", "w.t().view(torch.short)", False),  # legacy spellings
+    ("w = torch.empty(n, m, dtype=torch.float8_e4m3fn)", "w.new_empty((m, n)).t().view(torch.uint8)", False),
+    ("w = torch.empty(n, m, dtype=torch.float8_e4m3fn)", "torch.empty_like(w).t().view(torch.uint8)", False),
+    ("w = torch.empty(n, m, dtype=torch.bfloat16)", "w.softmax(-1).t().view(torch.int16)", False),
+    ("w = torch.empty(n, m, dtype=torch.bfloat16)", "w.sum(0, keepdim=True).t().view(torch.int16)", False),
+    ("w = torch.empty(n, m, dtype=torch.float8_e4m3fn)",
+     "w.to(torch.float8_e5m2, memory_format=torch.contiguous_format).t().view(torch.uint8)", False),
+    ("", "x.to(torch.float8_e4m3fn).t().view(torch.uint8)", False),
+    ("", "x.t().to(torch.float8_e4m3fn).view(torch.uint8)", False),
+    ("", "x.to(torch.float8_e8m0fnu).t().view(torch.uint8)", False),
+    ("", "x.view(torch.int32).t().view(torch.float32)", False),
+    # another element size, or a source dtype not known: the last dim needs stride 1
+    ("w = torch.empty(n, m, dtype=torch.float32)", "w.t().view(torch.uint8)", True),
+    ("w = torch.empty(n, m, dtype=torch.uint8)", "w.t().view(torch.int32)", True),
+    ("w = torch.empty(n, m, dtype=torch.bfloat16)", "w[:, ::2].view(torch.uint8)", True),
+    ("", "x.t().view(torch.uint8)", True),
+    ("", "x.t().view(torch.float32)", True),
+    ("", "x.to(torch.float32).t().view(torch.uint8)", True),
+    ("w = torch.empty(n, m, dtype=torch.float8_e4m3fn) if flag else torch.empty(n, m, dtype=torch.float32)",
+     "w.t().view(torch.uint8)", True),  # fp8 on one path only
+    # results whose dtype is not the receiver's
+    ("f = torch.zeros(n, m, dtype=torch.bool)", "f.cumsum(-1).t().view(torch.uint8)", True),  # int64
+    ("f = torch.zeros(n, m, dtype=torch.bool)", "f.sum(0, keepdim=True).t().view(torch.uint8)", True),
+    ("w = torch.empty(n, m, dtype=torch.bfloat16)", "w.argmax(0, keepdim=True).t().view(torch.int16)", True),
+    ("w = torch.empty(n, m, dtype=torch.bfloat16)", "w.softmax(-1, dtype=torch.float32).t().view(torch.int16)", True),
+    ("w = torch.empty(n, m, dtype=torch.bfloat16)", "w.softmax(-1, torch.float32).t().view(torch.int16)", True),
+    ("w = torch.empty(n, m, dtype=torch.float8_e4m3fn)",
+     "w.new_empty((m, n), dtype=torch.float32).t().view(torch.uint8)", True),
+    ("w = torch.empty(n, m, dtype=torch.float8_e4m3fn)",
+     "torch.empty_like(w, dtype=out_dtype).t().view(torch.uint8)", True),
+    ("w = torch.empty(n, m, dtype=torch.float8_e4m3fn)",
+     "w.to(torch.float32, memory_format=torch.contiguous_format).t().view(torch.uint8)", True),
+    # the conditional expression that takes the view says the element size
+    ("t = x.t()", "t.view(torch.uint8) if t.element_size() == 1 else t", False),
+    ("t = x.t()", "t.view(torch.uint8) if t.itemsize == 1 else t", False),
+    ("t = x.t()", "t.view(torch.uint8) if 1 == t.dtype.itemsize else t", False),
+    ("t = x.t()", "t.view(torch.uint8) if t.dtype == torch.float8_e4m3fn else t", False),
+    ("t = x.t()", "t.view(torch.uint8) if t.dtype is torch.float8_e5m2 else t", False),
+    ("t = x.t()", "t.view(torch.uint8) if t.dtype in (torch.float8_e4m3fn, torch.float8_e5m2) else t", False),
+    ("t = x.t()", "t.view(torch.uint8) if flag and t.element_size() == 1 else t", False),
+    ("t = x.t()", "(t.view(torch.uint8) if t.element_size() == 1 else t).sum()", False),
+    ("t = x.t()", "t.view(torch.uint8) if t.dtype in (torch.float8_e4m3fn, torch.bfloat16) and t.itemsize == 1 else t",
+     False),  # both hold
+    ("t = x.t()", "t.view(torch.uint8) if t.dtype in (torch.float8_e4m3fn, torch.bfloat16) else t", True),
+    ("t = x.t()", "t.view(torch.uint8) if flag or t.element_size() == 1 else t", True),
+    ("t = x.t()", "t if t.element_size() == 1 else t.view(torch.uint8)", True),
+    ("t = x.t()", "t.view(torch.uint8) if t.element_size() != 1 else t", True),
+    ("t = x.t()", "t.view(torch.uint8) if t.element_size() == 2 else t", True),
+    ("t = x.t()", "t.view(torch.int16) if t.element_size() == 1 else t", True),
+]
+_X_DTYPES = ["float8_e4m3fn", "float8_e5m2", "uint8", "bfloat16", "float32", "float64"]
+
+
+def _dtype_view_source(setup: str, expression: str) -> str:
+    body = f"    {setup}\n" if setup else ""
+    return f"import torch\n\n\ndef f(x, n, m, flag, out_dtype):\n{body}    return {expression}\n"
+
+
+@pytest.mark.parametrize(("setup", "expression", "flagged"), DTYPE_VIEWS)
+def test_dtype_view_expectations_match_torch(setup: str, expression: str, flagged: bool):
+    raised = []
+    for dtype in _X_DTYPES:
+        for flag in (True, False):
+            scope = {"torch": torch, "x": torch.zeros(4, 8, dtype=getattr(torch, dtype)), "n": 4, "m": 8,
+                     "flag": flag, "out_dtype": torch.float32}  # fmt: skip
+            try:
+                if setup:  # ``name = value``
+                    name, _, value = setup.partition(" = ")
+                    scope[name] = eval(value, scope)
+                eval(expression, scope)
+            except RuntimeError as error:
+                assert "stride" in str(error)  # the strides, not a size the view cannot divide
+                raised.append((dtype, flag))
+    assert bool(raised) == flagged
+
+
+@pytest.mark.parametrize(("setup", "expression", "flagged"), DTYPE_VIEWS)
+def test_dtype_view_needs_a_unit_last_stride_only_across_element_sizes(setup: str, expression: str, flagged: bool):
+    source = _dtype_view_source(setup, expression)
+    assert findings(source) == ([(source.count("\n"), "GPU102")] if flagged else [])
+
+
+def test_same_size_view_in_a_wrapper_needs_nothing_of_its_parameter():
+    source = """
+    import torch
+
+
+    def as_bytes(p):
+        return p.view(torch.uint8) if p.element_size() == 1 else p
+
+
+    def fp8_bytes(p):
+        return p.to(torch.float8_e4m3fn).view(torch.uint8)
+
+
+    def raw_bytes(p):
+        return p.view(torch.uint8)
+
+
+    def caller(w):
+        as_bytes(w.t())
+        fp8_bytes(w.t())
+        raw_bytes(torch.empty(4, 8, dtype=torch.float8_e4m3fn).t())  # the callee cannot know the dtype
+    """
+    assert findings(source) == [(20, "GPU102")]

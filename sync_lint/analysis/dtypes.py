@@ -6,10 +6,24 @@ Free of libcst: the syntax scout (``pipeline.scout``) asks about them before any
 # Legacy spellings -> the dtype they stand for.
 DTYPE_ALIASES = {
     "float": "float32", "half": "float16", "double": "float64", "int": "int32", "long": "int64",
-    "short": "int16", "cfloat": "complex64", "cdouble": "complex128",
+    "short": "int16", "cfloat": "complex64", "cdouble": "complex128", "chalf": "complex32",
 }  # fmt: skip
-DTYPES = frozenset({
-    "float32", "float16", "bfloat16", "float64", "int8", "int16", "int32", "int64", "uint8",
-    "uint16", "uint32", "uint64", "bool", "complex64", "complex128", "float8_e4m3fn",
-    "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", *DTYPE_ALIASES,
-})  # fmt: skip
+# Bytes per element (``torch.<dtype>.itemsize``), by canonical name. ``t.view(dtype)`` to a dtype
+# of the same size reinterprets each element in place and works on any strides; to another size
+# it regroups the bytes of the last dim, which must then have stride 1.
+ELEMENT_SIZES = {
+    "bool": 1, "uint8": 1, "int8": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "float8_e4m3fnuz": 1,
+    "float8_e5m2fnuz": 1, "float8_e8m0fnu": 1, "float4_e2m1fn_x2": 1,
+    "float16": 2, "bfloat16": 2, "int16": 2, "uint16": 2,
+    "float32": 4, "int32": 4, "uint32": 4, "complex32": 4,
+    "float64": 8, "int64": 8, "uint64": 8, "complex64": 8,
+    "complex128": 16,
+}  # fmt: skip
+DTYPES = frozenset({*ELEMENT_SIZES, *DTYPE_ALIASES})
+# Real floating dtypes: a sum or a mean of one keeps its dtype (an integer sum widens to int64).
+FLOATING = frozenset({"torch.float16", "torch.bfloat16", "torch.float32", "torch.float64"})
+
+
+def element_size(dtype: str) -> int | None:
+    """Bytes per element of a canonical dtype (``torch.float8_e4m3fn`` -> 1); None if not known."""
+    return ELEMENT_SIZES.get(dtype.removeprefix("torch."))

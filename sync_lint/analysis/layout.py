@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Mapping
 
 import libcst as cst
 
-from sync_lint.analysis.dtypes import DTYPE_ALIASES, DTYPES
+from sync_lint.analysis.dtypes import DTYPE_ALIASES, DTYPES, FLOATING
 from sync_lint.analysis.flow import Walker, target_key
 from sync_lint.analysis.names import dotted
 
@@ -127,6 +127,10 @@ _FRESH_METHODS = {
     "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "flip", "roll", "ravel",
     "argsort", "matmul", "mm", "bmm", "norm", "any", "all", "count_nonzero",
 }  # fmt: skip
+# Fresh methods whose result has another dtype than the receiver: indices, truth values, and the
+# reductions that widen an integer input to int64 (kept for a real floating input).
+_INDEX_RESULTS = {"argmax", "argmin", "nonzero", "argsort", "count_nonzero", "any", "all"}
+_WIDENING = {"sum", "prod", "cumsum", "cumprod", "mean", "norm"}
 # Elementwise methods: a new tensor whose strides follow the input (so a permuted input gives a
 # permuted result; anything else a contiguous one).
 _ELEMENTWISE_METHODS = {
@@ -628,15 +632,17 @@ class LayoutDomain:
             dtype = self.dtype_of(self._keyword(node, "dtype"))
             return Layout(FRESH, dtype=dtype, ndim=self._factory_ndim(node, name, env))
         if name in _TORCH_LIKE:
-            dtype = self.dtype_of(self._keyword(node, "dtype"))
             source = self.evaluate(node.args[0].value, env) if node.args else UNKNOWN_LAYOUT
+            # ``dtype=`` given: the dtype it names, else unknown (``dtype=out_dtype``), never the source's.
+            given = self._keyword(node, "dtype")
+            dtype = self.dtype_of(given) if given is not None else source.dtype
             if self._keyword(node, "memory_format") is not None:
                 return Layout(FRESH, dtype=dtype, ndim=source.ndim)
             if source.kind == PERMUTED:
-                return replace(source, dtype=dtype or source.dtype, cast=None, made_contiguous=None)
+                return replace(source, dtype=dtype, cast=None, made_contiguous=None)
             if source.kind in (UNKNOWN, TUPLE):
                 return UNKNOWN_LAYOUT
-            return Layout(FRESH, dtype=dtype or source.dtype, ndim=source.ndim)
+            return Layout(FRESH, dtype=dtype, ndim=source.ndim)
         if name in _TORCH_VIEW_FUNCTIONS and node.args and node.args[0].keyword is None and not node.args[0].star:
             return self._method(node, name, node.args[0].value, env, args=node.args[1:])
         if name == "where" and len(node.args) == 3:
@@ -737,12 +743,25 @@ class LayoutDomain:
                                what=f"{base.what}, reshaped (`.{method}()` keeps it a view)")
             return Layout(UNKNOWN, ndim=ndim) if ndim is not None else UNKNOWN_LAYOUT
         if method in _FRESH_METHODS:
-            return Layout(FRESH, dtype=base.dtype if method not in ("argmax", "argmin", "nonzero", "argsort") else None)
+            return Layout(FRESH, dtype=self._fresh_dtype(node, method, base.dtype, positional))
         if method in _ELEMENTWISE_METHODS:
             return self._elementwise(base, *(self.evaluate(a, env) for a in positional))
         if method.endswith("_") and not method.endswith("__"):
             return base  # in place: returns the receiver
         return UNKNOWN_LAYOUT
+
+    def _fresh_dtype(self, node: cst.Call, method: str, dtype: str | None, positional: list) -> str | None:
+        """The dtype of a fresh method's result, where certain (a known dtype decides whether a
+        later ``.view(dtype)`` needs a unit last stride, so a wrong one would hide a finding)."""
+        given = self._keyword(node, "dtype")
+        if given is not None:  # ``x.new_empty(n, dtype=torch.int32)``, ``x.sum(dtype=...)``
+            return self.dtype_of(given)
+        named = next((d for d in map(self.dtype_of, positional) if d is not None), None)
+        if named is not None:  # ``x.softmax(-1, torch.float32)``
+            return named
+        if method in _INDEX_RESULTS or (method in _WIDENING and dtype not in FLOATING):
+            return None
+        return dtype
 
     def _reshaped_ndim(self, method: str, args, base: Layout, env) -> int | None:
         """The number of dims after a shape-changing method, where the call spells it out."""
@@ -815,9 +834,6 @@ class LayoutDomain:
         base = self.evaluate(receiver, env)
         if method == "type" and not positional and self._keyword(node, "dtype") is None:
             return OTHER_LAYOUT  # ``t.type()`` is the type name
-        memory_format = self._keyword(node, "memory_format")
-        if memory_format is not None and self._is_contiguous_format(memory_format):
-            return Layout(FRESH, dtype=base.dtype)
         if method in _CAST_METHODS:
             target = _CAST_METHODS[method]
             device_only = target is None
@@ -828,6 +844,11 @@ class LayoutDomain:
                 if target is None and len(positional) > 1:
                     target = self.dtype_of(positional[1])  # ``.to(device, dtype)``
             device_only = False
+        memory_format = self._keyword(node, "memory_format")
+        if memory_format is not None and self._is_contiguous_format(memory_format):
+            # ``.to(memory_format=...)`` alone keeps the dtype; ``.to(d, memory_format=...)`` is d's.
+            keeps = device_only or (not positional and self._keyword(node, "dtype") is None)
+            return Layout(FRESH, dtype=target or (base.dtype if keeps else None))
         if base.kind in (SCALAR, OTHER, NONE, TUPLE):
             return base if base.kind != TUPLE else UNKNOWN_LAYOUT
         dtype = target or (base.dtype if device_only else None)

@@ -13,9 +13,11 @@ A sink is an argument that is read as if it were contiguous:
 - the receiver of a ``.data_ptr()`` handed to a call.
 
 A weaker sink needs only a unit stride in the last dim (a column-range slice ``x[:, :n]`` passes,
-a transpose does not): a parameter checked with ``p.stride(-1) == 1``, and the receiver of
-``.view(dtype)``, and a parameter checked with ``p.is_contiguous() or p.stride(-1) == 1`` (either
-check passes it); the summary keeps those apart (``needs_unit_stride``), and a call into such a
+a transpose does not): a parameter checked with ``p.stride(-1) == 1``, the receiver of
+``.view(dtype)`` (none at all where the receiver's dtype is known to have the target's element
+size: ``fp8.view(torch.uint8)`` reinterprets each element in place, whatever the strides), and a
+parameter checked with ``p.is_contiguous() or p.stride(-1) == 1`` (either check passes it); the
+summary keeps those apart (``needs_unit_stride``), and a call into such a
 function is reported only for an argument whose last dim is not known to keep stride 1
 (``Layout.inner_unit`` False: a transpose, a column select, an expand that may expand it).
 
@@ -35,6 +37,7 @@ from typing import Iterator
 import libcst as cst
 
 from sync_lint.analysis.context import FileContext
+from sync_lint.analysis.dtypes import element_size
 from sync_lint.analysis.flow import Walker
 from sync_lint.analysis.functions import FunctionInfo, module_functions
 from sync_lint.analysis.nodes import children
@@ -138,6 +141,66 @@ def _calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
         if kind is cst.Call:
             yield current
         stack += reversed(children(current))
+
+
+def _tests_taking(part: cst.CSTNode, call: cst.Call) -> list[cst.BaseExpression]:
+    """The tests of the conditional expressions in ``part`` that evaluate ``call`` only when true
+    (``call`` is in their ``body``)."""
+    stack: list[tuple[cst.CSTNode, tuple[cst.BaseExpression, ...]]] = [(part, ())]
+    while stack:
+        node, tests = stack.pop()
+        if node is call:
+            return list(tests)
+        kind = type(node)
+        if kind in _NESTED_SCOPES:
+            continue
+        if kind is cst.IfExp:
+            stack += [(node.test, tests), (node.body, (*tests, node.test)), (node.orelse, tests)]
+            continue
+        stack += [(child, tests) for child in children(node)]
+    return []
+
+
+def _sizes_guarded(test: cst.BaseExpression, receiver: cst.BaseExpression, domain: LayoutDomain) -> set[int]:
+    """The element sizes ``receiver`` may have where ``test`` is true, as far as the test says:
+    ``r.element_size() == 1``, ``r.itemsize == 2``, ``r.dtype.itemsize == 1``, ``r.dtype ==
+    torch.float8_e4m3fn`` (or ``is``), ``r.dtype in (torch.float8_e4m3fn, torch.float8_e5m2)``,
+    or them joined by ``and`` (both hold). Empty: the test says nothing about it."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        one, other = _sizes_guarded(test.left, receiver, domain), _sizes_guarded(test.right, receiver, domain)
+        return one & other if one and other else one or other
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return set()
+    left, operator, right = test.left, test.comparisons[0].operator, test.comparisons[0].comparator
+    if isinstance(operator, cst.In):
+        if not _is_dtype_of(left, receiver) or not isinstance(right, (cst.Tuple, cst.List, cst.Set)):
+            return set()
+        sizes = {element_size(domain.dtype_of(element.value) or "") for element in right.elements}
+        return {size for size in sizes if size is not None} if None not in sizes else set()
+    if not isinstance(operator, (cst.Equal, cst.Is)):
+        return set()
+    for one, other in ((left, right), (right, left)):
+        if _is_size_of(one, receiver) and isinstance(other, cst.Integer):
+            return {int(other.value, 0)}
+        dtype = domain.dtype_of(other) if _is_dtype_of(one, receiver) else None
+        size = element_size(dtype) if dtype is not None else None
+        if size is not None:
+            return {size}
+    return set()
+
+
+def _is_dtype_of(node: cst.BaseExpression, receiver: cst.BaseExpression) -> bool:
+    """``r.dtype`` for the receiver ``r``."""
+    return isinstance(node, cst.Attribute) and node.attr.value == "dtype" and node.value.deep_equals(receiver)
+
+
+def _is_size_of(node: cst.BaseExpression, receiver: cst.BaseExpression) -> bool:
+    """``r.element_size()``, ``r.itemsize`` or ``r.dtype.itemsize`` for the receiver ``r``."""
+    if isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute):
+        return node.func.attr.value == "element_size" and node.func.value.deep_equals(receiver)
+    if isinstance(node, cst.Attribute) and node.attr.value == "itemsize":
+        return node.value.deep_equals(receiver) or _is_dtype_of(node.value, receiver)
+    return False
 
 
 def _header_parts(statement: cst.CSTNode) -> list[cst.CSTNode]:
@@ -401,7 +464,7 @@ class _FunctionFacts:
         self._checks(statement, env)
         for part in _header_parts(statement):
             for call in _calls_in(part):
-                self._call(call, env)
+                self._call(call, env, part)
 
     def _note_stride_local(self, statement: cst.CSTNode) -> None:
         if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
@@ -449,16 +512,31 @@ class _FunctionFacts:
                     summary.need_contiguous(name, how)
 
     # -- calls ------------------------------------------------------------------------------
-    def _call(self, call: cst.Call, env) -> None:
+    def _keeps_element_size(self, receiver: cst.BaseExpression, layout: Layout, target: str, header: cst.CSTNode,
+                            call: cst.Call) -> bool:
+        """Is ``receiver`` known to have the element size of ``target``: by its dtype, or by the
+        test of a conditional expression that takes ``call`` only then (``t.view(torch.uint8) if
+        t.element_size() == 1 else t``)? Unknown: False (the view is a sink)."""
+        size = element_size(target)
+        if size is None:
+            return False
+        if layout.dtype is not None:
+            return element_size(layout.dtype) == size
+        return any(_sizes_guarded(test, receiver, self.domain) == {size} for test in _tests_taking(header, call))
+
+    def _call(self, call: cst.Call, env, header: cst.CSTNode) -> None:
         analysis = self.analysis
         func = call.func
-        # ``t.view(torch.int8)``: the receiver needs a unit inner stride.
+        # ``t.view(torch.int8)``: the receiver needs a unit inner stride, unless its dtype is known
+        # to have the target's element size (``fp8_t.view(torch.uint8)`` works on any strides).
         if isinstance(func, cst.Attribute) and func.attr.value == "view" and len(call.args) == 1:
-            if self.domain.dtype_of(call.args[0].value) is not None:
+            target = self.domain.dtype_of(call.args[0].value)
+            layout = self.domain.evaluate(func.value, env) if target is not None else None
+            if layout is not None and not self._keeps_element_size(func.value, layout, target, header, call):
                 self._receiver_sink(func.value, call, env, f"`.view({code_of(self.ctx.module, call.args[0].value)})`",
                                     "reinterpreted with `.view(dtype)`, which needs the last dim to have stride 1",
                                     "`.view(dtype)` raises unless the last dim has stride 1",
-                                    need=lambda layout: not layout.inner_unit, unit_stride=True)
+                                    need=lambda layout: not layout.inner_unit, unit_stride=True, layout=layout)
         callee, kind = analysis.callee_of(call, self.info, env)
         if not kind:
             return
@@ -524,9 +602,10 @@ class _FunctionFacts:
                 self.summary().forwards.append(Forward(param, callee, key, self.analysis.line(call, self.info)))
 
     def _receiver_sink(self, receiver: cst.BaseExpression, call: cst.Call, env, sink: str, reason: str, note: str,
-                       need, unit_stride: bool = False) -> None:
-        """``unit_stride``: the sink needs only a unit last stride (``need`` says which views fail)."""
-        layout = self.domain.evaluate(receiver, env)
+                       need, unit_stride: bool = False, layout: Layout | None = None) -> None:
+        """``unit_stride``: the sink needs only a unit last stride (``need`` says which views fail);
+        ``layout``: the receiver's, when the caller has it already."""
+        layout = layout if layout is not None else self.domain.evaluate(receiver, env)
         if layout.params and layout.kind == UNKNOWN and layout.cast is None:
             summary = self.summary()
             for param in layout.params:

@@ -29,7 +29,9 @@ class CastAsContiguityFix(Rule):
         "transpose, a column select), not for a column-range slice `x[:, :k]`. A cast of a source known to be "
         "fresh, a cast that certainly changes the dtype of a gapped view, a cast of a parameter that "
         "another path skips (`x.to(torch.int32) if x.dtype != torch.int32 else x`: the parameter itself reaches "
-        "the sink there), and a launch that also passes the tensor's strides are not reported."
+        "the sink there), a cast followed by `.view(dtype)` to a dtype of the cast's element size "
+        "(`x.to(torch.float8_e4m3fn).view(torch.uint8)` reinterprets each element in place, whatever the "
+        "strides), and a launch that also passes the tensor's strides are not reported."
     )
     why = (
         "A cast returns its input itself when there is nothing to convert (`x.to(torch.int32)` of an int32 "
@@ -93,6 +95,10 @@ class CastAsContiguityFix(Rule):
         "        loc = loc.to(torch.int64)\n"
         "    lens_i32 = lens.to(torch.int32) if lens.dtype != torch.int32 else lens\n"
         "    torch.ops._C.store_kv(out, loc, lens_i32)\n",
+        # A view to the cast's element size reinterprets in place: any strides will do.
+        "import torch\n\n"
+        "def scale_bits(scale):\n"
+        "    return scale.to(torch.float32).view(torch.int32) >> 23\n",
     )
     invalid = (
         "import torch\n"
@@ -108,6 +114,10 @@ class CastAsContiguityFix(Rule):
         "import torch\n\n"
         "def rms_norm(out, x, weight, eps):\n"
         "    torch.ops._C.rms_norm(out, x.t().to(torch.bfloat16), weight, eps)  # expect: GPU101\n",
+        # Another element size: `.view(torch.uint8)` splits the last dim's elements, so needs stride 1 there.
+        "import torch\n\n"
+        "def scale_bytes(scale):\n"
+        "    return scale.to(torch.float32).view(torch.uint8)  # expect: GPU101\n",
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:

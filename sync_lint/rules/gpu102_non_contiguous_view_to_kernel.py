@@ -23,14 +23,20 @@ class NonContiguousViewToKernel(Rule):
         "with no cast and no `.contiguous()`, to a Triton kernel that reads it as `ptr + offset`, a `torch.ops` "
         "custom op, a function that checks `is_contiguous()` or passes it on to such a sink (in any checked "
         "file), `.view(dtype)`, a raw `.data_ptr()`, or a sink named in `contiguous-sinks`; never a callee named "
-        "in `strided-sinks`. Views that keep contiguity (`x[i]`, `x[:n]`, `x[1:]`, `x[i, :k]`, `x[:1, 0]`) and "
+        "in `strided-sinks`. A `.view(dtype)` to a dtype of the same element size (`float8_e4m3fn` to `uint8`, "
+        "`int32` to `float32`, `bfloat16` to `float16`) works on any strides and is no sink where the source's "
+        "dtype is known (a factory's `dtype=`, a cast, an earlier `.view(dtype)`, or the test of the conditional "
+        "expression that takes the view: `t.view(torch.uint8) if t.element_size() == 1 else t`); of an unknown "
+        "dtype it is one. Views that keep contiguity (`x[i]`, `x[:n]`, `x[1:]`, `x[i, :k]`, `x[:1, 0]`) and "
         "launches that also pass the strides (the argument's, or those of the parameter a local stands for: "
         "`ptr = x` then `x.stride()`) are not reported. A function that checks only `p.stride(-1) == 1`, "
         "reinterprets `p.view(dtype)`, or hands `p.data_ptr()` on together with `p`'s strides "
         "(`encode(p.data_ptr(), p.stride(0))`, or a local built from them) needs no more than stride 1 in the "
         "last dim: it is reported only for a "
         "view whose last dim is strided (a transpose or permutation, a column select `x[:, i]`, a last-dim step "
-        "slice), not for a column-range slice such as `x[:, :k]`."
+        "slice), not for a column-range slice such as `x[:, :k]`. Nor does one that checks "
+        "`p.is_contiguous() or p.stride(-1) == 1` need more: the second check alone lets a column-range slice "
+        "through."
     )
     why = (
         "A Triton kernel that loads `ptr + i` assumes stride 1: given a column of `block_table` it reads "
@@ -90,6 +96,17 @@ class NonContiguousViewToKernel(Rule):
         "    return tensor_2d.stride(0)\n\n"
         "def run(kv, n):\n"
         "    return encode(kv[:, :n])\n",
+        # Either check passes: a column-range slice has stride 1 in its last dim.
+        "def pack(x):\n"
+        "    assert x.is_contiguous() or x.stride(-1) == 1\n"
+        "    return x.stride(0)\n\n"
+        "def run(kv, n):\n"
+        "    return pack(kv[:, :n])\n",
+        # Same element size: fp8 -> uint8 reinterprets each byte in place, whatever the strides.
+        "import torch\n\n"
+        "def as_bytes(n, k):\n"
+        "    w = torch.empty(n, k, dtype=torch.float8_e4m3fn)\n"
+        "    return w.t().view(torch.uint8)\n",
         # A flat byte view with unit stride is contiguous, whatever `k_cache`'s layout.
         "import torch\n\n"
         "def decode(k_cache, out, total_bytes):\n"
@@ -121,6 +138,11 @@ class NonContiguousViewToKernel(Rule):
         "    return tensor_2d.stride(0)\n\n"
         "def run(kv, n):\n"
         "    return encode(kv[:, :n].t())  # expect: GPU102\n",
+        # float32 -> uint8 regroups the last dim's bytes: it needs stride 1 there.
+        "import torch\n\n"
+        "def as_bytes(n, k):\n"
+        "    w = torch.empty(n, k, dtype=torch.float32)\n"
+        "    return w.t().view(torch.uint8)  # expect: GPU102\n",
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
