@@ -677,3 +677,26 @@ def test_view_before_a_match_whose_catch_all_raises(last: str, expected):
             torch.ops._C.op(x)
     """) == expected
 
+
+
+# -- rebinding a name forgets its old object's attributes ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rebind", "expected"),
+    [
+        ("weight = getattr(layer, name)", []),  # a new object each iteration: its .data is unknown
+        ("pass", [(8, "GPU102")]),  # the same object: its .data was transposed last iteration
+    ],
+)
+def test_rebinding_a_name_forgets_its_attributes(rebind: str, expected):
+    assert layout_findings(f"""
+        import torch
+
+        def transpose_weights(layer, names):
+            weight = layer.w13
+            for name in names:
+                {rebind}
+                torch.ops._C.pack(weight.data)
+                weight.data = weight.data.transpose(-1, -2)
+    """) == expected

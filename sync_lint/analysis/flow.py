@@ -212,6 +212,11 @@ class Walker(Generic[V]):
         key = target_key(target)
         if key is not None:
             env[key] = value
+            if type(target) is cst.Name:
+                # A new object: what was known of the old one's attributes (``x.data``) is not of it.
+                prefix = key + "."
+                for stale in [k for k in env if k.startswith(prefix)]:
+                    del env[stale]
 
     def statement(self, node: cst.CSTNode, env: Env) -> Env:
         kind = type(node)
