@@ -13,14 +13,16 @@ Three ways, all producing minimal ``Edit``s on the original text:
 from __future__ import annotations
 
 import difflib
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
-from libcst.metadata import CodeRange
 
 from sync_lint.diagnostics import Applicability, Edit, Fix
 from sync_lint.pipeline.source import LineIndex, split_lines
+
+if TYPE_CHECKING:
+    from libcst.metadata import CodeRange
 
 # Expressions that can take a trailing ``.attr`` / ``(...)`` without parentheses.
 _ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.List, cst.Tuple, cst.Dict, cst.Set)

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, TypeVar
 import libcst as cst
 
 from sync_lint.analysis.names import NameTable
-from sync_lint.analysis.positions import Positions
 from sync_lint.analysis.summaries import FunctionSummary
 from sync_lint.pipeline.profile import span
 
 if TYPE_CHECKING:
+    from sync_lint.analysis.positions import Positions
     from sync_lint.config import Settings
     from sync_lint.pipeline.source import SourceFile
 
@@ -65,5 +65,9 @@ class FileContext:
         """Node -> ``CodeRange`` in the parsed text; rendered per top-level statement on demand,
         so ask only for nodes of a finding (the pipeline then reuses what was computed)."""
         if self._positions is None:
+            # Imported here: positions (and libcst's metadata package, a tenth of a one-file
+            # run's start-up) are only needed for a file with findings.
+            from sync_lint.analysis.positions import Positions
+
             self._positions = Positions(self.module, self.parsed_text)
         return self._positions
