@@ -686,17 +686,18 @@ def test_view_before_a_match_whose_catch_all_raises(last: str, expected):
     ("rebind", "expected"),
     [
         ("weight = getattr(layer, name)", []),  # a new object each iteration: its .data is unknown
-        ("pass", [(8, "GPU102")]),  # the same object: its .data was transposed last iteration
+        ("pass", [(9, "GPU102")]),  # the same object: its .data was transposed last iteration
     ],
 )
 def test_rebinding_a_name_forgets_its_attributes(rebind: str, expected):
     assert layout_findings(f"""
         import torch
 
-        def transpose_weights(layer, names):
-            weight = layer.w13
+        def pack_weights(layer, names, fmt_cast):
+            weight = layer.w13_weight
             for name in names:
                 {rebind}
-                torch.ops._C.pack(weight.data)
-                weight.data = weight.data.transpose(-1, -2)
+                weight.data = fmt_cast(
+                    weight.data.view(torch.uint8),
+                ).transpose(-1, -2)
     """) == expected
