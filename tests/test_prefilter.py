@@ -7,6 +7,7 @@ needs is checked without importing libcst.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -138,3 +139,13 @@ def test_ops_imported_from_torch_is_a_sink_word(tmp_path):
     assert not may_match(rule("GPU102"), "from torch import opset\n\ndef f(x):\n    g(x[:, 0])\n", alone=True)
     fixed = "from torch import ops\n\n\ndef store(key, cache):\n    ops._C.op(key[:, 0].contiguous(), cache)\n"
     assert lint_text(fixed) == []
+
+
+def test_word_patterns_match_as_a_leading_word_boundary_would():
+    from sync_lint.rules.triggers import word
+
+    samples = ["torch.compile(f)", "recompile()", "compile_fn", "x=compile", "graph\n", "subgraph", "def  build(", "undef build("]
+    for literal, rest in (("compile", r"\b"), ("graph", r"\b"), ("def", r"\s+build\(")):
+        fast = word(literal, rest)
+        slow = re.compile(rf"\b{literal}{rest}")
+        assert [bool(fast.search(s)) for s in samples] == [bool(slow.search(s)) for s in samples], literal
