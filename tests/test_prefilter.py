@@ -142,7 +142,7 @@ def test_ops_imported_from_torch_is_a_sink_word(tmp_path):
 
 
 def test_word_patterns_match_as_a_leading_word_boundary_would():
-    from sync_lint.rules.triggers import word
+    from sync_lint.patterns import word
 
     samples = ["torch.compile(f)", "recompile()", "compile_fn", "x=compile", "graph\n", "subgraph", "def  build(", "undef build("]
     for literal, rest in (("compile", r"\b"), ("graph", r"\b"), ("def", r"\s+build\(")):

@@ -30,7 +30,6 @@ and the rules turn those into findings conditional on the callee's closed summar
 from __future__ import annotations
 
 import fnmatch
-import re
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -40,12 +39,13 @@ from sync_lint.analysis.context import FileContext
 from sync_lint.analysis.dtypes import element_size
 from sync_lint.analysis.flow import Walker
 from sync_lint.analysis.functions import FunctionInfo, module_functions
-from sync_lint.analysis.nodes import children
 from sync_lint.analysis.layout import (
     SCALAR, UNKNOWN, VIEWS, Layout, LayoutDomain, class_attributes, code_of, root_name,
 )  # fmt: skip
 from sync_lint.analysis.names import dotted
+from sync_lint.analysis.nodes import children
 from sync_lint.analysis.summaries import ArgKey, Forward
+from sync_lint.patterns import definition_of
 
 _TRITON_DECORATORS = ("triton.jit", "triton.autotune", "triton.heuristics", "triton.runtime.jit")
 _POINTER_CALLS = {"load": "read", "store": "written", "atomic_add": "updated", "atomic_max": "updated",
@@ -97,7 +97,7 @@ class LineFinder:
         offsets: dict[int, int] = {}
         cursor = 0
         for info in functions:
-            match = re.compile(rf"\bdef\s+{re.escape(info.name)}\b").search(self.text, cursor)
+            match = definition_of(info.name).search(self.text, cursor)
             if match is not None:
                 cursor = match.start()
                 offsets[id(info.node)] = cursor

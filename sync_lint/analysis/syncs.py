@@ -39,7 +39,6 @@ is not known here; a function of the same file is looked into).
 from __future__ import annotations
 
 import operator
-import re
 from collections import Counter
 from dataclasses import dataclass, replace
 
@@ -64,6 +63,7 @@ from sync_lint.analysis.guards import Declarations, OnceRegions, debug_branch, w
 from sync_lint.analysis.hot_scopes import Hotness, HotScopes
 from sync_lint.analysis.names import dotted
 from sync_lint.analysis.summaries import SyncCall
+from sync_lint.patterns import definition_of
 from sync_lint.rules.base import CalleeCondition, Finding
 
 EXPLICIT_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
@@ -293,7 +293,7 @@ class _Lines:
         self._cursor: dict[int, int] = {}
         cursor = 0
         for info in functions:  # in source order
-            found = re.compile(rf"\bdef\s+{re.escape(info.name)}\b").search(self.text, cursor)
+            found = definition_of(info.name).search(self.text, cursor)
             if found is not None:
                 cursor = found.start()
                 self._start[id(info.node)] = cursor
