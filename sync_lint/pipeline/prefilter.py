@@ -66,11 +66,13 @@ def rules_that_can_report(
     return [rule for rule in rules if may_report(rule)]
 
 
-def sink_words(rule: Rule) -> re.Pattern:
+def sink_words(rule: Rule, read_by_the_scout: tuple[str, ...] = ()) -> re.Pattern:
     """What a function's source must hold, besides a sink's syntax, to carry a summary of a
-    GPU1xx rule: its unit triggers but for the sink shapes, which the scout reads as syntax."""
+    GPU1xx rule: its unit triggers but for the sink shapes, which the scout reads as syntax,
+    and for ``read_by_the_scout``, other words the caller asks the scout about instead."""
     units = rule.triggers if rule.unit_triggers is None else rule.unit_triggers
-    return _trigger_pattern(tuple(t for t in units if t not in SINK_SHAPE_TRIGGERS) or (_NEVER,))
+    skipped = (*SINK_SHAPE_TRIGGERS, *read_by_the_scout)
+    return _trigger_pattern(tuple(t for t in units if t not in skipped) or (_NEVER,))
 
 
 def _unscouted(triggers: tuple[str | re.Pattern, ...]) -> tuple[str | re.Pattern, ...]:
@@ -119,7 +121,7 @@ def one_file_plan(active: list[Rule], text: str, file_scout: scout.Scout) -> Mas
         # A sink's syntax (``](``, ``.view(``) is also ``list[int]()``, ``x.view(-1, n)``, and
         # ``triton`` is in many a body besides kernels': the scout tells the calls that may be
         # sinks and the kernels; the rest of the words are read as text.
-        pattern = _one_file_sink_words(rule) if rule.reports_only_at_sinks else _trigger_pattern(
+        pattern = sink_words(rule, read_by_the_scout=("triton",)) if rule.reports_only_at_sinks else _trigger_pattern(
             rule.triggers if rule.unit_triggers is None else rule.unit_triggers
         )
         directions = {CALLERS} if rule.reports_only_at_sinks else rule.summaries_from
@@ -136,12 +138,6 @@ def one_file_plan(active: list[Rule], text: str, file_scout: scout.Scout) -> Mas
             plan.keep_callees(seeds, called)
     plan.close_over_state()
     return plan
-
-
-def _one_file_sink_words(rule: Rule) -> re.Pattern:
-    """``sink_words`` but for ``triton``: the scout tells a kernel by its decorator."""
-    units = rule.triggers if rule.unit_triggers is None else rule.unit_triggers
-    return _trigger_pattern(tuple(t for t in units if t not in SINK_SHAPE_TRIGGERS and t != "triton") or (_NEVER,))
 
 
 def unit_plan(active: list[Rule], text: str) -> MaskPlan | None:
