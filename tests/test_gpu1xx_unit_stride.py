@@ -528,3 +528,54 @@ def test_same_size_view_in_a_wrapper_needs_nothing_of_its_parameter():
         raw_bytes(torch.empty(4, 8, dtype=torch.float8_e4m3fn).t())  # the callee cannot know the dtype
     """
     assert findings(source) == [(20, "GPU102")]
+
+
+# -- strides a same-file helper returns (``M, N, row_stride = flatten(x)``) ----------------------
+
+FLATTENING_WRAPPER = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def quant_kernel(x_ptr, out_ptr, M, x_row_stride, N: tl.constexpr):
+    rows = tl.program_id(0) + tl.arange(0, 4)
+    cols = tl.arange(0, N)
+    x = tl.load(x_ptr + rows[:, None] * x_row_stride + cols[None, :])
+    tl.store(out_ptr + rows[:, None] * N + cols[None, :], x)
+
+
+def flatten_to_2d(x):
+    assert x.stride(-1) == 1
+    n = x.shape[-1]
+    if x.ndim == 1:
+        return 1, n, n
+    row_stride = x.stride(-2)
+    return x.numel() // n, n, row_stride
+
+
+def quantize(x, out):
+    m, n, {row_stride} = flatten_to_2d(x)
+    quant_kernel[(m,)](x, out, m, {launched}, N=n)
+    return out
+
+
+def caller(kv, out):
+    quantize(kv[..., 64:], out)  # a column range: unit last stride, rows a stride apart
+    quantize(kv.t(), out)
+"""
+
+
+@pytest.mark.parametrize(
+    ("row_stride", "launched", "expected"),
+    [
+        # the kernel gets the row stride the helper returns: it needs a unit last stride only
+        ("x_row_stride", "x_row_stride", [(32, "GPU102")]),
+        # the helper's result is ignored and the kernel assumes dense rows: contiguity
+        ("_", "n", [(31, "GPU102"), (32, "GPU102")]),
+    ],
+)
+def test_strides_returned_by_a_helper_make_a_launch_stride_aware(row_stride, launched, expected):
+    source = FLATTENING_WRAPPER.format(row_stride=row_stride, launched=launched)
+    assert findings(source) == expected

@@ -622,6 +622,8 @@ class LayoutDomain:
             return SCALAR_LAYOUT
         if isinstance(func, cst.Name) and func.value in _OTHER_BUILTINS and not self._defined_here(func.value):
             return OTHER_LAYOUT
+        if isinstance(func, cst.Name) and not self._defined_here(func.value):
+            return self.ctx.get(ReturnedStrides).result_of(node, func.value, self, env)
         return UNKNOWN_LAYOUT
 
     def _defined_here(self, name: str) -> bool:
@@ -977,6 +979,71 @@ class ClassAttributes:
         if info.class_node is None:
             return {}
         return dict(self.by_class.get(id(info.class_node), {}))
+
+
+class ReturnedStrides:
+    """Which elements of the tuple a module-level function of this file returns are strides of
+    which of its parameters, on some return path (``return m, n, x.stride(-2)``, or a local
+    bound to one). A caller that unpacks the call (``M, N, row_stride = flatten(x)``) then holds
+    strides of the argument it passed, and a kernel launched with them is stride-aware."""
+
+    def __init__(self, ctx: "FileContext") -> None:
+        from sync_lint.analysis.functions import module_functions
+
+        self.ctx = ctx
+        prefix = f"{ctx.module_name}." if ctx.module_name else ""
+        self._functions = {
+            info.name: info for info in module_functions(ctx.module, ctx.names)
+            if info.class_node is None and info.qualname == prefix + info.name
+        }  # fmt: skip
+        self._found: dict[str, dict[int, str]] = {}
+
+    def result_of(self, call: cst.Call, name: str, domain: LayoutDomain, env) -> Layout:
+        """The layout of ``call``, a call of ``name``: a tuple with the strides it returns, or unknown."""
+        info = self._functions.get(name)
+        returned = self._returned(info) if info is not None else {}
+        if not returned:
+            return UNKNOWN_LAYOUT
+        elements = [UNKNOWN_LAYOUT] * (max(returned) + 1)
+        for index, param in returned.items():
+            argument = _argument_for(call, info.params, param)
+            root = root_name(argument) if argument is not None else None
+            if root is not None:
+                elements[index] = Layout(SCALAR, stride_of=root)
+        return Layout(TUPLE, elements=tuple(elements))
+
+    def _returned(self, info: "FunctionInfo") -> dict[int, str]:
+        if info.name in self._found:
+            return self._found[info.name]
+        self._found[info.name] = found = {}  # also what a recursive call sees meanwhile
+        domain = LayoutDomain(self.ctx)
+        params = set(info.params)
+
+        def on_statement(node: cst.CSTNode, env) -> None:
+            if type(node) is cst.Return and type(node.value) is cst.Tuple:
+                for index, element in enumerate(node.value.elements):
+                    value = domain.evaluate(element.value, env)
+                    if value.kind == SCALAR and value.stride_of in params:
+                        found.setdefault(index, value.stride_of)
+
+        env = {param: Layout(UNKNOWN, params=frozenset({param}), source="param") for param in info.params}
+        if isinstance(info.node.body, cst.IndentedBlock):
+            Walker(domain, on_statement).walk(info.node.body.body, env)
+        return found
+
+
+def _argument_for(call: cst.Call, params: tuple[str, ...], param: str) -> cst.BaseExpression | None:
+    """The expression ``call`` passes for ``param`` (by keyword, or by position before any star)."""
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == param:
+            return arg.value
+    position = params.index(param)
+    positional = []
+    for arg in call.args:
+        if arg.keyword is not None or arg.star:
+            break
+        positional.append(arg.value)
+    return positional[position] if position < len(positional) else None
 
 
 def class_attributes(ctx: "FileContext", functions: list["FunctionInfo"], domain_for) -> ClassAttributes:
