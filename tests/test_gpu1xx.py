@@ -609,3 +609,25 @@ def test_strided_sinks_default_is_empty_and_read_from_pyproject(tmp_path: Path):
     assert found == [f for f in ALL_GEMM_FINDINGS if f[1] != 8]
     with pytest.raises(config.ConfigError, match="`strided-sinks` must be a list of strings"):
         config.validate({"strided-sinks": "torch.ops._C.cutlass_scaled_mm"}, "<test>")
+
+
+def test_findings_do_not_depend_on_the_other_rules_selected(tmp_path):
+    """A module that imports a name on one platform and defines a fallback of it on another:
+    a call of it elsewhere is judged by the fallback whatever rules run (a GPU2 rule summarised
+    the fallback, which syncs; with the GPU1 rules alone it had no summary, and the call went
+    through the import instead, to a custom op)."""
+    (tmp_path / "kernels.py").write_text(
+        "import torch\n\n\ndef varlen(q, scale):\n    torch.ops._fa_C.fwd(q, scale)\n"
+    )
+    (tmp_path / "utils.py").write_text(
+        "import sys\n\nif sys.platform == 'linux':\n    from kernels import varlen\nelse:\n\n"
+        "    def varlen(q, scale):\n        return q * scale.item()\n"
+    )
+    (tmp_path / "backend.py").write_text(
+        "from utils import varlen\n\n\ndef forward(q, scale):\n    return varlen(q, scale.expand(4, 8))\n"
+    )
+    runs = [
+        sorted((Path(d.path).name, d.line, d.code) for d in lint_paths([str(tmp_path)], select=select) if d.code.startswith("GPU1"))
+        for select in (["GPU1"], ["GPU1", "GPU202"], ["GPU"])
+    ]
+    assert runs[0] == runs[1] == runs[2] == [], runs

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import libcst as cst
 
+from sync_lint.analysis.functions import FunctionInfo, module_functions
 from sync_lint.analysis.names import NameTable
 from sync_lint.analysis.summaries import FunctionSummary
 from sync_lint.pipeline.profile import span
@@ -34,6 +35,7 @@ class FileContext:
         self.summaries: dict[str, FunctionSummary] = {}
         self._analyses: dict[type, object] = {}
         self._positions: Positions | None = None
+        self._functions: list[FunctionInfo] | None = None
         # What libcst parsed: the source, or the source with units masked (same lines).
         self.parsed_text = source.text if parsed_text is None else parsed_text
 
@@ -45,6 +47,13 @@ class FileContext:
                 found = analysis(self)
             self._analyses[analysis] = found
         return found  # type: ignore[return-value]
+
+    def functions(self) -> list[FunctionInfo]:
+        """Every function and method of the module, nested ones included (``analysis.functions``),
+        collected once for all the analyses."""
+        if self._functions is None:
+            self._functions = module_functions(self.module, self.names)
+        return self._functions
 
     def summary(self, qualname: str, params: tuple[str, ...]) -> FunctionSummary:
         """The (shared) summary of a function in this file, created on first use."""
@@ -60,6 +69,7 @@ class FileContext:
         walk every node); without it, reference counting frees the tree at once."""
         self._analyses.clear()
         self._positions = None
+        self._functions = None
 
     def positions(self) -> Positions:
         """Node -> ``CodeRange`` in the parsed text; rendered per top-level statement on demand,

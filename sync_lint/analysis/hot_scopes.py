@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from sync_lint.analysis.device import base_class_name
-from sync_lint.analysis.functions import FunctionInfo, module_functions
+from sync_lint.analysis.functions import FunctionInfo
 from sync_lint.analysis.names import dotted
 
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
@@ -58,7 +58,7 @@ class HotScopes:
         self.cold_patterns = list(settings["cold-function-patterns"])
         # A module of a CPU backend (``cpu_attn.py``, ``amx_mla.py``): its builders run on the host.
         self.cpu_backend = bool(_CPU_PARTS.intersection(ctx.names.module_name.rsplit(".", 1)[-1].lower().split("_")))
-        self.functions: list[FunctionInfo] = module_functions(ctx.module, ctx.names)
+        self.functions: list[FunctionInfo] = ctx.functions()
         self._classes: dict[str, cst.ClassDef] = {}
         self._collect_classes(ctx.module.body, ctx.names.module_name)
         self._module_classes = self._nn_module_classes()

@@ -988,12 +988,10 @@ class ReturnedStrides:
     strides of the argument it passed, and a kernel launched with them is stride-aware."""
 
     def __init__(self, ctx: "FileContext") -> None:
-        from sync_lint.analysis.functions import module_functions
-
         self.ctx = ctx
         prefix = f"{ctx.module_name}." if ctx.module_name else ""
         self._functions = {
-            info.name: info for info in module_functions(ctx.module, ctx.names)
+            info.name: info for info in ctx.functions()
             if info.class_node is None and info.qualname == prefix + info.name
         }  # fmt: skip
         self._found: dict[str, dict[int, str]] = {}

@@ -38,7 +38,7 @@ import libcst as cst
 from sync_lint.analysis.context import FileContext
 from sync_lint.analysis.dtypes import element_size
 from sync_lint.analysis.flow import Walker
-from sync_lint.analysis.functions import FunctionInfo, module_functions
+from sync_lint.analysis.functions import FunctionInfo
 from sync_lint.analysis.layout import (
     SCALAR, UNKNOWN, VIEWS, Layout, LayoutDomain, class_attributes, code_of, root_name,
 )  # fmt: skip
@@ -243,7 +243,7 @@ class ContiguityAnalysis:
         self.names = ctx.names
         self.lines = LineFinder(ctx)
         self.uses: list[SinkUse] = []
-        self.functions = module_functions(ctx.module, ctx.names)
+        self.functions = ctx.functions()
         self._offsets = self.lines.def_offsets(self.functions)
         self._configured = tuple(ctx.settings["contiguous-sinks"])
         self._strided = tuple(ctx.settings["strided-sinks"])

@@ -43,6 +43,8 @@ class FileFacts:
     summaries: dict[str, FunctionSummary] = field(default_factory=dict)
     # Local name -> dotted name of module-level imports, to follow re-exports across files.
     imports: dict[str, str] = field(default_factory=dict)
+    # Qualified names of every function the parsed file defines, summarised or not.
+    functions: frozenset[str] = frozenset()
     suppressions: Suppressions = field(default_factory=Suppressions)
     parsed: bool = False
     # Identifiers that masked (unparsed) units mention: if one names a function whose summary
@@ -237,6 +239,7 @@ def _parse_and_check(
         facts.masked = masked and not alone  # masked alone: nothing hidden can matter
         facts.summaries = ctx.summaries
         facts.imports = dict(ctx.names.imports)
+        facts.functions = frozenset(info.qualname for info in ctx.functions())
         if findings:
             with span("positions and fixes"):
                 _resolve_findings(facts, ctx, findings)
@@ -264,7 +267,10 @@ def _index_of_one_file(ctx: FileContext):
     from sync_lint.pipeline.project import ProjectIndex
 
     return ProjectIndex([
-        FileFacts(path=ctx.path, module_name=ctx.module_name, summaries=ctx.summaries, imports=dict(ctx.names.imports))
+        FileFacts(
+            path=ctx.path, module_name=ctx.module_name, summaries=ctx.summaries, imports=dict(ctx.names.imports),
+            functions=frozenset(info.qualname for info in ctx.functions()),
+        )
     ])
 
 

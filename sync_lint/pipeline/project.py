@@ -17,8 +17,10 @@ class ProjectIndex:
     def __init__(self, all_facts: list[FileFacts]) -> None:
         self.functions: dict[str, FunctionSummary] = {}
         self.module_imports: dict[str, dict[str, str]] = {}
+        self.defined: set[str] = set()  # every function of a parsed file, summarised or not
         for facts in all_facts:
             self.functions.update(facts.summaries)
+            self.defined.update(facts.functions)
             if facts.module_name:
                 self.module_imports[facts.module_name] = facts.imports
         self._close()
@@ -46,7 +48,10 @@ class ProjectIndex:
         """The summary for a dotted name, following re-exports (``from .ops import f``)."""
         for _ in range(_MAX_ALIAS_HOPS):
             found = self.functions.get(name)
-            if found is not None:
+            if found is not None or name in self.defined:
+                # A function defined there without a summary needs nothing, even where the
+                # module also imports the name (a platform branch): whether a summary was made
+                # for it (which depends on the rules run) must not decide where a call goes.
                 return found
             rewritten = self._through_reexport(name)
             if rewritten is None or rewritten == name:
