@@ -167,7 +167,7 @@ class MaskPlan:
                 seeded = True
         if not seeded:
             return False
-        self._close_over_state()
+        self.close_over_state()
         return True
 
     # -- the plan of a file checked on its own (``prefilter.one_file_plan``) --------------------
@@ -210,9 +210,6 @@ class MaskPlan:
             reached.update(self._keep(frontier))
             mentioned = None
 
-    def close_over_state(self) -> None:
-        self._close_over_state()
-
     def _keep(self, indices: list[int]) -> list[int]:
         for index in indices:
             self.keep[index] = True
@@ -237,7 +234,7 @@ class MaskPlan:
                 member_lines.update(range(member.first, member.last))
         return "".join(line for i, line in enumerate(self.lines[unit.first : unit.last], unit.first) if i not in member_lines)
 
-    def _close_over_state(self) -> None:
+    def close_over_state(self) -> None:
         """Keep the methods that set the ``self.`` attributes kept methods read, to a fixpoint,
         and the state methods (``__init__``) of every class with a kept method."""
         units = self.units
