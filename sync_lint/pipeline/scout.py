@@ -35,6 +35,13 @@ class Scout:
         self._tree: ast.Module | None = None  # None: it does not parse (the libcst parse reports it)
         self._names: _Names | None = None
         self._answers: dict[tuple, object] = {}  # several rules ask the same question
+        self._lines: list[str] | None = None
+
+    def lines(self) -> list[str]:
+        """The text's lines as ``ast`` numbers them (from 1: ``lines()[lineno - 1]``)."""
+        if self._lines is None:
+            self._lines = split_lines(self.text)
+        return self._lines
 
     def _once(self, question: tuple, answer):
         if question not in self._answers:
@@ -82,7 +89,7 @@ class Scout:
         code) holds it, or the file does not parse: then any function may matter."""
         if self._names_of_tree() is None:
             return None
-        lines = split_lines(self.text)
+        lines = self.lines()
         found: set[str] = set()
         for statement in self._tree.body:
             kind = type(statement)
@@ -110,7 +117,7 @@ class Scout:
         ``pattern`` mention (what a declared block may call); None when the file does not parse."""
         if self._names_of_tree() is None:
             return None
-        lines = split_lines(self.text)
+        lines = self.lines()
         found: set[str] = set()
         for kind in (ast.With, ast.AsyncWith):
             for block in self._names.of(kind):
@@ -130,13 +137,9 @@ class Scout:
         names = self._names_of_tree()
         if names is None:
             return None
-        shapes = _SinkScout(names, self.text, _NEVER)
         spans = _UnitSpans(self._tree)
-        found = {spans.unit_at(call.lineno) for call in names.of(ast.Call) if shapes._launch(call) or shapes._dtype_view(call)}
-        found.update(
-            unit for unit, node in spans.nodes
-            if any("triton" in name for d in node.decorator_list for name in names.meanings(_callee(d)))
-        )
+        found = {spans.unit_at(call.lineno) for call in names.of(ast.Call) if names.is_launch(call) or names.is_dtype_view(call)}
+        found.update(unit for unit, node in spans.nodes if names.triton_decorated(node))
         found.discard(None)
         return found
 
@@ -149,7 +152,7 @@ class Scout:
         ``x.view(-1, n)``, a launch of an imported kernel or ``assert x.is_contiguous()`` in a
         function nothing here calls cannot report."""
         names = self._names_of_tree()
-        return names is None or _SinkScout(names, self.text, sink_words).found()
+        return names is None or _SinkScout(names, self.lines(), sink_words).found()
 
 
 class _Names:
@@ -210,6 +213,33 @@ class _Names:
     def last_parts(self, node: ast.expr) -> set[str]:
         return {name.rsplit(".", 1)[-1] for name in self.meanings(node)}
 
+    def is_launch(self, call: ast.Call) -> bool:
+        """``k[grid](...)`` where ``k`` may be a global (``sinks`` judges a launch so): not
+        ``list[int]()``, a builtin generic's constructor, unless the file rebinds ``list``."""
+        func = call.func
+        if type(func) is not ast.Subscript:
+            return False
+        written = _dotted(func.value)
+        if written is None:
+            return False
+        head = written.partition(".")[0]
+        return head not in _BUILTINS or head in self.bound
+
+    def is_dtype_view(self, call: ast.Call) -> bool:
+        """``t.view(x)`` with one argument (positional or keyword) that may name a torch dtype:
+        its last part, through imports and aliases, is a dtype's name."""
+        func = call.func
+        if type(func) is not ast.Attribute or func.attr != "view" or len(call.args) + len(call.keywords) != 1:
+            return False
+        argument = call.args[0] if call.args else call.keywords[0].value
+        if type(argument) is ast.Starred:
+            argument = argument.value
+        return not DTYPES.isdisjoint(self.last_parts(argument))
+
+    def triton_decorated(self, function: ast.AST) -> bool:
+        """A decorator whose meaning may be Triton's (``@triton.jit``, an alias of it)."""
+        return any("triton" in name for d in function.decorator_list for name in self.meanings(_callee(d)))
+
 
 class _HotScout:
     """Over-approximates ``HotScopes``: cold patterns, CPU backends and memoizers, which only
@@ -251,16 +281,15 @@ class _HotScout:
     def _decorated_compiled(self, function: ast.AST) -> bool:
         return any("compile" in self.names.last_parts(_callee(decorator)) for decorator in function.decorator_list)
 
+    def _compile_calls(self) -> list[ast.Call]:
+        """Module-level calls, with an argument, of what may be ``torch.compile``."""
+        calls = (getattr(statement, "value", None) for statement in self.tree.body)
+        return [c for c in calls if type(c) is ast.Call and c.args and "compile" in self.names.last_parts(c.func)]
+
     def _compiled_by_call(self) -> set[str]:
         """Names passed to a call that may be ``torch.compile`` at module level."""
-        found = set()
-        for statement in self.tree.body:
-            value = getattr(statement, "value", None)
-            if type(value) is ast.Call and value.args and "compile" in self.names.last_parts(value.func):
-                written = _dotted(value.args[0])
-                if written:
-                    found.add(written.rsplit(".", 1)[-1])
-        return found
+        written = (_dotted(call.args[0]) for call in self._compile_calls())
+        return {name.rsplit(".", 1)[-1] for name in written if name}
 
     def _graph_block(self) -> bool:
         """``with torch.cuda.graph(g):`` (any callee whose name may end in ``graph``)."""
@@ -271,13 +300,9 @@ class _HotScout:
 
     def _compiled(self) -> bool:
         """A function decorated with ``torch.compile`` or passed to it at module level."""
-        if any(self._decorated_compiled(function) for kind in _FUNCTIONS for function in self.names.of(kind)):
-            return True
-        for statement in self.tree.body:
-            value = getattr(statement, "value", None)
-            if type(value) is ast.Call and value.args and "compile" in self.names.last_parts(value.func):
-                return True
-        return False
+        return bool(self._compile_calls()) or any(
+            self._decorated_compiled(function) for kind in _FUNCTIONS for function in self.names.of(kind)
+        )
 
     def _hot_method(self) -> bool:
         """A method named like ``hot-method-patterns`` in a class that may be a hot class or an
@@ -324,22 +349,22 @@ class _HotScout:
 class _SinkScout:
     """Over-approximates where ``analysis.sinks`` can make a finding without other files."""
 
-    def __init__(self, names: _Names, text: str, sink_words: re.Pattern) -> None:
+    def __init__(self, names: _Names, lines: list[str], sink_words: re.Pattern) -> None:
         self.names = names
-        self.text = text
+        self.lines = lines
         self.sink_words = sink_words
 
     def found(self) -> bool:
         calls = self.names.of(ast.Call)
-        if any(self._dtype_view(call) for call in calls):
+        if any(self.names.is_dtype_view(call) for call in calls):
             return True
         summarised = self._summarised_definitions()
         return bool(summarised) and any(_callee_name(call) in summarised for call in calls)
 
     def _summarised_definitions(self) -> set[str]:
         """Names of the functions (and classes) here that may carry a summary."""
-        lines = split_lines(self.text)
-        launches = sorted(call.lineno for call in self.names.of(ast.Call) if self._launch(call))
+        lines = self.lines
+        launches = sorted(call.lineno for call in self.names.of(ast.Call) if self.names.is_launch(call))
         found = set()
         for kind in (*_FUNCTIONS, ast.ClassDef):
             for node in self.names.of(kind):
@@ -349,34 +374,11 @@ class _SinkScout:
                 last = node.end_lineno or len(lines)
                 if (
                     self.sink_words.search("".join(lines[first - 1 : last]))
-                    or any("triton" in name for d in node.decorator_list for name in self.names.meanings(_callee(d)))
+                    or self.names.triton_decorated(node)
                     or bisect.bisect_left(launches, first) < bisect.bisect_right(launches, last)  # a launch inside
                 ):  # fmt: skip
                     found.add(node.name)
         return found
-
-    def _launch(self, call: ast.Call) -> bool:
-        """``k[grid](...)`` where ``k`` may be a global (``sinks`` judges a launch so): not
-        ``list[int]()``, a builtin generic's constructor, unless the file rebinds ``list``."""
-        func = call.func
-        if type(func) is not ast.Subscript:
-            return False
-        written = _dotted(func.value)
-        if written is None:
-            return False
-        head = written.partition(".")[0]
-        return head not in _BUILTINS or head in self.names.bound
-
-    def _dtype_view(self, call: ast.Call) -> bool:
-        """``t.view(x)`` with one argument (positional or keyword) that may name a torch dtype:
-        its last part, through imports and aliases, is a dtype's name."""
-        func = call.func
-        if type(func) is not ast.Attribute or func.attr != "view" or len(call.args) + len(call.keywords) != 1:
-            return False
-        argument = call.args[0] if call.args else call.keywords[0].value
-        if type(argument) is ast.Starred:
-            argument = argument.value
-        return not DTYPES.isdisjoint(self.names.last_parts(argument))
 
 
 class _UnitSpans:
@@ -399,9 +401,6 @@ class _UnitSpans:
         if index >= 0 and line <= self._ends[index]:
             return self.nodes[index][0]
         return None
-
-
-_NEVER = re.compile(r"(?!)")
 
 
 def _bound_names(statement: ast.stmt) -> set[str] | None:
