@@ -221,8 +221,15 @@ def _parse_and_check(
                 facts.diagnostics.append(
                     tool_diagnostic(source.path, "GPU004", f"internal error in {rule.code}: {type(exc).__name__}: {exc}")
                 )
+        facts.summaries = ctx.summaries
+        facts.imports = dict(ctx.names.imports)
+        facts.functions = frozenset(info.qualname for info in ctx.functions())
         if alone and any(f.if_callee is not None for _, f in findings):
-            index = _index_of_one_file(ctx)
+            # The index of a run of this file alone, as ``Linter.finalize`` resolves against:
+            # a callee that gives no reason here is in another file, or needs nothing of the call.
+            from sync_lint.pipeline.project import ProjectIndex
+
+            index = ProjectIndex([facts])
             findings = [
                 (rule, f) for rule, f in findings
                 if f.if_callee is None or index.reason(f.if_callee.kind, f.if_callee.callee, f.if_callee.arg) is not None
@@ -237,9 +244,6 @@ def _parse_and_check(
             # added above a masked ``def`` keeps two blank lines before it, not one).
             return lint_source(source, settings, rules, mask=False, reexports=reexports)
         facts.masked = masked and not alone  # masked alone: nothing hidden can matter
-        facts.summaries = ctx.summaries
-        facts.imports = dict(ctx.names.imports)
-        facts.functions = frozenset(info.qualname for info in ctx.functions())
         if findings:
             with span("positions and fixes"):
                 _resolve_findings(facts, ctx, findings)
@@ -258,20 +262,6 @@ def _all_suppressed(ctx: FileContext, findings: list[tuple[Rule, Finding]]) -> b
         if not is_suppressed(Diagnostic(ctx.path, line, 1, line, 1, rule.code, ""), suppressions):
             return False
     return True
-
-
-def _index_of_one_file(ctx: FileContext):
-    """The project index of a run of this file alone: what its conditional findings are
-    resolved against (``Linter.finalize``); a callee whose summary gives no reason here is in
-    another file, or needs nothing of this call."""
-    from sync_lint.pipeline.project import ProjectIndex
-
-    return ProjectIndex([
-        FileFacts(
-            path=ctx.path, module_name=ctx.module_name, summaries=ctx.summaries, imports=dict(ctx.names.imports),
-            functions=frozenset(info.qualname for info in ctx.functions()),
-        )
-    ])
 
 
 # libcst's parser takes super-linear time on a long flat operator chain (2,000 terms about 2 s,
