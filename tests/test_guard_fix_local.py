@@ -74,10 +74,16 @@ def test_local_edits_give_the_whole_module_transforms_text(name: str, monkeypatc
     assert fixed == _whole_module_fix(text, monkeypatch)
 
 
-def test_the_edits_touch_only_the_statement_and_the_import() -> None:
+def test_the_edits_touch_only_the_statement_and_the_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Planned without rendering the whole module (``Editor.transform``), which is what made
+    these fixes slow."""
     padding = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n\n" for i in range(200))
     text = "import torch\n\n\n" + padding + BUILDER + "\n\n" + padding
+    transforms = []
+    original = Editor.transform
+    monkeypatch.setattr(Editor, "transform", lambda self, module: transforms.append(1) or original(self, module))
     (finding,) = [d for d in lint_text(text, select=["GPU201"], sync_guard=GUARD) if d.code == "GPU201"]
+    assert transforms == []
     insert_import, wrap = finding.fix.edits
     assert insert_import.start == insert_import.end == len("import torch\n")
     statement = "        lens = common_attn_metadata.seq_lens.tolist()\n"
