@@ -483,9 +483,10 @@ def profile(tree: Path, files: list[str], subset_size: int) -> dict:
     patch(prefilter, "may_match", "prefilter")
     from sync_lint.pipeline import units as units_stage
 
-    patch(prefilter, "unit_plan", "mask: segment units")
-    patch(units_stage.MaskPlan, "plan", "mask: plan")
-    patch(units_stage.MaskPlan, "masked_text", "mask: masked text")
+    from sync_lint.pipeline import project_plan as project_plan_stage
+
+    patch(project_plan_stage, "outline", "plan: outline")
+    patch(units_stage.MaskPlan, "masked_text", "plan: masked text")
     original_lint_source = lint_file.lint_source
 
     def counting_lint_source(*a, **k):
@@ -808,8 +809,8 @@ def per_file_scan(tree: Path, files: list[str], workers: int, limit: int) -> dic
 
 
 def run_rounds(tree: Path, files: list[str], jobs: int, limit: int) -> dict:
-    """One whole-project ``Linter.run`` in-process, logging each ``lint_all`` call (the first
-    pass, then the caller rounds and whole-file re-lints of masked files) and each ProjectIndex."""
+    """One whole-project ``Linter.run`` in-process, logging each ``lint_all`` call (the planned
+    pass, then the whole-file re-lints of masked files with findings) and each ProjectIndex."""
     import signal
 
     sys.path.insert(0, str(ROOT))
@@ -820,12 +821,12 @@ def run_rounds(tree: Path, files: list[str], jobs: int, limit: int) -> dict:
     original_lint_all = runner.Linter.lint_all
     original_index = project.ProjectIndex.__init__
 
-    def lint_all(self, paths, jobs=None, progress=None, keep_callers_of=frozenset(), mask=None):
+    def lint_all(self, paths, *args, **kwargs):
         t = time.perf_counter()
         try:
-            return original_lint_all(self, paths, jobs, progress, keep_callers_of=keep_callers_of, mask=mask)
+            return original_lint_all(self, paths, *args, **kwargs)
         finally:
-            log.append({"lint_all_files": len(paths), "keep_callers_of": len(keep_callers_of), "mask": mask,
+            log.append({"lint_all_files": len(paths), "planned": kwargs.get("plan") is not None,
                         "seconds": round(time.perf_counter() - t, 2)})
             print(f"[bench]   rounds: {log[-1]}", flush=True)
 

@@ -49,8 +49,8 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--unsafe-fixes", action="store_true", help="include unsafe fixes")
     parser.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     parser.add_argument(
-        "--function-prefilter", action="store_true",
-        help="experimental: parse only the functions a rule can use (same findings; not yet faster)",
+        "--parse-whole-files", action="store_true",
+        help="parse every file a rule may match whole, not only the functions the project plan keeps (same findings, slower)",
     )
     parser.add_argument("--cache-dir", help="cache folder (default: .sync_lint_cache beside the config)")
     parser.add_argument("--jobs", "-j", type=int, default=None, help="worker processes (default: all cores)")
@@ -180,7 +180,7 @@ def _excluded_with_parents(discovery: Discovery, path: str) -> bool:
 
 def _linter(args, settings: config.Settings) -> Linter:
     cache_dir = None if args.no_cache else (args.cache_dir or str(settings.root / ".sync_lint_cache"))
-    return Linter(settings, cache_dir=cache_dir, fast=args.function_prefilter)
+    return Linter(settings, cache_dir=cache_dir, fast=not args.parse_whole_files)
 
 
 class Progress:

@@ -47,10 +47,10 @@ class SyncLintChecker:
         text = "".join(self.lines)
         source = SourceFile(path=self.filename, text=text, encoding="utf-8", raw=b"")
         # One file is all there is: only the rules that can report in it alone, only the
-        # functions that can matter to it alone parsed, no caller rounds.
+        # functions that can matter to it alone parsed.
         file_scout = Scout(text, settings)
         facts = lint_source(
-            source, settings, rules_that_can_report(rules, [text], settings, file_scout), mask=False, reexports=False,
+            source, settings, rules_that_can_report(rules, [text], settings, file_scout), reexports=False,
             alone=file_scout,
         )
         index = ProjectIndex([facts])

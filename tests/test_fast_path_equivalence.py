@@ -4,13 +4,13 @@ Plain path: serial, no cache, every file parsed whole (``Linter(fast=False)``) a
 pre-filter off (``prefilter.may_match`` always True). Each fast path is compared with it on the
 fixtures and on a generated corpus above the parallel threshold: a process pool (``jobs=2``), the
 cache (cold, then warm: the warm run must not lint anything), the pre-filter, and the
-function-level masking (``fast=True``).
+project plan's function-level masking (``fast=True``).
 
 The real rules run, plus two probe rules registered here so that the comparison never becomes
 vacuous whatever the GPU rules do: GPU991 flags ``.item()`` calls (a local finding) and records a
 ``sync`` summary for each top-level function that makes one; GPU992 flags every call by name, in
 any function of a file marked ``# probe-hot`` (its trigger), conditionally on the callee's summary
-(a cross-file finding in a unit without triggers: the case the masking's caller rounds exist for).
+(a cross-file finding in a unit without triggers: the case the project plan's closure over callers exists for).
 """
 
 from __future__ import annotations
@@ -209,7 +209,7 @@ def loop_{i}(xs):
 ]
 
 
-# Only cross-file findings, in a unit without triggers: the case of the masking's caller rounds.
+# Only cross-file findings, in a unit without triggers: the case of the project plan's closure over callers.
 CALLERS = '''\
 # probe-hot
 import torch
@@ -388,11 +388,20 @@ def test_masking_off_equals_on(corpus_files, corpus_plain):
     assert key(linter.run(corpus_files, jobs=1).diagnostics) == corpus_plain
 
 
-def test_masking_is_actually_used(corpus_files):
-    """Otherwise test_fast_serial_equals_plain compares the plain path with itself."""
+def test_masking_is_actually_used(corpus_files, monkeypatch):
+    """Otherwise test_fast_serial_equals_plain compares the plain path with itself: the project
+    plan must mask functions in some files, among them files with findings (whose fixes the
+    runner then plans on the whole file)."""
+    masked: list[str] = []
+    original = lint_file_stage._parse_and_check
+    monkeypatch.setattr(
+        lint_file_stage, "_parse_and_check",
+        lambda source, text, *a, **k: (text is not source.text and masked.append(source.path)) or original(source, text, *a, **k),
+    )
     linter = runner.Linter(make_settings(**OPTIONS), fast=True)
-    facts = linter.lint_all([f for f in corpus_files if "callers_" in f], jobs=1)
-    assert any(getattr(f, "masked", False) for f in facts)
+    result = linter.run(corpus_files, jobs=1)
+    assert len(set(masked)) >= 5, masked
+    assert {d.path for d in result.diagnostics} & set(masked)
 
 
 def test_cache_cold_then_warm_equals_plain(corpus_files, corpus_plain, tmp_path, monkeypatch):

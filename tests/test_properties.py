@@ -8,7 +8,7 @@ makes the GPU rules fire and offer fixes. For each program:
 - ``lint_text`` returns normally and reports no tool error (GPU004 internal error, GPU005);
 - ``fix_text(..., unsafe=True)`` returns code that parses (CPython and libcst), and fixing it
   again changes nothing;
-- the fast path (function-level masking and its caller rounds) finds what the whole-file parse finds.
+- the project plan (function-level masking over a run of many files) finds what the whole-file parse finds.
 """
 
 from __future__ import annotations
@@ -52,16 +52,33 @@ def assert_parses(text: str) -> None:
     cst.parse_module(text)
 
 
+def _caller_of(text: str) -> str:
+    """A hot method calling each top-level function of ``example`` with a column view: the
+    callers and callees the plan must keep across files."""
+    import ast
+
+    try:
+        names = [node.name for node in ast.parse(text).body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    except (SyntaxError, ValueError):
+        names = []
+    calls = "".join(f"        example.{name}(table[:, 0])\n" for name in names) or "        pass\n"
+    return f"import example\n\n\nclass CallerMetadataBuilder:\n    def build(self, table):\n{calls}"
+
+
 def masked_equals_whole(text: str) -> None:
-    """The fast path as a whole (masking, then the caller rounds that bring back masked callers
-    of functions with summaries) finds what the plain path finds."""
+    """The project plan (outline, closure over calls, masked parse, whole-file re-lint of masked
+    files with findings) finds what the plain path finds. Two files, so that the run is one of
+    many files (a run of one file has its own plan): the program and a caller of it."""
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "example.py")
         with open(path, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
+        caller = os.path.join(folder, "caller.py")
+        with open(caller, "w", encoding="utf-8") as handle:
+            handle.write(_caller_of(text))
 
         def run(fast: bool):
-            result = Linter(make_settings(**OPTIONS), fast=fast).run([path], jobs=1)
+            result = Linter(make_settings(**OPTIONS), fast=fast).run([path, caller], jobs=1)
             return sorted((d.line, d.col, d.code, d.message) for d in result.diagnostics)
 
         assert run(True) == run(False)

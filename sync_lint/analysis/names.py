@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from sync_lint.analysis.modules import resolve_relative
+
 
 def dotted(node: cst.BaseExpression) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None."""
@@ -25,19 +27,6 @@ def dotted(node: cst.BaseExpression) -> str | None:
 
 def _module_path(node: cst.BaseExpression | None) -> str:
     return dotted(node) or "" if node is not None else ""
-
-
-def resolve_relative(module_name: str, is_package: bool, level: int, target: str) -> str:
-    """The absolute module of ``from <level dots><target> import ...`` written in ``module_name``."""
-    if level == 0:
-        return target
-    parts = module_name.split(".") if module_name else []
-    if not is_package:
-        parts = parts[:-1]
-    if level > 1:
-        parts = parts[: len(parts) - (level - 1)] if level - 1 <= len(parts) else []
-    base = ".".join(parts)
-    return f"{base}.{target}" if base and target else base or target
 
 
 class NameTable:

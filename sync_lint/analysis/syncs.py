@@ -61,6 +61,7 @@ from sync_lint.analysis.flow import Walker
 from sync_lint.analysis.functions import FunctionInfo
 from sync_lint.analysis.guards import Declarations, OnceRegions, debug_branch, wrap_fix
 from sync_lint.analysis.hot_scopes import Hotness, HotScopes
+from sync_lint.analysis.modules import LIBRARY_ROOTS
 from sync_lint.analysis.names import dotted
 from sync_lint.analysis.summaries import SyncCall
 from sync_lint.patterns import definition_of
@@ -71,11 +72,6 @@ DATA_DEPENDENT_METHODS = frozenset({"nonzero", "argwhere", "unique", "unique_con
 DATA_DEPENDENT_FUNCTIONS = frozenset({"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select"})
 # Torch functions whose size arguments become Python ints (``full``: only the first).
 SIZE_FUNCTIONS = frozenset({"arange", "empty", "zeros", "ones", "full", "rand", "randn"})
-LIBRARY_ROOTS = frozenset({
-    "torch", "numpy", "math", "triton", "logging", "os", "sys", "typing", "functools", "itertools", "collections",
-    "contextlib", "dataclasses", "time", "random", "re", "json", "copy", "abc", "enum", "warnings", "inspect",
-    "operator", "threading", "asyncio", "weakref", "gc", "pickle", "builtins", "typing_extensions",
-})
 _PROTOCOL_BUILTINS = ("int", "float", "bool", "complex")
 
 # For stale declarations: calls known not to sync (their arguments are still looked at).

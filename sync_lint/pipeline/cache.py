@@ -11,13 +11,20 @@ import os
 import pickle
 import tempfile
 from functools import lru_cache
-from typing import Callable
+from typing import Callable, TypeVar
 
 from sync_lint import __version__
 from sync_lint.config import Settings
 from sync_lint.pipeline.lint_file import FileFacts, tool_diagnostic
 from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.source import SourceError, SourceFile, decode
+
+
+T = TypeVar("T")
+
+
+def _error_facts(path: str, error: SourceError) -> FileFacts:
+    return FileFacts(path=path, diagnostics=[tool_diagnostic(path, error.code, error.message, error.line)])
 
 
 @lru_cache(maxsize=1)
@@ -39,19 +46,19 @@ class Cache:
         self.salt = f"{__version__}|{_code_fingerprint()}|{settings.fingerprint()}|{','.join(enabled)}".encode()
 
     def _entry(self, path: str, raw: bytes, variant: tuple) -> str:
-        mask, keep, scope = variant
         digest = hashlib.blake2b(self.salt + b"\0" + os.path.abspath(path).encode() + b"\0" + raw, digest_size=20)
-        digest.update(b"masked" if mask else b"whole")
-        digest.update(repr(scope).encode())
-        for name in sorted(keep):
-            digest.update(b"\0" + name.encode())
+        digest.update(repr(variant).encode())  # what the facts depend on besides the file
         key = digest.hexdigest()
         return os.path.join(self.folder, key[:2], key)
 
     def lint_path(
-        self, path: str, lint: Callable[[SourceFile], FileFacts], variant: tuple, source: SourceFile | None = None,
-    ) -> FileFacts:
-        """Cached facts of ``path``, or ``lint``'s; ``source``: the file as the run already read it."""
+        self, path: str, lint: Callable[[SourceFile], T], variant: tuple, source: SourceFile | None = None,
+        on_error: Callable[[str, SourceError], T] | None = None,
+    ) -> T:
+        """Cached facts of ``path`` (or its outline), or ``lint``'s; ``source``: the file as the
+        run already read it. ``on_error``: the result for a file that cannot be read or
+        decoded (default: facts reporting it)."""
+        on_error = on_error or _error_facts
         with span("cache lookup"):
             if source is not None:
                 raw = source.raw
@@ -60,7 +67,7 @@ class Cache:
                     with open(path, "rb") as handle:
                         raw = handle.read()
                 except OSError as exc:
-                    return FileFacts(path=path, diagnostics=[tool_diagnostic(path, "GPU003", f"cannot read file: {exc.strerror}")])
+                    return on_error(path, SourceError("GPU003", f"cannot read file: {exc.strerror}"))
             entry = self._entry(path, raw, variant)
             try:
                 with open(entry, "rb") as handle:
@@ -73,12 +80,12 @@ class Cache:
                     source = decode(path, raw)
             facts = lint(source)
         except SourceError as exc:
-            facts = FileFacts(path=path, diagnostics=[tool_diagnostic(path, exc.code, exc.message, exc.line)])
+            facts = on_error(path, exc)
         with span("cache store"):
             self._store(entry, facts)
         return facts
 
-    def _store(self, entry: str, facts: FileFacts) -> None:
+    def _store(self, entry: str, facts) -> None:
         # Written atomically so that a parallel run never reads half an entry; a failure to
         # write the cache never fails the run.
         try:

@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING
 from sync_lint.analysis.summaries import FunctionSummary, PendingCall
 from sync_lint.config import Settings
 from sync_lint.diagnostics import Diagnostic
-from sync_lint.pipeline import prefilter
+from sync_lint.pipeline import prefilter, project_plan
 from sync_lint.pipeline.profile import span
-from sync_lint.pipeline.source import SourceError, SourceFile
+from sync_lint.pipeline.project_plan import KeptUnits
+from sync_lint.pipeline.source import SourceError, SourceFile, split_lines
 from sync_lint.pipeline.suppress import Suppressions, is_suppressed, scan
+from sync_lint.pipeline.units import MaskPlan
 from sync_lint.rules.base import Finding, Rule
 
 # libcst and the analyses are imported where a file is parsed, not here: a file that no rule's
@@ -47,10 +49,9 @@ class FileFacts:
     functions: frozenset[str] = frozenset()
     suppressions: Suppressions = field(default_factory=Suppressions)
     parsed: bool = False
-    # Identifiers that masked (unparsed) units mention: if one names a function whose summary
-    # matters, the runner lints the file again with those units kept.
-    masked_mentions: frozenset[str] = frozenset()
-    masked: bool = False  # parsed with some units masked (``pipeline.units``)
+    # Parsed with some units masked (``pipeline.units``) and has findings, whose fixes are not
+    # planned: the runner lints the file whole if one of them is reported.
+    masked: bool = False
 
 
 @lru_cache(maxsize=4096)
@@ -85,17 +86,17 @@ def lint_source(
     source: SourceFile,
     settings: Settings,
     rules: list[Rule],
-    mask: bool = True,
-    keep_callers_of: frozenset[str] = frozenset(),
     reexports: bool = True,
     alone: Scout | None = None,
+    kept: KeptUnits | None = None,
 ) -> FileFacts:
     """Lint one file (see ``_lint_source``), with Python's cyclic garbage collector paused.
     ``reexports``: record the imports of a package ``__init__.py`` that no rule needs, which
     other files' calls are followed through (pointless when the run has no other file).
     ``alone``: the file is checked on its own (one file given, the flake8 plugin), and this is
     its syntax scout: only the functions that can matter to it alone are parsed
-    (``prefilter.one_file_plan``).
+    (``prefilter.one_file_plan``). ``kept``: the function units a run of many files needs
+    parsed here (``project_plan``); None: all of them.
 
     A parse allocates about one object per character of source, and each allocation counts
     towards the collector's next pass, which then scans the whole young tree: about 40% of the
@@ -112,7 +113,7 @@ def lint_source(
         with span("noqa scan"):
             early = _noqa_matters_alone(source.text)
             suppressions = scan(source.text) if early else Suppressions()
-        facts = _lint_source(source, settings, rules, mask, keep_callers_of, suppressions, reexports, alone)
+        facts = _lint_source(source, settings, rules, suppressions, reexports, alone, kept)
         if not early and (facts.diagnostics or facts.pending):
             with span("noqa scan"):
                 facts.suppressions = scan(source.text)
@@ -138,16 +139,14 @@ def _lint_source(
     source: SourceFile,
     settings: Settings,
     rules: list[Rule],
-    mask: bool,
-    keep_callers_of: frozenset[str],
     suppressions: Suppressions,
     reexports: bool = True,
     alone: Scout | None = None,
+    kept: KeptUnits | None = None,
 ) -> FileFacts:
-    """Lint one file. ``mask``: parse only the units rules can use (``units``); a file with
-    findings is always linted again whole, so positions and fixes come from the plain path.
-    ``keep_callers_of``: names of functions with summaries; units mentioning them are kept.
-    ``alone``: see ``lint_source``; it wins over ``mask``."""
+    """Lint one file, parsing only the units a plan keeps (``alone`` or ``kept``, see
+    ``lint_source``); the rest are masked (``units``), which keeps the lines and columns of
+    what is parsed."""
     facts = FileFacts(path=source.path, suppressions=suppressions)
     if facts.suppressions.file_is_off():
         return facts
@@ -156,37 +155,33 @@ def _lint_source(
     if not active:
         return _with_reexports(facts, source, settings) if reexports else facts
     text = source.text
+    hidden: list[tuple[str | None, str | None]] = []
+    plan = None
     if alone is not None:
         with span("prefilter"):
             plan = prefilter.one_file_plan(active, text, alone)
-        if plan is not None and plan.is_masking():
-            text = plan.masked_text()
-    elif mask:
-        plan = prefilter.unit_plan(active, source.text)
-        if plan is not None:
-            if not plan.plan(keep_callers_of):
-                # Nothing here for a rule on its own; a call of a function with a summary
-                # elsewhere may still be, which the runner's caller rounds look for.
-                facts.masked = True
-                facts.masked_mentions = plan.masked_names()
-                return _with_reexports(facts, source, settings)
-            if plan.is_masking():
-                text = plan.masked_text()
-                facts.masked_mentions = plan.masked_names()
+    elif kept is not None and kept.fingerprint == project_plan.fingerprint(source):
+        plan = MaskPlan(text, split_lines(text))
+        plan.keep_units(list(kept.indices))
+        plan.close_over_state()
+    if plan is not None and plan.is_masking():
+        text = plan.masked_text()
+        hidden = [plan.qualified(index) for index in plan.functions() if not plan.keep[index]]
     too_long = _too_long_for_the_parser(text)
     if too_long is not None:
         facts.diagnostics.append(tool_diagnostic(source.path, "GPU001", *too_long))
         return facts
-    return _parse_and_check(source, text, settings, rules, active, facts, reexports, alone is not None)
+    return _parse_and_check(source, text, settings, rules, active, facts, reexports, alone is not None, hidden)
 
 
 def _parse_and_check(
     source: SourceFile, text: str, settings: Settings, rules: list[Rule], active: list[Rule], facts: FileFacts,
-    reexports: bool, alone: bool = False,
+    reexports: bool, alone: bool = False, hidden: list[tuple[str | None, str | None]] = (),
 ) -> FileFacts:
     """Parse ``text`` (the source, or the source with units masked) and run the ``active`` rules.
     ``alone``: the file is all there is, so a finding conditional on a function it does not
-    define can never be reported: it is dropped."""
+    define can never be reported: it is dropped. ``hidden``: the masked function units, which
+    the file still defines (a call of one must not be followed elsewhere)."""
     import libcst as cst
 
     from sync_lint.analysis.context import FileContext
@@ -197,7 +192,7 @@ def _parse_and_check(
             module = parse_module(text)
     except cst.ParserSyntaxError as exc:
         if text is not source.text:  # the cut landed inside a string: parse the file whole
-            return lint_source(source, settings, rules, mask=False, reexports=reexports)
+            return lint_source(source, settings, rules, reexports=reexports)
         message, line, col = _syntax_error(source, exc)
         facts.diagnostics.append(tool_diagnostic(source.path, "GPU001", f"syntax error: {message}", line, col))
         return facts
@@ -223,7 +218,9 @@ def _parse_and_check(
                 )
         facts.summaries = ctx.summaries
         facts.imports = dict(ctx.names.imports)
-        facts.functions = frozenset(info.qualname for info in ctx.functions())
+        facts.functions = frozenset(info.qualname for info in ctx.functions()) | {
+            ".".join(part for part in (facts.module_name, *unit) if part) for unit in hidden
+        }
         if alone and any(f.if_callee is not None for _, f in findings):
             # The index of a run of this file alone, as ``Linter.finalize`` resolves against:
             # a callee that gives no reason here is in another file, or needs nothing of the call.
@@ -236,17 +233,18 @@ def _parse_and_check(
             ]
         masked = text is not source.text
         # Masking keeps the lines and columns of the code it keeps, so a masked file's findings
-        # are where the whole file's are; only their fixes may differ. A file checked alone
-        # whose findings a noqa suppresses (they get no fix) needs no second parse.
-        if masked and (facts.diagnostics or findings) and not (alone and _all_suppressed(ctx, findings)):
-            # An internal error (masking must not be its cause), or findings: their positions and
-            # fixes are planned on the whole file, as a fix may depend on a masked unit (an import
-            # added above a masked ``def`` keeps two blank lines before it, not one).
-            return lint_source(source, settings, rules, mask=False, reexports=reexports)
-        facts.masked = masked and not alone  # masked alone: nothing hidden can matter
+        # are where the whole file's are; only their fixes may differ, as a fix may depend on a
+        # masked unit (an import added above a masked ``def`` keeps two blank lines before it,
+        # not one). An internal error (masking must not be its cause) or, in a file checked
+        # alone, a finding that a noqa does not suppress: lint the whole file now. In a run of
+        # many files, most findings are conditional on other files: the runner lints whole
+        # only a file that ends up with a finding (``FileFacts.masked``).
+        if masked and (facts.diagnostics or (alone and findings and not _all_suppressed(ctx, findings))):
+            return lint_source(source, settings, rules, reexports=reexports)
+        facts.masked = masked and not alone and bool(findings)
         if findings:
             with span("positions and fixes"):
-                _resolve_findings(facts, ctx, findings)
+                _resolve_findings(facts, ctx, findings, plan_fixes=not facts.masked)
         return facts
     finally:
         ctx.release()
@@ -315,11 +313,12 @@ def _with_reexports(facts: FileFacts, source: SourceFile, settings: Settings) ->
     return facts
 
 
-def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[Rule, Finding]]) -> None:
+def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[Rule, Finding]], plan_fixes: bool = True) -> None:
     """Positions and fixes, computed only for files that have findings. A finding that a noqa
     comment suppresses is never shown nor fixed, so it gets no fix: planning one can cost a
     transform of the whole module (GPU201's ``with`` block), and engines carry many such
-    deliberate, marked syncs."""
+    deliberate, marked syncs. ``plan_fixes``: False for a masked file, whose fixes are planned
+    on the whole file if it ends up with a finding."""
     from sync_lint.fixes import Editor
 
     positions = ctx.positions()
@@ -337,7 +336,7 @@ def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[R
             code=rule.code,
             message=finding.message,
         )
-        if finding.fix is not None and not is_suppressed(diagnostic, suppressions):
+        if plan_fixes and finding.fix is not None and not is_suppressed(diagnostic, suppressions):
             try:
                 diagnostic = replace(diagnostic, fix=finding.fix(editor))
             except Exception as exc:  # a broken fix must not lose the finding

@@ -8,6 +8,7 @@ find anything in a file, nor record a function summary that another file needs. 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 
 from sync_lint.config import Settings
@@ -97,26 +98,37 @@ def _trigger_pattern(triggers: tuple[str | re.Pattern, ...]) -> re.Pattern:
     return re.compile("|".join(sorted(sources, key=len, reverse=True)))
 
 
-def one_file_plan(active: list[Rule], text: str, file_scout: scout.Scout) -> MaskPlan | None:
-    """The functions a file checked on its own needs parsed, for the ``active`` rules; None:
-    all of them. Module-level code, class headers and the methods that hold a kept method's
-    ``self.`` state are always kept (``units``).
+@dataclass
+class RuleSeeds:
+    """Where one rule's findings and the summaries they rest on start, in one file: the
+    function units (``MaskPlan`` indices) that may hold them, and which way the summaries they
+    need flow (``Rule.summaries_from``; a sink rule: CALLERS). ``called``: for BLOCK_CALLEES,
+    the names the declared blocks mention (narrower than all the seeds mention)."""
 
-    Nothing outside the file can complete a finding here, so a function matters only through
-    this file: a sink rule needs the functions that may call a sink (a unit trigger), and, to a
-    fixpoint, their callers by name; a hot-scope rule needs the functions the scout finds may
-    be hot, and what they call; another rule, the functions with its triggers, followed as its
-    ``summaries_from`` says (a trigger outside every function: all of them)."""
+    rule: Rule
+    seeds: list[int]
+    directions: frozenset[str]
+    called: set[str] | None = None
+
+
+def rule_seeds(active: list[Rule], plan: MaskPlan, file_scout: scout.Scout) -> list[RuleSeeds] | None:
+    """The seeds of each of the ``active`` rules in a file (see ``RuleSeeds``); None when some
+    rule may need any function of it (no triggers, a trigger the scout cannot place, the file
+    does not parse).
+
+    A sink rule needs the functions that may call a sink (a unit trigger); a hot-scope rule, the
+    functions the scout finds may be hot; another rule, the functions with its triggers. Any
+    function that uses a trigger name bound at module level counts as holding the trigger."""
     if any(not rule.triggers for rule in active):
         return None
-    plan = MaskPlan(text, split_lines(text), None)
+    found: list[RuleSeeds] = []
     for rule in active:
         if rule.reports_only_in_hot_scopes:
             with span("scout"):
                 hot = file_scout.hot_units()
             if hot is None:
                 return None
-            plan.keep_callees(plan.keep_named(hot))
+            found.append(RuleSeeds(rule, plan.named(hot), frozenset({CALLEES})))
             continue
         # A sink's syntax (``](``, ``.view(``) is also ``list[int]()``, ``x.view(-1, n)``, and
         # ``triton`` is in many a body besides kernels': the scout tells the calls that may be
@@ -124,25 +136,37 @@ def one_file_plan(active: list[Rule], text: str, file_scout: scout.Scout) -> Mas
         pattern = sink_words(rule, read_by_the_scout=("triton",)) if rule.reports_only_at_sinks else _trigger_pattern(
             rule.triggers if rule.unit_triggers is None else rule.unit_triggers
         )
-        directions = {CALLERS} if rule.reports_only_at_sinks else rule.summaries_from
+        directions = frozenset({CALLERS}) if rule.reports_only_at_sinks else rule.summaries_from
         with span("scout"):
             bound = file_scout.bindings_matching(pattern)
             shaped = file_scout.sink_shaped_units() if rule.reports_only_at_sinks else set()
             called = file_scout.names_in_blocks(pattern) if BLOCK_CALLEES in directions else None
         if bound is None or shaped is None or (BLOCK_CALLEES in directions and called is None):
             return None
-        seeds = plan.keep_matching(pattern, bound) + plan.keep_named(shaped)
-        if CALLERS in directions:
-            plan.keep_callers(seeds)
-        if CALLEES in directions or BLOCK_CALLEES in directions:
-            plan.keep_callees(seeds, called)
+        seeds = sorted(set(plan.matching(pattern, bound)) | set(plan.named(shaped)))
+        found.append(RuleSeeds(rule, seeds, directions, called))
+    return found
+
+
+def one_file_plan(active: list[Rule], text: str, file_scout: scout.Scout) -> MaskPlan | None:
+    """The functions a file checked on its own needs parsed, for the ``active`` rules; None:
+    all of them. Module-level code, class headers and the methods that hold a kept method's
+    ``self.`` state are always kept (``units``).
+
+    Nothing outside the file can complete a finding here, so a function matters only through
+    this file: each rule's seeds (``rule_seeds``), followed by name within the file, to a
+    fixpoint, the way its summaries flow: to their callers, or to what they call."""
+    plan = MaskPlan(text, split_lines(text))
+    seeds = rule_seeds(active, plan, file_scout)
+    if seeds is None:
+        return None
+    for rule_seed in seeds:
+        plan.keep_units(rule_seed.seeds)
+        if CALLERS in rule_seed.directions:
+            plan.keep_callers(rule_seed.seeds)
+        if CALLEES in rule_seed.directions or BLOCK_CALLEES in rule_seed.directions:
+            plan.keep_callees(rule_seed.seeds, rule_seed.called)
     plan.close_over_state()
     return plan
 
 
-def unit_plan(active: list[Rule], text: str) -> MaskPlan | None:
-    """The function-level plan for a file, or None when a rule needs every unit (no triggers)."""
-    if any(not rule.triggers for rule in active):
-        return None
-    triggers = tuple(t for rule in active for t in (rule.triggers if rule.unit_triggers is None else rule.unit_triggers))
-    return MaskPlan(text, split_lines(text), _trigger_pattern(triggers))

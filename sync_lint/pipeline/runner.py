@@ -11,16 +11,16 @@ from dataclasses import dataclass, field
 from sync_lint import config
 from sync_lint.diagnostics import Diagnostic
 from sync_lint.pipeline import cache as cache_stage
-from sync_lint.pipeline import prefilter, profile, scout, suppress
-from sync_lint.pipeline.lint_file import FileFacts, lint_path, lint_source
+from sync_lint.pipeline import prefilter, profile, project_plan, scout, suppress
+from sync_lint.pipeline.lint_file import FileFacts, lint_path, lint_source, module_name_for
 from sync_lint.pipeline.project import ProjectIndex
+from sync_lint.pipeline.project_plan import FileOutline, KeptUnits, ProjectPlan
 from sync_lint.pipeline.source import SourceError, SourceFile, read
 from sync_lint.rules import all_rules
 from sync_lint.rules.base import Rule
 
 # Below this many files a process pool costs more than it saves (start-up and imports).
 PARALLEL_THRESHOLD = 48
-MAX_CALLER_ROUNDS = 4
 
 
 @dataclass
@@ -35,12 +35,11 @@ class RunResult:
 class Linter:
     """One configured engine. Front ends build one and call ``run`` (or the finer methods)."""
 
-    def __init__(self, settings: config.Settings, cache_dir: str | None = None, fast: bool = False) -> None:
+    def __init__(self, settings: config.Settings, cache_dir: str | None = None, fast: bool = True) -> None:
         self.settings = settings
-        # ``fast``: parse only the units of a file that rules can use (``pipeline.units``).
-        # The plain path parses every file a rule's trigger occurs in, whole; both must agree.
-        # Off by default: the caller rounds it needs cost about what the masking saves (full
-        # vLLM, `sync-lint check --no-cache`: 136.6 CPU seconds against 134.8 plain).
+        # ``fast``: a run of many files parses only the functions the project plan keeps
+        # (``pipeline.project_plan``). The plain path parses every file a rule's trigger
+        # occurs in, whole; both must find the same.
         self.fast = fast
         rules = all_rules()
         self.enabled = config.enabled_codes(settings, {r.code for r in rules if r.preview}, [r.code for r in rules])
@@ -50,29 +49,46 @@ class Linter:
 
     # -- per file -------------------------------------------------------------------------
     def lint_one(
-        self, path: str, keep_callers_of: frozenset[str] = frozenset(), mask: bool | None = None,
-        scope: RunScope | None = None, source: SourceFile | None = None,
+        self, path: str, kept: KeptUnits | None = None, scope: RunScope | None = None, source: SourceFile | None = None,
     ) -> FileFacts:
-        """``source``: the file as this run already read it (a small run reads its files first to
-        choose its rules); None: read it now."""
-        mask = self.fast if mask is None else mask
+        """``kept``: the functions to parse (``project_plan``); None: all. ``source``: the file as
+        this run already read it (a small run reads its files first to choose its rules); None:
+        read it now."""
         scope = scope or self.whole_project
 
         def lint(source: SourceFile) -> FileFacts:
-            return lint_source(
-                source, self.settings, scope.rules, mask=mask, keep_callers_of=keep_callers_of, reexports=scope.reexports,
-                alone=scope.scout,
-            )
+            return lint_source(source, self.settings, scope.rules, reexports=scope.reexports, alone=scope.scout, kept=kept)
 
         if self.cache is not None:
-            return self.cache.lint_path(path, lint, variant=(mask, keep_callers_of, scope.key()), source=source)
+            return self.cache.lint_path(path, lint, variant=(kept, scope.key()), source=source)
         return lint_path(path, lint) if source is None else lint(source)
+
+    def outline_one(self, path: str, scope: RunScope | None = None, source: SourceFile | None = None) -> FileOutline:
+        """The file's outline for the project plan (cached like facts)."""
+        scope = scope or self.whole_project
+        module_name = module_name_for(path)
+        is_package = os.path.basename(path) == "__init__.py"
+
+        def make(source: SourceFile) -> FileOutline:
+            return project_plan.outline(source, self.settings, scope.rules, module_name, is_package)
+
+        def unreadable(path: str, error: SourceError) -> FileOutline:
+            return FileOutline(path)  # linting it reports why
+
+        if self.cache is not None:
+            return self.cache.lint_path(path, make, variant=("outline", scope.key()), source=source, on_error=unreadable)
+        if source is None:
+            try:
+                source = read(path)
+            except SourceError as error:
+                return unreadable(path, error)
+        return make(source)
 
     def lint_source(self, source: SourceFile, alone: bool = False) -> FileFacts:
         """Whole-file lint (the fix loop and the API use it: they need exact fixes). ``alone``:
         the file is all there is (an editor's buffer): only the rules that can report in it run."""
         scope = self.scope_of([source.text]) if alone else self.whole_project
-        return lint_source(source, self.settings, scope.rules, mask=False, reexports=scope.reexports)
+        return lint_source(source, self.settings, scope.rules, reexports=scope.reexports)
 
     def scope_of(self, texts: list[str]) -> RunScope:
         """What a run of just these files needs (``prefilter.rules_that_can_report``); a run of
@@ -98,34 +114,45 @@ class Linter:
 
     # -- many files -----------------------------------------------------------------------
     def lint_all(
-        self, paths: list[str], jobs: int | None = None, progress=None,
-        keep_callers_of: frozenset[str] = frozenset(), mask: bool | None = None, pool: _Pool | None = None,
-        scope: RunScope | None = None, sources: dict[str, SourceFile] | None = None,
+        self, paths: list[str], jobs: int | None = None, progress=None, plan: ProjectPlan | None = None,
+        pool: _Pool | None = None, scope: RunScope | None = None, sources: dict[str, SourceFile] | None = None,
     ) -> list[FileFacts]:
-        """Facts of ``paths``, in order. ``pool``: a started worker pool to use (the caller
-        rounds reuse the first round's, so they pay no second start-up); without one, a pool is
-        started for this call when the input is large enough to pay for it. ``scope``: the rules
-        to run, for a small run (always linted here, in this process), and ``sources`` the files
-        it read to choose them."""
+        """Facts of ``paths``, in order. ``plan``: the project plan (None: parse whole).
+        ``pool``: a started worker pool to use; without one, a pool is started for this call
+        when the input is large enough to pay for it. ``scope``: the rules to run, for a small
+        run (always linted here, in this process), and ``sources`` the files it read to choose
+        them."""
         sources = sources or {}
+        kept = [plan.units_to_keep(path) if plan is not None else None for path in paths]
         if pool is None:
             jobs = jobs or os.cpu_count() or 1
             if len(paths) < PARALLEL_THRESHOLD or jobs == 1:
                 results = []
-                for path in paths:
-                    results.append(self.lint_one(path, keep_callers_of, mask, scope, sources.get(path)))
+                for path, keep in zip(paths, kept):
+                    results.append(self.lint_one(path, keep, scope, sources.get(path)))
                     if progress:
                         progress(1)
                 return results
             with _Pool(self, jobs) as pool:
-                return pool.lint(paths, keep_callers_of, mask, progress)
-        return pool.lint(paths, keep_callers_of, mask, progress)
+                return pool.map(_worker_lint_batch, list(zip(paths, kept)), progress)
+        return pool.map(_worker_lint_batch, list(zip(paths, kept)), progress)
+
+    def outline_all(
+        self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
+    ) -> ProjectPlan:
+        with profile.span("outline"):
+            if pool is None:
+                outlines = [self.outline_one(path, scope, sources.get(path)) for path in paths]
+            else:
+                outlines = pool.map(_worker_outline_batch, paths)
+        with profile.span("project plan"):
+            return ProjectPlan(outlines)
 
     def run(self, paths: list[str], jobs: int | None = None, progress=None) -> RunResult:
         started = time.perf_counter()
         jobs = jobs or os.cpu_count() or 1
         with contextlib.ExitStack() as stack:
-            pool = scope = None
+            pool = scope = plan = None
             sources: dict[str, SourceFile] = {}
             if len(paths) >= PARALLEL_THRESHOLD and jobs > 1:
                 pool = stack.enter_context(_Pool(self, jobs))
@@ -133,55 +160,30 @@ class Linter:
                 sources = _read_readable(paths)
                 with profile.span("prefilter"):
                     scope = self.scope_of([source.text for source in sources.values()])
-            facts = self.lint_all(paths, jobs, progress, pool=pool, scope=scope, sources=sources)
+            if self.fast and len(paths) > 1:
+                plan = self.outline_all(paths, pool, scope, sources)
+            facts = self.lint_all(paths, jobs, progress, plan=plan, pool=pool, scope=scope, sources=sources)
             with profile.span("project summaries"):
                 index = ProjectIndex(facts)
-            if self.fast:
-                facts, index = self._complete_masked(facts, index, jobs, pool, scope, sources)
-        diagnostics: list[Diagnostic] = []
-        with profile.span("cross-file findings and noqa"):
-            for file_facts in facts:
-                diagnostics.extend(self.finalize(file_facts, index))
+            diagnostics: list[list[Diagnostic]] = []
+            with profile.span("cross-file findings and noqa"):
+                diagnostics = [self.finalize(file_facts, index) for file_facts in facts]
+            # A masked file that has a finding: its fixes are planned on the whole file.
+            redo = [i for i, file_facts in enumerate(facts) if file_facts.masked and diagnostics[i]]
+            if redo:
+                with profile.span("whole files for fixes"):
+                    again = self.lint_all([facts[i].path for i in redo], jobs, pool=pool if len(redo) > 1 else None,
+                                          scope=scope, sources=sources)
+                    for i, whole in zip(redo, again):
+                        facts[i] = whole
+                        diagnostics[i] = self.finalize(whole, index)
         return RunResult(
-            diagnostics=diagnostics,
+            diagnostics=[d for found in diagnostics for d in found],
             files_checked=len(paths),
             seconds=time.perf_counter() - started,
             facts=facts,
             index=index,
         )
-
-    # Masked files hide units; those that call a function with a summary matter once the
-    # project is known.
-    def _complete_masked(
-        self, facts: list[FileFacts], index: ProjectIndex, jobs, pool: _Pool | None, scope: RunScope | None,
-        sources: dict[str, SourceFile],
-    ):
-        # Lint those files again keeping such units (a few rounds: a caller kept now may give its
-        # own callers a summary).
-        for _ in range(MAX_CALLER_ROUNDS):
-            functions, methods = index.summarised_callees()
-            redo: list[int] = []
-            keep: set[str] = set(functions)
-            for i, f in enumerate(facts):
-                if not f.masked:
-                    continue
-                named = {m for path, cls, m in methods if m in f.masked_mentions and (path == f.path or cls in f.masked_mentions)}
-                if named or not functions.isdisjoint(f.masked_mentions):
-                    redo.append(i)
-                    keep |= named
-            if not redo:
-                break
-            # A round is small, but its files are the large ones: spread it over the pool
-            # already started, whatever its size.
-            round_pool = pool if pool is not None and len(redo) > 1 else None
-            again = self.lint_all(
-                [facts[i].path for i in redo], jobs, keep_callers_of=frozenset(keep), pool=round_pool, scope=scope,
-                sources=sources,
-            )
-            for i, new in zip(redo, again):
-                facts[i] = new
-            index = ProjectIndex(facts)
-        return facts, index
 
 
 @dataclass(frozen=True)
@@ -226,13 +228,14 @@ class _Pool:
     def __exit__(self, *exc_info) -> None:
         self.executor.shutdown()
 
-    def lint(self, paths: list[str], keep_callers_of: frozenset[str], mask: bool | None, progress=None) -> list[FileFacts]:
+    def map(self, work, items: list, progress=None) -> list:
+        """``work`` over ``items`` in batches, results in order."""
         # Chunks big enough to amortise pickling, small enough to balance 2+ workers.
-        chunk = max(1 if len(paths) < PARALLEL_THRESHOLD else 8, min(256, len(paths) // (self.jobs * 8) or 1))
-        batches = [(paths[i : i + chunk], keep_callers_of, mask) for i in range(0, len(paths), chunk)]
-        results: list[FileFacts] = []
+        chunk = max(1 if len(items) < PARALLEL_THRESHOLD else 8, min(256, len(items) // (self.jobs * 8) or 1))
+        batches = [items[i : i + chunk] for i in range(0, len(items), chunk)]
+        results: list = []
         parent = profile.active()
-        for batch_result, timings in self.executor.map(_worker_lint_batch, batches):
+        for batch_result, timings in self.executor.map(work, batches):
             results.extend(batch_result)
             if parent is not None and timings is not None:
                 parent.add(timings)
@@ -251,10 +254,16 @@ def _worker_init(linter: Linter, profiling: bool) -> None:
         profile.enable()
 
 
-def _worker_lint_batch(batch):
+def _worker_lint_batch(batch: list[tuple[str, KeptUnits | None]]):
     """A batch's facts, and the worker's profile totals for it (None when not profiling)."""
     assert _WORKER_LINTER is not None
-    paths, keep_callers_of, mask = batch
-    facts = [_WORKER_LINTER.lint_one(path, keep_callers_of, mask) for path in paths]
+    facts = [_WORKER_LINTER.lint_one(path, kept) for path, kept in batch]
     profiler = profile.active()
     return facts, profiler.take() if profiler is not None else None
+
+
+def _worker_outline_batch(paths: list[str]):
+    assert _WORKER_LINTER is not None
+    outlines = [_WORKER_LINTER.outline_one(path) for path in paths]
+    profiler = profile.active()
+    return outlines, profiler.take() if profiler is not None else None

@@ -3,14 +3,14 @@
 Parsing with libcst costs about 20x what ruff spends on a whole check, so on a large tree the
 cheapest parse is the one not done. A file is cut, by text alone, into *units*: top-level
 functions, the methods of top-level classes, and everything else (imports, module-level
-statements, class headers and class-level statements, which are always kept). A unit is kept
-if it contains a rule trigger (a trigger in a class header keeps all its methods), if it is a
-method that sets a ``self.`` attribute a kept method of its class reads (or ``__init__``), or,
-in a later round, if it mentions a function anywhere whose summary matters: the callers of a
-kernel wrapper or of a syncing helper (see ``runner``). Every other unit is
-*masked*: replaced by ``pass`` and blank lines, so line numbers and the columns of kept code
-stay exact. A cut that lands inside a multi-line string makes the masked text fail to parse;
-the file is then parsed whole.
+statements, class headers and class-level statements, which are always kept). A plan decides
+which function units to keep: ``prefilter.one_file_plan`` for a file checked on its own,
+``project_plan`` for a run of many files (the functions that may hold a finding, and those
+whose summaries such a finding rests on, across files); a method that sets a ``self.``
+attribute a kept method of its class reads (or ``__init__``) is always kept with it. Every
+other unit is *masked*: replaced by ``pass`` and blank lines, so line numbers and the columns
+of kept code stay exact. A cut that lands inside a multi-line string makes the masked text
+fail to parse; the file is then parsed whole.
 
 Contract for rules (what keeps the fast path equal to the plain one): a rule's finding in a
 unit may depend on that unit, on module-level statements, on its class header and ``__init__``,
@@ -126,65 +126,44 @@ def _width(line: str) -> int:
 
 
 class MaskPlan:
-    """Which units of one file to keep, given a trigger pattern and names to keep callers of."""
+    """Which units of one file to keep: module-level code and class headers always; functions
+    as a plan decides (``prefilter.one_file_plan`` for a file checked on its own,
+    ``project_plan`` for a run of many)."""
 
-    def __init__(self, text: str, lines: list[str], trigger: re.Pattern | None) -> None:
+    def __init__(self, text: str, lines: list[str]) -> None:
         self.text = text
         self.lines = lines
         self.units = segment(lines)
-        self.trigger = trigger
-        self.keep = [self._always_kept(unit) for unit in self.units]
+        self.keep = [unit.kind in ("module", "class") for unit in self.units]
         self._mention_cache: dict[int, set[str]] = {}
-
-    def _always_kept(self, unit: Unit) -> bool:
-        return unit.kind in ("module", "class")
 
     def unit_text(self, unit: Unit) -> str:
         return "".join(self.lines[unit.first : unit.last])
 
-    def mentions(self, unit: Unit) -> set[str]:
-        return set(_IDENTIFIER.findall(self.unit_text(unit)))
-
-    def plan(self, extra_names: frozenset[str] = frozenset()) -> bool:
-        """Decide the kept units; False if nothing but module-level code could matter."""
-        units = self.units
-        seeded = False
-        for index, unit in enumerate(units):
-            if unit.kind in ("function", "method"):
-                text = self.unit_text(unit)
-                if (self.trigger is not None and self.trigger.search(text)) or (
-                    extra_names and not extra_names.isdisjoint(_IDENTIFIER.findall(text))
-                ):
-                    self.keep[index] = True
-                    seeded = True
-            elif unit.kind == "class" and self.trigger is not None and self.trigger.search(self._class_own_text(index)):
-                # A trigger in the class header (``class XMetadataBuilder``) concerns all its methods.
-                for member_index, member in enumerate(units):
-                    if member.class_index == index:
-                        self.keep[member_index] = True
-                seeded = True
-            elif unit.kind == "module" and self.trigger is not None and self.trigger.search(self.unit_text(unit)):
-                seeded = True
-        if not seeded:
-            return False
-        self.close_over_state()
-        return True
-
-    # -- the plan of a file checked on its own (``prefilter.one_file_plan``) --------------------
     def functions(self) -> list[int]:
         return [index for index, unit in enumerate(self.units) if unit.kind in ("function", "method")]
 
-    def keep_matching(self, pattern: re.Pattern, names: set[str]) -> list[int]:
-        """Keep the function units where ``pattern`` occurs or that mention one of ``names``
-        (bound outside every function to what the pattern stands for); the indices kept."""
-        return self._keep([
-            index for index in self.functions()
-            if pattern.search(self.unit_text(self.units[index])) or not names.isdisjoint(self._mentions(index))
-        ])
+    def qualified(self, index: int) -> tuple[str | None, str | None]:
+        """``(class or None, name)`` of a function unit."""
+        unit = self.units[index]
+        return (None if unit.class_index is None else self.units[unit.class_index].name, unit.name)
 
-    def keep_named(self, names: set[tuple[str | None, str]]) -> list[int]:
-        """Keep the units named ``(class or None, function)``."""
-        return self._keep([index for index in self.functions() if self._qualified(index) in names])
+    def matching(self, pattern: re.Pattern, names: set[str]) -> list[int]:
+        """The function units where ``pattern`` occurs or that mention one of ``names`` (bound
+        outside every function to what the pattern stands for)."""
+        return [
+            index for index in self.functions()
+            if pattern.search(self.unit_text(self.units[index])) or not names.isdisjoint(self.mentions(index))
+        ]
+
+    def named(self, names: set[tuple[str | None, str]]) -> list[int]:
+        """The function units named ``(class or None, function)``."""
+        return [index for index in self.functions() if self.qualified(index) in names]
+
+    def keep_units(self, indices: list[int]) -> list[int]:
+        for index in indices:
+            self.keep[index] = True
+        return indices
 
     def keep_callers(self, seeds: list[int]) -> None:
         """Keep, to a fixpoint, every function unit that mentions the name of a seed or of a
@@ -193,9 +172,9 @@ class MaskPlan:
         reached = set(seeds)
         names = {self.units[index].name for index in seeds}
         while names:
-            added = [index for index in self.functions() if index not in reached and not names.isdisjoint(self._mentions(index))]
+            added = [index for index in self.functions() if index not in reached and not names.isdisjoint(self.mentions(index))]
             reached.update(added)
-            names = {self.units[index].name for index in self._keep(added)}
+            names = {self.units[index].name for index in self.keep_units(added)}
 
     def keep_callees(self, seeds: list[int], mentioned: set[str] | None = None) -> None:
         """Keep, to a fixpoint, every function unit whose name a seed (or a unit reached so)
@@ -205,34 +184,17 @@ class MaskPlan:
         frontier = list(seeds)
         while frontier:
             if mentioned is None:
-                mentioned = set().union(*(self._mentions(index) for index in frontier))
+                mentioned = set().union(*(self.mentions(index) for index in frontier))
             frontier = [index for index in self.functions() if index not in reached and self.units[index].name in mentioned]
-            reached.update(self._keep(frontier))
+            reached.update(self.keep_units(frontier))
             mentioned = None
 
-    def _keep(self, indices: list[int]) -> list[int]:
-        for index in indices:
-            self.keep[index] = True
-        return indices
-
-    def _qualified(self, index: int) -> tuple[str | None, str | None]:
-        unit = self.units[index]
-        return (None if unit.class_index is None else self.units[unit.class_index].name, unit.name)
-
-    def _mentions(self, index: int) -> set[str]:
+    def mentions(self, index: int) -> set[str]:
+        """The identifiers a unit's text holds (code, strings and comments alike: more, never fewer)."""
         found = self._mention_cache.get(index)
         if found is None:
-            found = self._mention_cache[index] = self.mentions(self.units[index])
+            found = self._mention_cache[index] = set(_IDENTIFIER.findall(self.unit_text(self.units[index])))
         return found
-
-    def _class_own_text(self, class_index: int) -> str:
-        """A class unit's text without its methods' bodies."""
-        unit = self.units[class_index]
-        member_lines = set()
-        for member in self.units:
-            if member.class_index == class_index:
-                member_lines.update(range(member.first, member.last))
-        return "".join(line for i, line in enumerate(self.lines[unit.first : unit.last], unit.first) if i not in member_lines)
 
     def close_over_state(self) -> None:
         """Keep the methods that set the ``self.`` attributes kept methods read, to a fixpoint,
@@ -253,14 +215,6 @@ class MaskPlan:
                 ):
                     self.keep[index] = True
                     changed = True
-
-    def masked_names(self) -> frozenset[str]:
-        """Identifiers mentioned by masked units: what a later round checks against summaries."""
-        found: set[str] = set()
-        for index, unit in enumerate(self.units):
-            if not self.keep[index]:
-                found |= self.mentions(unit)
-        return frozenset(found)
 
     def is_masking(self) -> bool:
         return not all(self.keep)

@@ -19,8 +19,8 @@ TORCH_OPS_IMPORT = word("from", r"\s+torch\s+import\s+(?:\([^)]*|[^\n]*)\bops\b"
 # another file needs; every GPU1xx rule lists them among its triggers.
 SUMMARY_TRIGGERS = ("is_contiguous", "stride(", "triton", "tl.load", "tl.store", "torch.ops", TORCH_OPS_IMPORT, "data_ptr")
 # A function can only report a GPU1xx finding at a sink it calls: a kernel launch, a custom op,
-# `.view(dtype)`, `.data_ptr()`, or a function with a summary (whose callers the runner keeps in
-# a later round). Casts and views alone are common; sinks are not.
+# `.view(dtype)`, `.data_ptr()`, or a function with a summary (whose callers the project plan
+# keeps). Casts and views alone are common; sinks are not.
 SINK_UNIT_TRIGGERS = SUMMARY_TRIGGERS + ("](", ".view(")
 # A file checked on its own needs a sink it calls: a Triton kernel's body words (``triton``,
 # ``tl.load``) only summarise it for launches (``](``), which may be in other files.

@@ -1,9 +1,10 @@
-"""The function-level pre-filter (``--function-prefilter``) against the plain path, with ruff on
-the same files in the same run. Run by hand:
+"""The project plan (the default) against the plain path (``--parse-whole-files``), with ruff
+on the same files in the same run. Run by hand:
 
-    .venv/bin/python bench/bench_function_prefilter.py bench/corpus/src/vllm-0.33.0/vllm/v1
+    .venv/bin/python bench/bench_project_plan.py bench/corpus/src/vllm-0.33.0
 
-Prints wall time of each, the ratios, and whether both paths report identical findings.
+Prints the wall time of each, the ratios, and whether both paths report identical findings,
+fixes included (exit 1 if not).
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ def main(tree: str, jobs: int = 2) -> int:
     settings = make_settings()
     timings: dict[str, float] = {}
     findings = {}
-    for name, fast in (("plain", False), ("function-prefilter", True)):
+    for name, fast in (("plain", False), ("project plan", True)):
         started = time.perf_counter()
         result = Linter(settings, fast=fast).run(files, jobs=jobs)
         timings[name] = time.perf_counter() - started
-        findings[name] = {(d.path, d.line, d.col, d.code, d.message) for d in result.diagnostics}
+        findings[name] = {(d.path, d.line, d.col, d.end_line, d.end_col, d.code, d.message, d.fix) for d in result.diagnostics}
     ruff = Path(sys.executable).with_name("ruff")
     started = time.perf_counter()
     subprocess.run([str(ruff), "check", "--select", "ALL", "--no-cache", "--exit-zero", "-q", tree], capture_output=True)
@@ -35,9 +36,9 @@ def main(tree: str, jobs: int = 2) -> int:
     print(f"{len(files)} files in {tree}")
     for name, seconds in timings.items():
         print(f"  {name:20s} {seconds:7.1f} s   {seconds / timings['ruff --select ALL']:6.1f}x ruff")
-    print(f"  function-prefilter / plain: {timings['function-prefilter'] / timings['plain']:.2f}")
-    same = findings["plain"] == findings["function-prefilter"]
-    print(f"  findings: {len(findings['plain'])} plain, identical: {same}")
+    print(f"  project plan / plain: {timings['project plan'] / timings['plain']:.2f}")
+    same = findings["plain"] == findings["project plan"]
+    print(f"  findings: {len(findings['plain'])} plain, identical (fixes included): {same}")
     return 0 if same else 1
 
 

@@ -1,0 +1,332 @@
+"""The project plan: which functions of a run of many files need a libcst parse.
+
+A libcst parse is most of a run's cost, and most functions of an engine cannot hold a finding
+nor a summary a finding rests on. A run of many files therefore goes in two passes:
+
+1. Each file is *outlined* (``outline``, in the worker processes): CPython's ``ast`` and the
+   text find each rule's seeds, the functions that may hold its findings or a summary
+   (``prefilter.rule_seeds``, the same seeds a file checked on its own starts from), and, per
+   function unit (``units``), what it may call: the units of its own file it names, and the
+   dotted names it may reach in other files through the file's imports or its class's bases.
+2. ``ProjectPlan`` follows each rule's seeds over those calls across the whole project, the way
+   the rule's summaries flow (a sink rule: to the callers; a hot-scope rule: to the callees),
+   and each file is linted with only the units reached (``units.MaskPlan``).
+
+What a call may reach is over-approximated: every dotted name in a unit's text (comments and
+strings too) is read as a possible call, through every import of its head, and a re-export is
+followed wherever a module imports the name. A unit kept needlessly costs time; a unit missed
+would change findings, which ``tests/test_fast_path_equivalence.py`` and
+``bench/bench_project_plan.py`` compare against the plain path.
+"""
+
+from __future__ import annotations
+
+import ast
+import gc
+import re
+import zlib
+from collections import deque
+from dataclasses import dataclass, field
+
+from sync_lint.analysis.modules import LIBRARY_ROOTS, resolve_relative
+from sync_lint.config import Settings
+from sync_lint.pipeline import prefilter
+from sync_lint.pipeline.profile import span
+from sync_lint.pipeline.scout import Scout
+from sync_lint.pipeline.source import SourceFile, split_lines
+from sync_lint.pipeline.units import MaskPlan
+from sync_lint.rules.base import BLOCK_CALLEES, CALLEES, CALLERS, Rule
+
+# A dotted chain as written (``ops.fused_kda``, ``self.kernel``); whitespace around a dot is
+# legal Python, and a chain broken over lines inside brackets still names one thing.
+_CHAIN = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:[ \t]*\.[ \t]*[A-Za-z_]\w*)*")
+_SUPER_METHOD = re.compile(r"\bsuper[ \t]*\([^()]*\)[ \t]*\.[ \t]*([A-Za-z_]\w*)")
+_SPACE = re.compile(r"[ \t]+")
+_MAX_REEXPORT_HOPS = 8
+
+
+@dataclass
+class UnitOutline:
+    index: int  # the unit's index in ``MaskPlan.units``
+    qualname: str  # ``<module>.<function>`` or ``<module>.<Class>.<method>``
+    local_calls: tuple[int, ...]  # units of the same file it names
+    refs: tuple[str, ...]  # dotted names in other modules it may call
+
+
+@dataclass
+class FileOutline:
+    path: str
+    module_name: str = ""
+    fingerprint: int = 0  # of the text outlined: the plan of a file changed since is not used
+    # Local name -> every absolute dotted name it is imported as (re-exports are followed here).
+    imports: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    units: list[UnitOutline] = field(default_factory=list)
+    # Rule code -> (seed unit indices, directions the rule's summaries flow in).
+    seeds: dict[str, tuple[tuple[int, ...], frozenset[str]]] = field(default_factory=dict)
+    # Parse it whole: a plan cannot be made (``prefilter.rule_seeds`` says None). Its units are
+    # then all kept, and all seeds of its rules.
+    whole: bool = False
+
+
+@dataclass(frozen=True)
+class KeptUnits:
+    """What the plan keeps of one file: the function units (``MaskPlan`` indices) to parse, for
+    the text it outlined (``fingerprint``): a file changed since is parsed whole."""
+
+    fingerprint: int
+    indices: tuple[int, ...]
+
+
+def fingerprint(source: SourceFile) -> int:
+    return zlib.crc32(source.raw)
+
+
+def outline(source: SourceFile, settings: Settings, rules: list[Rule], module_name: str, is_package: bool) -> FileOutline:
+    """A file's seeds and calls (see the module docstring), with the cyclic garbage collector
+    paused, as for a parse (``lint_file.lint_source`` says why)."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return _outline(source, settings, rules, module_name, is_package)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_name: str, is_package: bool) -> FileOutline:
+    found = FileOutline(source.path, module_name, fingerprint(source))
+    text = source.text
+    active = [rule for rule in rules if prefilter.may_match(rule, text)]
+    if not active and not (is_package and "import" in text):
+        return found  # not parsed; nothing to follow through it
+    file_scout = Scout(text, settings)
+    with span("outline: ast parse"):
+        tree = file_scout.tree()
+    if tree is None:
+        found.whole = bool(active)  # the libcst parse reports it
+        return found
+    found.imports = _imports(file_scout, module_name, is_package, settings["alias-modules"])
+    if not active:
+        return found
+    with span("outline: seeds"):
+        plan = MaskPlan(text, split_lines(text))
+        seeds = prefilter.rule_seeds(active, plan, file_scout)
+    with span("outline: calls"):
+        found.units = _unit_outlines(plan, tree, module_name, found.imports)
+    if seeds is None:
+        found.whole = True
+        every = tuple(plan.functions())
+        found.seeds = {rule.code: (every, frozenset({CALLERS, CALLEES})) for rule in active}
+    else:
+        found.seeds = {s.rule.code: (tuple(s.seeds), s.directions) for s in seeds}
+    return found
+
+
+def _imports(file_scout: Scout, module_name: str, is_package: bool, aliases: dict[str, str]) -> dict[str, tuple[str, ...]]:
+    """Every import anywhere in the file (``analysis.names.NameTable`` keeps the first meaning of
+    a name imported twice; here every meaning counts), with ``alias-modules`` applied too."""
+    meanings: dict[str, set[str]] = {}
+    for node in file_scout.of(ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                meanings.setdefault(alias.asname, set()).add(alias.name)
+            else:
+                root = alias.name.partition(".")[0]
+                meanings.setdefault(root, set()).add(root)
+    for node in file_scout.of(ast.ImportFrom):
+        base = resolve_relative(module_name, is_package, node.level, node.module or "")
+        for alias in node.names:
+            if alias.name != "*":
+                meanings.setdefault(alias.asname or alias.name, set()).add(f"{base}.{alias.name}" if base else alias.name)
+    return {local: tuple(sorted(_with_aliases(full, aliases))) for local, full in meanings.items()}
+
+
+def _with_aliases(names: set[str], aliases: dict[str, str]) -> set[str]:
+    found = set(names)
+    for name in names:
+        for alias, target in aliases.items():
+            if name == alias or name.startswith(alias + "."):
+                found.add(target + name[len(alias) :])
+    return found
+
+
+def _unit_outlines(plan: MaskPlan, tree: ast.Module, module_name: str, imports: dict[str, tuple[str, ...]]) -> list[UnitOutline]:
+    own_root = module_name.partition(".")[0]
+    bases = _class_bases(tree, module_name, imports)
+    by_name: dict[str, list[int]] = {}
+    for index in plan.functions():
+        by_name.setdefault(plan.units[index].name, []).append(index)
+    outlines = []
+    for index in plan.functions():
+        class_name, name = plan.qualified(index)
+        qualname = ".".join(part for part in (module_name, class_name, name) if part)
+        text = plan.unit_text(plan.units[index])
+        refs: set[str] = set()
+        inherited = bases.get(class_name, ()) if class_name else ()
+        for written in _CHAIN.findall(text):
+            parts = _SPACE.sub("", written).split(".")
+            head, rest = parts[0], parts[1:]
+            if head in ("self", "cls") and rest:
+                refs.update(f"{base}.{rest[0]}" for base in inherited)
+            for full in imports.get(head, ()):
+                if full.partition(".")[0] not in LIBRARY_ROOTS or full.partition(".")[0] == own_root:
+                    refs.add(".".join([full, *rest]))
+        for method in _SUPER_METHOD.findall(text):
+            refs.update(f"{base}.{method}" for base in inherited)
+        named = [other for name in plan.mentions(index) & by_name.keys() for other in by_name[name] if other != index]
+        outlines.append(UnitOutline(index, qualname, tuple(sorted(named)), tuple(sorted(refs))))
+    return outlines
+
+
+def _class_bases(tree: ast.Module, module_name: str, imports: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """Top-level class -> the dotted names of its bases in other modules, through the bases of
+    this file's own classes (a method ``self.`` calls may be inherited from any of them)."""
+    written: dict[str, list[str]] = {}
+    for statement in tree.body:
+        if type(statement) is ast.ClassDef:
+            names = []
+            for base in statement.bases:
+                node = base.value if type(base) is ast.Subscript else base
+                dotted = _dotted(node)
+                if dotted:
+                    names.append(dotted)
+            written[statement.name] = names
+    found: dict[str, tuple[str, ...]] = {}
+    for class_name in written:
+        outside: set[str] = set()
+        seen = {class_name}
+        todo = list(written[class_name])
+        while todo:
+            base = todo.pop()
+            head, _, rest = base.partition(".")
+            if head in written and not rest:
+                if head not in seen:
+                    seen.add(head)
+                    todo.extend(written[head])
+                outside.add(f"{module_name}.{head}")
+                continue
+            outside.update(full + ("." + rest if rest else "") for full in imports.get(head, ()))
+        found[class_name] = tuple(sorted(outside))
+    return found
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts: list[str] = []
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)
+        node = node.value
+    if type(node) is ast.Name:
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+class ProjectPlan:
+    """The units each file of a run needs parsed, from the outlines of all of them."""
+
+    def __init__(self, outlines: list[FileOutline]) -> None:
+        self.outlines = {o.path: o for o in outlines}
+        self._ids: dict[tuple[str, int], int] = {}
+        self._units: list[tuple[str, int]] = []
+        by_qualname: dict[str, list[int]] = {}
+        module_imports: dict[str, dict[str, tuple[str, ...]]] = {}
+        for o in outlines:
+            if o.module_name and o.imports:
+                module_imports.setdefault(o.module_name, {}).update(o.imports)
+            for unit in o.units:
+                self._ids[(o.path, unit.index)] = len(self._units)
+                by_qualname.setdefault(unit.qualname, []).append(len(self._units))
+                self._units.append((o.path, unit.index))
+        resolver = _Resolver(by_qualname, module_imports)
+        self._calls: list[set[int]] = [set() for _ in self._units]
+        with span("project plan: calls"):
+            for o in outlines:
+                for unit in o.units:
+                    calls = self._calls[self._ids[(o.path, unit.index)]]
+                    calls.update(self._ids[(o.path, other)] for other in unit.local_calls)
+                    for ref in unit.refs:
+                        calls.update(resolver.targets(ref))
+        with span("project plan: closure"):
+            self.kept = self._close(outlines)
+
+    def _close(self, outlines: list[FileOutline]) -> set[int]:
+        callers: list[list[int]] | None = None
+        by_rule: dict[str, tuple[list[int], frozenset[str]]] = {}
+        for o in outlines:
+            for code, (seeds, directions) in o.seeds.items():
+                entry = by_rule.setdefault(code, ([], directions))
+                entry[0].extend(self._ids[(o.path, index)] for index in seeds if (o.path, index) in self._ids)
+        kept: set[int] = set()
+        for seeds, directions in by_rule.values():
+            kept.update(seeds)
+            if CALLEES in directions or BLOCK_CALLEES in directions:
+                kept |= _reach(seeds, self._calls)
+            if CALLERS in directions:
+                if callers is None:
+                    callers = [[] for _ in self._units]
+                    for caller, callees in enumerate(self._calls):
+                        for callee in callees:
+                            callers[callee].append(caller)
+                kept |= _reach(seeds, callers)
+        return kept
+
+    def units_to_keep(self, path: str) -> KeptUnits | None:
+        """The function units of ``path`` to parse; None: parse it whole."""
+        o = self.outlines.get(path)
+        if o is None or o.whole:
+            return None
+        return KeptUnits(o.fingerprint, tuple(unit.index for unit in o.units if self._ids[(path, unit.index)] in self.kept))
+
+
+def _reach(seeds: list[int], edges) -> set[int]:
+    reached = set(seeds)
+    todo = deque(seeds)
+    while todo:
+        for other in edges[todo.popleft()]:
+            if other not in reached:
+                reached.add(other)
+                todo.append(other)
+    return reached
+
+
+class _Resolver:
+    """Dotted name -> the units it may name: itself (or the unit it is nested in), and through
+    re-exports (``from .ops import f`` in a package), each hop over-approximated as every
+    module prefix that imports the next part (``project.ProjectIndex.lookup`` takes one)."""
+
+    def __init__(self, by_qualname: dict[str, list[int]], module_imports: dict[str, dict[str, tuple[str, ...]]]) -> None:
+        self.by_qualname = by_qualname
+        self.module_imports = module_imports
+        self._memo: dict[str, frozenset[int]] = {}
+
+    def targets(self, name: str) -> frozenset[int]:
+        found = self._memo.get(name)
+        if found is None:
+            found = self._memo[name] = frozenset(self._targets(name))
+        return found
+
+    def _targets(self, name: str) -> set[int]:
+        found: set[int] = set()
+        seen = {name}
+        frontier = [name]
+        for _ in range(_MAX_REEXPORT_HOPS):
+            following = []
+            for current in frontier:
+                parts = current.split(".")
+                for cut in range(len(parts), 1, -1):  # a nested function is in its outer unit
+                    units = self.by_qualname.get(".".join(parts[:cut]))
+                    if units is not None:
+                        found.update(units)
+                        break
+                for cut in range(len(parts) - 1, 0, -1):
+                    imports = self.module_imports.get(".".join(parts[:cut]))
+                    if imports is not None and parts[cut] in imports:
+                        for full in imports[parts[cut]]:
+                            rewritten = ".".join([full, *parts[cut + 1 :]])
+                            if rewritten not in seen:
+                                seen.add(rewritten)
+                                following.append(rewritten)
+            if not following:
+                break
+            frontier = following
+        return found

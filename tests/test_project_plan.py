@@ -1,0 +1,205 @@
+"""The project plan (``pipeline.project_plan``): which functions a run of many files parses.
+
+Each case builds a small package, plans it, and checks that the functions a finding rests on
+are kept across files (through imports, re-exports, inherited methods) while unrelated ones
+are masked, and that the findings equal the plain path's (``fast=False``: every file whole).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sync_lint.api import make_settings
+from sync_lint.pipeline import runner
+from sync_lint.pipeline.discover import DEFAULT_EXCLUDE, Discovery
+from sync_lint.pipeline.project_plan import ProjectPlan
+from sync_lint.pipeline.units import MaskPlan
+from sync_lint.pipeline.source import read, split_lines
+
+KERNELS = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _copy_kernel(src_ptr, dst_ptr, n):
+    offs = tl.arange(0, 128)
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs))
+
+
+def copy_rows(src, dst):
+    _copy_kernel[(1,)](src, dst, src.numel())
+
+
+def describe(x):
+    return f"{x.shape}"
+'''
+
+OPS_INIT = "from .kernels import copy_rows\n"
+
+CALLER = '''
+import torch
+
+from pkg.ops import copy_rows
+
+
+def forward_step(block_table, out):
+    copy_rows(block_table[:, 0], out)
+
+
+def unrelated(x):
+    return x + 1
+
+
+def also_unrelated(y):
+    return torch.zeros(y)
+'''
+
+HELPERS = '''
+import torch
+
+
+def host_count(x):
+    torch.cuda.synchronize()
+    return x.shape[0]
+
+
+def never_called_from_hot_code(x):
+    return x * 2
+'''
+
+BASE = '''
+import torch
+
+
+class BaseBackend:
+    def sync_point(self, x):
+        torch.cuda.synchronize()
+        return x
+
+    def cold_helper(self, x):
+        return x
+
+
+def stand_alone(x):
+    return x
+'''
+
+MODEL = '''
+import torch
+
+from pkg.helpers import host_count
+from pkg.base import BaseBackend
+
+
+class AttnMetadataBuilder(BaseBackend):
+    def build(self, x):
+        n = host_count(x)
+        y = self.sync_point(x)
+        return x[:n] + y
+
+    def describe(self):
+        return "layer"
+'''
+
+
+def write_package(root: Path, files: dict[str, str]) -> list[str]:
+    for name, text in files.items():
+        path = root / "pkg" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    (root / "pkg" / "__init__.py").touch()
+    return Discovery(DEFAULT_EXCLUDE, root).files([str(root)])
+
+
+def kept_functions(linter: runner.Linter, files: list[str]) -> dict[str, set[str]]:
+    """File name -> the names of the function units the plan keeps there."""
+    plan = linter.outline_all(files, None, None, {})
+    found = {}
+    for path in files:
+        text = read(path).text
+        units = MaskPlan(text, split_lines(text))
+        kept = plan.units_to_keep(path)
+        indices = range(len(units.units)) if kept is None else kept.indices
+        found[Path(path).name] = {units.units[i].name for i in indices if units.units[i].kind in ("function", "method")}
+    return found
+
+
+def findings(files: list[str], fast: bool) -> list[tuple]:
+    linter = runner.Linter(make_settings(), fast=fast)
+    return sorted((d.path, d.line, d.col, d.code, d.message, d.fix) for d in linter.run(files, jobs=1).diagnostics)
+
+
+@pytest.fixture
+def package(tmp_path) -> list[str]:
+    return write_package(tmp_path, {
+        "ops/__init__.py": OPS_INIT, "ops/kernels.py": KERNELS, "caller.py": CALLER,
+        "helpers.py": HELPERS, "base.py": BASE, "model.py": MODEL,
+    })
+
+
+def test_callers_of_a_kernel_wrapper_are_kept_through_a_reexport(package):
+    kept = kept_functions(runner.Linter(make_settings()), package)
+    assert {"_copy_kernel", "copy_rows"} <= kept["kernels.py"]
+    assert "forward_step" in kept["caller.py"]  # calls it as ``pkg.ops.copy_rows``
+    assert not {"unrelated", "also_unrelated"} & kept["caller.py"]
+
+
+def test_callees_of_hot_code_are_kept_across_files(package):
+    kept = kept_functions(runner.Linter(make_settings()), package)
+    assert "build" in kept["model.py"]
+    assert "host_count" in kept["helpers.py"]
+    assert "never_called_from_hot_code" not in kept["helpers.py"]
+    # ``self.sync_point`` of a base class in another file
+    assert "sync_point" in kept["base.py"]
+    assert not {"cold_helper", "stand_alone"} & kept["base.py"]
+
+
+def test_findings_equal_the_plain_path(package):
+    fast = findings(package, fast=True)
+    assert fast == findings(package, fast=False)
+    # the cross-file cases are really found: a re-exported wrapper, a helper, an inherited method
+    messages = [entry[4] for entry in fast]
+    assert any("copy_rows" in m for m in messages), messages
+    assert any("host_count" in m for m in messages), messages
+    assert any("sync_point" in m for m in messages), messages
+
+
+def test_masked_file_with_a_finding_gets_the_whole_file_fix(tmp_path):
+    """Fixes are planned on the whole file: a masked file's fix equals the plain path's."""
+    caller = CALLER.replace("block_table[:, 0]", "block_table[:, 0].to(torch.int32)")
+    files = write_package(tmp_path, {"ops/__init__.py": OPS_INIT, "ops/kernels.py": KERNELS, "caller.py": caller})
+    fast = findings(files, fast=True)
+    assert any(entry[5] is not None for entry in fast), fast
+    assert fast == findings(files, fast=False)
+
+
+def test_a_file_changed_after_its_outline_is_parsed_whole(package):
+    linter = runner.Linter(make_settings())
+    plan = linter.outline_all(package, None, None, {})
+    caller = next(p for p in package if p.endswith("caller.py"))
+    kept = plan.units_to_keep(caller)
+    assert kept is not None and len(kept.indices) == 1
+    Path(caller).write_text(Path(caller).read_text() + "\n\ndef added(x):\n    return x\n")
+    facts = linter.lint_one(caller, kept)
+    assert not facts.masked and "pkg.caller.unrelated" in facts.functions
+
+
+def test_masked_functions_still_count_as_defined(package):
+    """A call of a masked function must not be followed through an import of the same name."""
+    linter = runner.Linter(make_settings())
+    plan = linter.outline_all(package, None, None, {})
+    caller = next(p for p in package if p.endswith("caller.py"))
+    facts = linter.lint_one(caller, plan.units_to_keep(caller))
+    assert {"pkg.caller.unrelated", "pkg.caller.also_unrelated", "pkg.caller.forward_step"} <= facts.functions
+
+
+def test_unparsable_file_is_planned_whole(tmp_path):
+    files = write_package(tmp_path, {"broken.py": "def f(:\n    x.item()\n", "caller.py": CALLER})
+    plan = runner.Linter(make_settings()).outline_all(files, None, None, {})
+    assert plan.units_to_keep(next(p for p in files if p.endswith("broken.py"))) is None
+    assert isinstance(plan, ProjectPlan)
+    assert any(d.code == "GPU001" for d in runner.Linter(make_settings()).run(files, jobs=1).diagnostics)
