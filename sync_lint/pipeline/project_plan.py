@@ -33,7 +33,7 @@ from sync_lint.config import Settings
 from sync_lint.pipeline import prefilter
 from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.scout import Scout
-from sync_lint.pipeline.source import SourceFile, split_lines
+from sync_lint.pipeline.source import SourceFile
 from sync_lint.pipeline.units import MaskPlan
 from sync_lint.rules.base import BLOCK_CALLEES, CALLEES, CALLERS, Rule
 
@@ -109,7 +109,7 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
     if not active:
         return found
     with span("outline: seeds"):
-        plan = MaskPlan(text, split_lines(text))
+        plan = MaskPlan(text, file_scout.lines())  # the same lines, split once
         seeds = prefilter.rule_seeds(active, plan, file_scout)
     with span("outline: calls"):
         found.units = _unit_outlines(plan, tree, module_name, found.imports)
@@ -163,8 +163,8 @@ def _unit_outlines(plan: MaskPlan, tree: ast.Module, module_name: str, imports: 
         text = plan.unit_text(plan.units[index])
         refs: set[str] = set()
         inherited = bases.get(class_name, ()) if class_name else ()
-        for written in _CHAIN.findall(text):
-            parts = _SPACE.sub("", written).split(".")
+        for written in set(_CHAIN.findall(text)):
+            parts = (_SPACE.sub("", written) if " " in written or "\t" in written else written).split(".")
             head, rest = parts[0], parts[1:]
             if head in ("self", "cls") and rest:
                 refs.update(f"{base}.{rest[0]}" for base in inherited)
