@@ -53,6 +53,31 @@ def test_a_hot_method_and_what_it_calls_are_kept():
     assert kept(BUILDER) == {"__init__", "build", "_host_lens"}
 
 
+def test_the_state_method_of_a_base_class_in_the_file_is_kept():
+    """A subclass inherits the places ``Base.__init__`` gives its attributes (``analysis.device``)."""
+    text = """
+        import torch
+
+
+        class Base:
+            def __init__(self, n):
+                self.ready = torch.ones(n, dtype=torch.bool, device="cuda")
+
+            def unrelated(self):
+                return 1
+
+
+        class FooMetadataBuilder(
+            Base,
+        ):
+            def build(self, x):
+                if self.ready.any():
+                    return x
+                return x + 1
+    """
+    assert kept(text) == {"__init__", "build"}
+
+
 WRAPPERS = """
     import torch
 

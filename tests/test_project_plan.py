@@ -148,6 +148,43 @@ def test_callers_of_a_kernel_wrapper_are_kept_through_a_reexport(package):
     assert not {"unrelated", "also_unrelated"} & kept["caller.py"]
 
 
+LOOKALIKES = '''
+import torch
+
+from pkg.ops import copy_rows
+
+
+def forward(x):
+    return x
+
+
+def calls_by_name(t, out):
+    copy_rows(t, out)
+
+
+def mentions_only(layer, x):
+    # methods of an object of unknown class, named like functions of this file: no calls of them
+    return layer.calls_by_name(x, x) + layer.forward(x)
+
+
+class Model:
+    def run(self, x):
+        return self.forward(x)
+
+    def forward(self, x):
+        return forward(x)
+'''
+
+
+def test_a_unit_that_only_mentions_a_name_is_no_caller(tmp_path):
+    """Calls are resolved as the analyses resolve them: ``layer.calls_by_name()`` on an object
+    of unknown class reaches no function of the project, though a function of this file has
+    that name (a caller of the kernel wrapper)."""
+    files = write_package(tmp_path, {"ops/__init__.py": OPS_INIT, "ops/kernels.py": KERNELS, "lookalikes.py": LOOKALIKES})
+    kept = kept_functions(runner.Linter(make_settings()), files)
+    assert kept["lookalikes.py"] == {"calls_by_name"}
+
+
 def test_callees_of_hot_code_are_kept_across_files(package):
     kept = kept_functions(runner.Linter(make_settings()), package)
     assert "build" in kept["model.py"]

@@ -6,15 +6,16 @@ nor a summary a finding rests on. A run of many files therefore goes in two pass
 1. Each file is *outlined* (``outline``, in the worker processes): CPython's ``ast`` and the
    text find each rule's seeds, the functions that may hold its findings or a summary
    (``prefilter.rule_seeds``, the same seeds a file checked on its own starts from), and, per
-   function unit (``units``), what it may call: the units of its own file it names, and the
-   dotted names it may reach in other files through the file's imports or its class's bases.
+   function unit (``units``), the dotted names it may call: in its own module, or in others
+   through the file's imports or its class's bases, resolved as the analyses resolve a call.
 2. ``ProjectPlan`` follows each rule's seeds over those calls across the whole project, the way
    the rule's summaries flow (a sink rule: to the callers; a hot-scope rule: to the callees),
    and each file is linted with only the units reached (``units.MaskPlan``).
 
 What a call may reach is over-approximated: every dotted name in a unit's text (comments and
-strings too) is read as a possible call, through every import of its head, and a re-export is
-followed wherever a module imports the name. A unit kept needlessly costs time; a unit missed
+strings too) is read as a possible call, through every import of its head, a ``self.`` method
+as that of its class and of each of its bases, and a re-export is followed wherever a module
+imports the name. A unit kept needlessly costs time; a unit missed
 would change findings, which ``tests/test_fast_path_equivalence.py`` and
 ``bench/bench_project_plan.py`` compare against the plain path.
 """
@@ -49,8 +50,7 @@ _MAX_REEXPORT_HOPS = 8
 class UnitOutline:
     index: int  # the unit's index in ``MaskPlan.units``
     qualname: str  # ``<module>.<function>`` or ``<module>.<Class>.<method>``
-    local_calls: tuple[int, ...]  # units of the same file it names
-    refs: tuple[str, ...]  # dotted names in other modules it may call
+    refs: tuple[str, ...]  # dotted names it may call, in this module or another
 
 
 @dataclass
@@ -151,30 +151,35 @@ def _with_aliases(names: set[str], aliases: dict[str, str]) -> set[str]:
 
 
 def _unit_outlines(plan: MaskPlan, tree: ast.Module, module_name: str, imports: dict[str, tuple[str, ...]]) -> list[UnitOutline]:
+    """Each function unit's qualified name and the dotted names it may call, as the analyses
+    resolve a call (``SyncAnalysis._callee``, ``SinkAnalysis.callee_of``): a name of this module
+    (a top-level function or class: ``<module>.<chain>``), through an import of its head, or
+    ``self.``/``cls.``/``super().`` methods of its class and of every base of it."""
     own_root = module_name.partition(".")[0]
+    prefix = f"{module_name}." if module_name else ""
     bases = _class_bases(tree, module_name, imports)
-    by_name: dict[str, list[int]] = {}
-    for index in plan.functions():
-        by_name.setdefault(plan.units[index].name, []).append(index)
+    local = {plan.units[index].name for index in plan.functions() if plan.units[index].class_index is None}
+    local.update(bases)  # the top-level classes
     outlines = []
     for index in plan.functions():
         class_name, name = plan.qualified(index)
-        qualname = ".".join(part for part in (module_name, class_name, name) if part)
+        qualname = prefix + ".".join(part for part in (class_name, name) if part)
         text = plan.unit_text(plan.units[index])
         refs: set[str] = set()
-        inherited = bases.get(class_name, ()) if class_name else ()
+        own = (f"{prefix}{class_name}", *bases.get(class_name, ())) if class_name else ()
         for written in set(_CHAIN.findall(text)):
             parts = (_SPACE.sub("", written) if " " in written or "\t" in written else written).split(".")
             head, rest = parts[0], parts[1:]
             if head in ("self", "cls") and rest:
-                refs.update(f"{base}.{rest[0]}" for base in inherited)
+                refs.update(f"{owner}.{rest[0]}" for owner in own)
+            if head in local:
+                refs.add(prefix + ".".join(parts))
             for full in imports.get(head, ()):
                 if full.partition(".")[0] not in LIBRARY_ROOTS or full.partition(".")[0] == own_root:
                     refs.add(".".join([full, *rest]))
         for method in _SUPER_METHOD.findall(text):
-            refs.update(f"{base}.{method}" for base in inherited)
-        named = [other for name in plan.mentions(index) & by_name.keys() for other in by_name[name] if other != index]
-        outlines.append(UnitOutline(index, qualname, tuple(sorted(named)), tuple(sorted(refs))))
+            refs.update(f"{owner}.{method}" for owner in own)
+        outlines.append(UnitOutline(index, qualname, tuple(sorted(refs))))
     return outlines
 
 
@@ -203,7 +208,7 @@ def _class_bases(tree: ast.Module, module_name: str, imports: dict[str, tuple[st
                 if head not in seen:
                     seen.add(head)
                     todo.extend(written[head])
-                outside.add(f"{module_name}.{head}")
+                outside.add(f"{module_name}.{head}" if module_name else head)
                 continue
             outside.update(full + ("." + rest if rest else "") for full in imports.get(head, ()))
         found[class_name] = tuple(sorted(outside))
@@ -243,7 +248,6 @@ class ProjectPlan:
             for o in outlines:
                 for unit in o.units:
                     calls = self._calls[self._ids[(o.path, unit.index)]]
-                    calls.update(self._ids[(o.path, other)] for other in unit.local_calls)
                     for ref in unit.refs:
                         calls.update(resolver.targets(ref))
         with span("project plan: closure"):

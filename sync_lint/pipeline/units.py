@@ -198,7 +198,8 @@ class MaskPlan:
 
     def close_over_state(self) -> None:
         """Keep the methods that set the ``self.`` attributes kept methods read, to a fixpoint,
-        and the state methods (``__init__``) of every class with a kept method."""
+        and the state methods (``__init__``) of every class with a kept method and of its base
+        classes in this file (whose ``__init__`` a subclass inherits attributes from)."""
         units = self.units
         changed = True
         while changed:
@@ -207,14 +208,38 @@ class MaskPlan:
             for index, unit in enumerate(units):
                 if self.keep[index] and unit.kind == "method":
                     read.setdefault(unit.class_index, set()).update(_SELF_ATTRIBUTE.findall(self.unit_text(unit)))
+            in_use = self._with_local_bases(set(read))
             for index, unit in enumerate(units):
-                if self.keep[index] or unit.kind != "method" or unit.class_index not in read:
+                if self.keep[index] or unit.kind != "method" or unit.class_index not in in_use:
                     continue
-                if unit.name in _STATE_METHODS or not read[unit.class_index].isdisjoint(
+                if unit.name in _STATE_METHODS or not read.get(unit.class_index, set()).isdisjoint(
                     _SELF_ASSIGNED.findall(self.unit_text(unit))
                 ):
                     self.keep[index] = True
                     changed = True
+
+    def _with_local_bases(self, classes: set[int]) -> set[int]:
+        """``classes`` (unit indices) and, to a fixpoint, the classes of this file their headers
+        name (their bases, and maybe a keyword's value: more, never fewer)."""
+        by_name = {unit.name: index for index, unit in enumerate(self.units) if unit.kind == "class"}
+        found = set(classes)
+        todo = list(classes)
+        while todo:
+            index = todo.pop()
+            for name in _IDENTIFIER.findall(self._class_header(self.units[index])):
+                base = by_name.get(name)
+                if base is not None and base not in found:
+                    found.add(base)
+                    todo.append(base)
+        return found
+
+    def _class_header(self, unit: Unit) -> str:
+        """``class Name(Base, ...):`` of a class unit, over its lines up to the colon."""
+        first = _header_index(self.lines, unit.first)
+        last = first
+        while last + 1 < unit.last and not self.lines[last].rstrip().endswith(":"):
+            last += 1
+        return "".join(self.lines[first : last + 1]).partition("class")[2]
 
     def is_masking(self) -> bool:
         return not all(self.keep)
