@@ -78,6 +78,33 @@ def test_the_state_method_of_a_base_class_in_the_file_is_kept():
     assert kept(text) == {"__init__", "build"}
 
 
+def test_a_hot_class_under_a_module_level_if_parses_the_file_whole():
+    """Its methods are module-level code (always parsed), but what they call is not: the plan
+    cannot say which functions matter."""
+    text = """
+        import torch
+
+        HAS_FLASH = True
+
+
+        def host_lens(t):
+            torch.cuda.synchronize()
+            return t
+
+
+        def unrelated(t):
+            return t
+
+
+        if HAS_FLASH:
+
+            class FlashMetadataBuilder:
+                def build(self, common):
+                    return host_lens(common.seq_lens)
+    """
+    assert kept(text) is None
+
+
 WRAPPERS = """
     import torch
 

@@ -240,3 +240,62 @@ def test_unparsable_file_is_planned_whole(tmp_path):
     assert plan.units_to_keep(next(p for p in files if p.endswith("broken.py"))) is None
     assert isinstance(plan, ProjectPlan)
     assert any(d.code == "GPU001" for d in runner.Linter(make_settings()).run(files, jobs=1).diagnostics)
+
+
+HOT_UNDER_IF = '''
+import torch
+
+from pkg.helpers import host_count
+
+HAS_FLASH = True
+
+if HAS_FLASH:
+
+    class FlashMetadataBuilder:
+        def build(self, x):
+            return host_count(x)
+'''
+
+WRAPPER_UNDER_IF = '''
+import torch
+import triton
+
+from pkg.ops.kernels import _copy_kernel
+
+if torch.cuda.is_available():
+
+    def copy_rows_fast(src, dst):
+        _copy_kernel[(1,)](src, dst, src.numel())
+'''
+
+CALLS_THE_FAST_WRAPPER = '''
+import torch
+
+from pkg.fast import copy_rows_fast
+
+
+def step(block_table, out):
+    copy_rows_fast(block_table[:, 0], out)
+
+
+def unrelated(x):
+    return x
+'''
+
+
+def test_code_under_a_module_level_if_is_followed(tmp_path):
+    """A hot class, or a kernel wrapper, defined under a module-level ``if`` is no unit of its
+    own: what it calls (a syncing helper in another file) and its callers (in another file)
+    must still be parsed."""
+    files = write_package(tmp_path, {
+        "ops/__init__.py": OPS_INIT, "ops/kernels.py": KERNELS, "helpers.py": HELPERS, "hot.py": HOT_UNDER_IF,
+        "fast.py": WRAPPER_UNDER_IF, "user.py": CALLS_THE_FAST_WRAPPER,
+    })
+    kept = kept_functions(runner.Linter(make_settings()), files)
+    assert "host_count" in kept["helpers.py"] and "never_called_from_hot_code" not in kept["helpers.py"]
+    assert kept["user.py"] == {"step"}
+    fast = findings(files, fast=True)
+    assert fast == findings(files, fast=False)
+    messages = [(Path(entry[0]).name, entry[3], entry[4]) for entry in fast]
+    assert any(name == "hot.py" and "host_count" in message for name, _, message in messages), messages
+    assert any(name == "user.py" and code == "GPU102" for name, code, _ in messages), messages

@@ -46,9 +46,15 @@ _SPACE = re.compile(r"[ \t]+")
 _MAX_REEXPORT_HOPS = 8
 
 
+# The index of a file's module-level code (everything outside its function units) as a unit of
+# the plan: it is always parsed, but what it calls, and what calls a function it defines (under a
+# module-level ``if`` or ``try``: not a unit of its own), must be followed too.
+MODULE_CODE = -1
+
+
 @dataclass
 class UnitOutline:
-    index: int  # the unit's index in ``MaskPlan.units``
+    index: int  # the unit's index in ``MaskPlan.units``, or MODULE_CODE
     qualname: str  # ``<module>.<function>`` or ``<module>.<Class>.<method>``
     refs: tuple[str, ...]  # dotted names it may call, in this module or another
 
@@ -112,10 +118,10 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
         plan = MaskPlan(text, file_scout.lines())  # the same lines, split once
         seeds = prefilter.rule_seeds(active, plan, file_scout)
     with span("outline: calls"):
-        found.units = _unit_outlines(plan, tree, module_name, found.imports)
+        found.units = _unit_outlines(plan, tree, module_name, found.imports, settings["alias-modules"], whole=seeds is None)
     if seeds is None:
         found.whole = True
-        every = tuple(plan.functions())
+        every = tuple(unit.index for unit in found.units)
         found.seeds = {rule.code: (every, frozenset({CALLERS, CALLEES})) for rule in active}
     else:
         found.seeds = {s.rule.code: (tuple(s.seeds), s.directions) for s in seeds}
@@ -150,37 +156,69 @@ def _with_aliases(names: set[str], aliases: dict[str, str]) -> set[str]:
     return found
 
 
-def _unit_outlines(plan: MaskPlan, tree: ast.Module, module_name: str, imports: dict[str, tuple[str, ...]]) -> list[UnitOutline]:
+def _unit_outlines(
+    plan: MaskPlan, tree: ast.Module, module_name: str, imports: dict[str, tuple[str, ...]], aliases: dict[str, str],
+    whole: bool,
+) -> list[UnitOutline]:
     """Each function unit's qualified name and the dotted names it may call, as the analyses
     resolve a call (``SyncAnalysis._callee``, ``SinkAnalysis.callee_of``): a name of this module
     (a top-level function or class: ``<module>.<chain>``), through an import of its head, or
-    ``self.``/``cls.``/``super().`` methods of its class and of every base of it."""
-    own_root = module_name.partition(".")[0]
+    ``self.``/``cls.``/``super().`` methods of its class and of every base of it. Module-level
+    code is a unit too (``MODULE_CODE``, named as the module) where it defines a function, or
+    where the file is parsed whole (``whole``); elsewhere it is neither called nor a seed."""
     prefix = f"{module_name}." if module_name else ""
     bases = _class_bases(tree, module_name, imports)
     local = {plan.units[index].name for index in plan.functions() if plan.units[index].class_index is None}
     local.update(bases)  # the top-level classes
+    resolve = _CallNames(module_name, imports, local, aliases)
     outlines = []
+    in_functions: set[int] = set()
     for index in plan.functions():
+        unit = plan.units[index]
+        in_functions.update(range(unit.first, unit.last))
         class_name, name = plan.qualified(index)
         qualname = prefix + ".".join(part for part in (class_name, name) if part)
-        text = plan.unit_text(plan.units[index])
-        refs: set[str] = set()
         own = (f"{prefix}{class_name}", *bases.get(class_name, ())) if class_name else ()
+        outlines.append(UnitOutline(index, qualname, resolve(plan.unit_text(unit), own)))
+    module_text = "".join(line for i, line in enumerate(plan.lines) if i not in in_functions)
+    if module_name and (whole or _DEFINITION.search(module_text)):
+        # ``self.`` in module-level code: a method of a class defined there, or nested in a
+        # class's body; any class of the file may be its own.
+        own = tuple({f"{prefix}{c}" for c in bases} | {base for c in bases for base in bases[c]})
+        outlines.append(UnitOutline(MODULE_CODE, module_name, resolve(module_text, own)))
+    return outlines
+
+
+_DEFINITION = re.compile(r"\bdef\s")
+
+
+class _CallNames:
+    """The dotted names the code of one unit may call (see ``_unit_outlines``)."""
+
+    def __init__(self, module_name: str, imports: dict[str, tuple[str, ...]], local: set[str], aliases: dict[str, str]) -> None:
+        self.prefix = f"{module_name}." if module_name else ""
+        self.aliases = aliases  # a name of this module is renamed by them too (``NameTable``)
+        self.own_root = module_name.partition(".")[0]
+        self.imports = imports
+        self.local = local
+
+    def __call__(self, text: str, own: tuple[str, ...]) -> tuple[str, ...]:
+        """``own``: the qualified names of the unit's class and its bases (none outside a class)."""
+        refs: set[str] = set()
         for written in set(_CHAIN.findall(text)):
             parts = (_SPACE.sub("", written) if " " in written or "\t" in written else written).split(".")
             head, rest = parts[0], parts[1:]
             if head in ("self", "cls") and rest:
                 refs.update(f"{owner}.{rest[0]}" for owner in own)
-            if head in local:
-                refs.add(prefix + ".".join(parts))
-            for full in imports.get(head, ()):
-                if full.partition(".")[0] not in LIBRARY_ROOTS or full.partition(".")[0] == own_root:
+            if head in self.local:
+                refs.update(_with_aliases({self.prefix + ".".join(parts)}, self.aliases))
+            for full in self.imports.get(head, ()):
+                root = full.partition(".")[0]
+                if root not in LIBRARY_ROOTS or root == self.own_root:
                     refs.add(".".join([full, *rest]))
         for method in _SUPER_METHOD.findall(text):
             refs.update(f"{owner}.{method}" for owner in own)
-        outlines.append(UnitOutline(index, qualname, tuple(sorted(refs))))
-    return outlines
+        return tuple(sorted(refs))
 
 
 def _class_bases(tree: ast.Module, module_name: str, imports: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
@@ -279,7 +317,9 @@ class ProjectPlan:
         o = self.outlines.get(path)
         if o is None or o.whole:
             return None
-        return KeptUnits(o.fingerprint, tuple(unit.index for unit in o.units if self._ids[(path, unit.index)] in self.kept))
+        return KeptUnits(o.fingerprint, tuple(
+            unit.index for unit in o.units if unit.index != MODULE_CODE and self._ids[(path, unit.index)] in self.kept
+        ))  # fmt: skip
 
 
 def _reach(seeds: list[int], edges) -> set[int]:
@@ -317,7 +357,7 @@ class _Resolver:
             following = []
             for current in frontier:
                 parts = current.split(".")
-                for cut in range(len(parts), 1, -1):  # a nested function is in its outer unit
+                for cut in range(len(parts), 0, -1):  # a nested function is in its outer unit
                     units = self.by_qualname.get(".".join(parts[:cut]))
                     if units is not None:
                         found.update(units)

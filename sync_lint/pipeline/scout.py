@@ -79,7 +79,7 @@ class Scout:
         """The units (``pipeline.units``: a top-level function ``(None, name)`` or a method of a
         top-level class ``(class, name)``) where ``HotScopes`` could find a hot function or a
         ``torch.cuda.graph`` block; None when that cannot be told here (``hot-functions`` is
-        set, or the file does not parse)."""
+        set, the file does not parse, or such a thing is outside every unit)."""
         if self.settings["hot-functions"]:
             return None
         names = self._names_of_tree()
@@ -140,6 +140,8 @@ class Scout:
         return found
 
     def sink_shaped_units(self) -> set[tuple[str | None, str]] | None:
+        """The units holding a call that may be a launch or a ``.view(dtype)``, or that are
+        Triton kernels; None when the file does not parse or such a call is outside every unit."""
         return self._once(("sink shaped",), self._sink_shaped_units)
 
     def _sink_shaped_units(self) -> set[tuple[str | None, str]] | None:
@@ -149,8 +151,9 @@ class Scout:
         spans = _UnitSpans(self._tree)
         found = {spans.unit_at(call.lineno) for call in names.of(ast.Call) if names.is_launch(call) or names.is_dtype_view(call)}
         found.update(unit for unit, node in spans.nodes if names.triton_decorated(node))
-        found.discard(None)
-        return found
+        # A sink outside every unit: module-level code, always parsed, but maybe a function
+        # defined there (under an ``if``) whose callers would not be.
+        return None if None in found else found
 
     def may_call_a_sink(self, sink_words: re.Pattern) -> bool:
         """Whether a GPU1xx rule could report in this file on its own: at a ``.view(dtype)`` (one
@@ -263,26 +266,36 @@ class _HotScout:
     def found(self) -> bool:
         return self._graph_block() or self._compiled() or self._hot_method()
 
-    def units(self) -> set[tuple[str | None, str]]:
+    def units(self) -> set[tuple[str | None, str]] | None:
         """Per unit, the same over-approximation as ``found``: a hot method of a class that may be
         hot or an ``nn.Module``, a top-level function passed to a compile at module level, and a
         unit holding (at any depth: nested functions are judged too) a function that may be
-        compiled, a graph block, or a class with a hot method."""
+        compiled, a graph block, or a class with a hot method. None when such a thing is outside
+        every unit (a class or a function defined under a module-level ``if``): module-level
+        code is always parsed, but what it calls would not be."""
         modules = self._module_classes()
         spans = _UnitSpans(self.tree)
-        found = {(None, name) for name in self._compiled_by_call()}
+        defined = {node.name for kind in _FUNCTIONS for node in self.names.of(kind)}
+        compiled = {(None, name) for name in self._compiled_by_call()}
+        if any(unit not in spans.names and unit[1] in defined for unit in compiled):
+            return None
+        found = compiled & spans.names  # a compiled import is another file's (not hot here)
         found.update(spans.unit_at(node.lineno) for kind in _FUNCTIONS for node in self.names.of(kind) if self._decorated_compiled(node))
         found.update(
             spans.unit_at(node.lineno) for kind in (ast.With, ast.AsyncWith) for node in self.names.of(kind)
             if any(self._is_graph_call(item.context_expr) for item in node.items)
         )
+        top_level = {id(statement) for statement in self.tree.body}
         for node in self.names.of(ast.ClassDef):
             if node.name in modules or self._hot_class(node):
                 hot_methods = [m.name for m in node.body if type(m) in _FUNCTIONS and _matches(m.name, self.method_patterns)]
-                if hot_methods:
+                if not hot_methods:
+                    continue
+                if id(node) in top_level:
+                    found.update((node.name, name) for name in hot_methods)
+                else:
                     found.add(spans.unit_at(node.lineno))  # a class inside a function: that function's unit
-                    found.update((node.name, name) for name in hot_methods)  # a top-level class's methods
-        return {unit for unit in found if unit in spans.names}
+        return None if None in found else found
 
     def _is_graph_call(self, node: ast.expr) -> bool:
         return type(node) is ast.Call and "graph" in self.names.last_parts(node.func)
