@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sync_lint.api import make_settings  # noqa: E402
-from sync_lint.pipeline import lint_file, prefilter, runner, scout  # noqa: E402
+from sync_lint.api import make_settings
+from sync_lint.pipeline import lint_file, prefilter, runner, scout
 
 CORPUS = ROOT / "bench" / "corpus" / "src"
 SIZE_BUCKETS = ((0, 300), (300, 1000), (1000, 3000), (3000, 10**9))

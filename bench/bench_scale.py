@@ -81,7 +81,7 @@ def fetch(name: str, spec: str | None) -> tuple[Path, str, str]:
             return wheel, wheel.name.split("-")[1], note
         print(f"[bench] pip download {attempt}", flush=True)
         result = subprocess.run(
-            [PY, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "-d", str(WHEELS), attempt],
+            [PY, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:", "-d", str(WHEELS), attempt], check=False,
             capture_output=True, text=True,
         )
         if result.returncode == 0:
@@ -276,7 +276,7 @@ def _parse_one(path: str, parser: str) -> int:
     try:
         _PARSERS[parser](raw)
         return 0
-    except Exception:  # libcst's ParserSyntaxError, CPython's SyntaxError / ValueError (null bytes)
+    except Exception:  # noqa: BLE001 -- libcst's ParserSyntaxError, CPython's SyntaxError / ValueError (null bytes)
         return 1
 
 
@@ -327,17 +327,17 @@ def fix_check(tree: Path, src: Path, files: list[str], cache_dir: str) -> dict:
     work copy, then: does each fixed file compile and lint clean for the codes that were fixed?"""
     result: dict = {}
     diff = run_timed(sync_lint("fix", ".", "--unsafe-fixes", "--diff", "--isolated", "--no-cache"), tree)
-    diff_files = re.findall(r"^\+\+\+ b/(.*)$", diff["stdout"], re.M)
+    diff_files = re.findall(r"^\+\+\+ b/(.*)$", diff["stdout"], re.MULTILINE)
     result["diff"] = {
         "rc": diff["rc"], "seconds": diff["wall"], "maxrss_mb": diff["maxrss_mb"],
         "traceback": "Traceback (most recent call last)" in diff["stderr"],
         "stderr_tail": diff["stderr"][-1500:], "files": len(diff_files),
-        "hunks": len(re.findall(r"^@@ ", diff["stdout"], re.M)),
+        "hunks": len(re.findall(r"^@@ ", diff["stdout"], re.MULTILINE)),
     }
     if diff_files and shutil.which("patch"):
         with tempfile.NamedTemporaryFile("w", suffix=".diff", delete=False, encoding="utf-8") as handle:
             handle.write(diff["stdout"])
-        check = subprocess.run(["patch", "-p1", "--dry-run", "-s", "-i", handle.name], cwd=tree, capture_output=True, text=True)
+        check = subprocess.run(["patch", "-p1", "--dry-run", "-s", "-i", handle.name], check=False, cwd=tree, capture_output=True, text=True)
         os.unlink(handle.name)
         result["diff"]["applies_with_patch"] = check.returncode == 0
         result["diff"]["patch_errors"] = (check.stdout + check.stderr)[-800:]
@@ -350,7 +350,7 @@ def fix_check(tree: Path, src: Path, files: list[str], cache_dir: str) -> dict:
             fixed_codes[os.path.normpath(d["filename"])].add(d["code"])
 
     real = run_timed(sync_lint("fix", ".", "--unsafe-fixes", "--isolated", "--no-cache"), tree)
-    gpu_errors = re.findall(r"^(.*?):(\d+):\d+: (GPU00[2-5]) (.*)$", real["stdout"], re.M)
+    gpu_errors = re.findall(r"^(.*?):(\d+):\d+: (GPU00[2-5]) (.*)$", real["stdout"], re.MULTILINE)
     result["fix"] = {
         "rc": real["rc"], "seconds": real["wall"], "traceback": "Traceback (most recent call last)" in real["stderr"],
         "stderr_tail": real["stderr"][-1500:], "tool_errors": [":".join(e) for e in gpu_errors][:50],
@@ -481,9 +481,8 @@ def profile(tree: Path, files: list[str], subset_size: int) -> dict:
     patch(context_stage, "FileContext", "FileContext()")  # lint_file imports it where it parses
     patch(lint_file, "_resolve_findings", "positions+fixes")
     patch(prefilter, "may_match", "prefilter")
-    from sync_lint.pipeline import units as units_stage
-
     from sync_lint.pipeline import project_plan as project_plan_stage
+    from sync_lint.pipeline import units as units_stage
 
     patch(project_plan_stage, "outline", "plan: outline")
     patch(units_stage.MaskPlan, "masked_text", "plan: masked text")
@@ -656,7 +655,7 @@ def targets(t: dict, sample: dict | None = None) -> list[dict]:
     ]
     out = [{"target": name, "ratio": ratio, "limit": limit, "pass": ratio <= limit} for name, ratio, limit in rows]
     # the same ratios on CPU time (user+sys), less sensitive to other load on a shared machine
-    cpu = lambda k: t[k].get("cpu_median") or float("nan")  # noqa: E731
+    cpu = lambda k: t[k].get("cpu_median") or float("nan")
     cpu_ratios = [cpu("sync_lint_cold") / cpu("ruff_select_all"), cpu("sync_lint_warm") / cpu("sync_lint_cold"),
                   cpu("sync_lint_one_changed") / cpu("sync_lint_cold"), cpu("one_file_sync_lint") / cpu("one_file_flake8"),
                   cpu("median_file_sync_lint") / cpu("median_file_flake8")]
@@ -739,7 +738,7 @@ def print_tree(result: dict) -> None:
         print(f"    phases, serial in-process over {ph['subset_files']} files ({ph['files_parsed']} parsed, {ph.get('files_masked')} masked): "
               f"total {ph['total_s']:.2f}s (instrumented); uninstrumented Linter.run: fast path "
               f"{ph.get('run_serial_fast=True_s', float('nan')):.2f}s, plain path {ph.get('run_serial_fast=False_s', float('nan')):.2f}s")
-        print(f"      counts: {dict((k, v) for k, v in ph['calls'].items() if not k.startswith('rule '))}")
+        print(f"      counts: { {k: v for k, v in ph['calls'].items() if not k.startswith('rule ')} }")
         for name, secs in ph["per_phase_s"].items():
             print(f"      {name:<28}{secs:8.3f}s  {100 * secs / max(ph['total_s'], 1e-9):5.1f}%  calls={ph['calls'].get(name, '')}")
         print("    cProfile (serial subset):")
@@ -911,7 +910,7 @@ def main() -> int:
     results = {
         "python": sys.version.split()[0], "cpu_count": os.cpu_count(), "repeat": args.repeat, "quick": args.quick,
         "memory_method": "ru_maxrss from os.wait4() of each subprocess run: the largest single process of its tree",
-        "ruff": subprocess.run([RUFF, "--version"], capture_output=True, text=True).stdout.strip(),
+        "ruff": subprocess.run([RUFF, "--version"], check=False, capture_output=True, text=True).stdout.strip(),
         "rules": [], "trees": {}, "loadavg_at_start": os.getloadavg(),
     }
     sys.path.insert(0, str(ROOT))

@@ -165,7 +165,7 @@ def filter_new(diagnostics: list[Diagnostic], baseline: Baseline, checked: list[
     the changed files) are not counted as gone.
     """
     budget = Counter(baseline.counts)
-    keyed = dict((id(d), key) for key, d in _keys(diagnostics, baseline.root))
+    keyed = {id(d): key for key, d in _keys(diagnostics, baseline.root)}
     new: list[Diagnostic] = []
     known = 0
     for d in sorted(diagnostics, key=Diagnostic.sort_key):

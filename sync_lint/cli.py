@@ -16,7 +16,11 @@ from pathlib import Path
 from sync_lint import __version__, config
 from sync_lint.diagnostics import Diagnostic
 from sync_lint.pipeline import profile
-from sync_lint.pipeline.discover import DEFAULT_EXCLUDE, Discovery, git_tracked_python_files
+from sync_lint.pipeline.discover import (
+    DEFAULT_EXCLUDE,
+    Discovery,
+    git_tracked_python_files,
+)
 from sync_lint.pipeline.runner import PARALLEL_THRESHOLD, Linter
 from sync_lint.report import FORMATS
 from sync_lint.report.text import fixable, statistics

@@ -53,7 +53,7 @@ class FileResult:
 
     path: str
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    # line -> codes named by a ``# noqa`` on that line (None: a bare noqa); used after
+    # line -> codes named by a noqa comment on that line (None: a bare noqa); used after
     # project-wide findings are merged, to suppress them and to report unused noqa.
     noqa: dict[int, frozenset[str] | None] = field(default_factory=dict)
     file_noqa: bool = False

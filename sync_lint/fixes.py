@@ -13,7 +13,8 @@ Three ways, all producing minimal ``Edit``s on the original text:
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState

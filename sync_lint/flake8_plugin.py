@@ -8,9 +8,9 @@ are not seen from a single file: cross-file findings need ``sync-lint check``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterator
 
 from sync_lint import __version__, config
 from sync_lint.pipeline.lint_file import lint_source

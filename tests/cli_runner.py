@@ -9,5 +9,5 @@ from pathlib import Path
 
 def run(*args: str, cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "sync_lint", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "sync_lint", *args], check=False, cwd=cwd, capture_output=True, text=True, timeout=timeout
     )

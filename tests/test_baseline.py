@@ -272,7 +272,7 @@ def test_add_noqa_suppresses_for_flake8_too(tmp_path):
     def flake8(source: str) -> str:
         (tmp_path / "m.py").write_text(source)
         return subprocess.run(
-            [sys.executable, "-m", "flake8", "--select", "E501", "m.py"], cwd=tmp_path, capture_output=True, text=True
+            [sys.executable, "-m", "flake8", "--select", "E501", "m.py"], check=False, cwd=tmp_path, capture_output=True, text=True
         ).stdout
 
     assert [line.split(": ")[0] for line in flake8(text).splitlines()] == ["m.py:2:80", "m.py:4:80"]
@@ -335,7 +335,7 @@ def test_progress_bar_on_a_terminal(many_files):
     controller, terminal = pty.openpty()
     try:
         result = subprocess.run(
-            [sys.executable, "-m", "sync_lint", "check", "--no-cache", "."],
+            [sys.executable, "-m", "sync_lint", "check", "--no-cache", "."], check=False,
             cwd=many_files, stdout=subprocess.PIPE, stderr=terminal, timeout=300,
         )
         os.close(terminal)

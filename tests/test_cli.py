@@ -247,7 +247,7 @@ def test_profile_prints_time_per_phase_and_rule(jobs):
     for line in lines[header + 2 :]:
         if line.startswith("sync-lint: "):
             break
-        label, seconds, share, calls = line.rsplit(None, 3)
+        label, seconds, _share, calls = line.rsplit(None, 3)
         rows[label.strip()] = (float(seconds), int(calls))
     for label in ("parse", "read and decode", "rule GPU101", "rule GPU201", "analysis SyncAnalysis", "positions and fixes"):
         assert label in rows and rows[label][1] > 0, label

@@ -19,13 +19,13 @@ UNUSED_NOQA = "x = 1  # noqa: GPU001\ny = 2  # noqa: E501, GPU001\n"
 
 def codemod(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "libcst.tool", "codemod", *args],
+        [sys.executable, "-m", "libcst.tool", "codemod", *args], check=False,
         cwd=cwd, capture_output=True, text=True, timeout=300, input=stdin,
     )
 
 
 def sync_lint(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sync_lint", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "sync_lint", *args], check=False, cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
 def realistic_source() -> tuple[str, str]:

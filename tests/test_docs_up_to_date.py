@@ -39,7 +39,7 @@ def test_rule_pages_are_up_to_date():
 def test_the_check_detects_stale_missing_and_orphan_pages(tmp_path):
     write_pages(str(tmp_path))
     assert stale_pages(tmp_path) == []
-    first = sorted(p for p in generated_pages() if p != "README.md")[0]
+    first = min(p for p in generated_pages() if p != "README.md")
     (tmp_path / first).write_text("old text\n")
     (tmp_path / "README.md").unlink()
     (tmp_path / "GPU999.md").write_text("a removed rule\n")
@@ -57,7 +57,7 @@ def test_every_rule_page_has_the_four_parts():
 def _sync_lint_commands(text: str) -> list[str]:
     """The `sync-lint ...` lines of the fenced code blocks (shell lines and workflow `run:` steps)."""
     commands = []
-    blocks = re.findall(r"```[a-z]*\n(.*?)```", text, re.S)
+    blocks = re.findall(r"```[a-z]*\n(.*?)```", text, re.DOTALL)
     for line in "\n".join(blocks).splitlines():
         line = line.strip().removeprefix("- ").removeprefix("run: ").strip()
         if line.startswith("sync-lint ") and "<" not in line:
@@ -88,7 +88,7 @@ def test_editor_setups_start_the_server_subcommand():
 
 def test_ci_workflow_example_is_valid_yaml_with_sarif_upload():
     text = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"```yaml\n(.*?)```", text, re.S)
+    blocks = re.findall(r"```yaml\n(.*?)```", text, re.DOTALL)
     workflows = [yaml.safe_load(block) for block in blocks]
     workflow = next(w for w in workflows if isinstance(w, dict) and "jobs" in w)
     steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
@@ -104,8 +104,8 @@ def test_ci_workflow_example_is_valid_yaml_with_sarif_upload():
 
 def test_readme_keeps_its_two_commands_first_and_covers_each_front_end():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    first_block = re.search(r"```sh\n(.*?)```", text, re.S).group(1)
+    first_block = re.search(r"```sh\n(.*?)```", text, re.DOTALL).group(1)
     assert [line.split("#")[0].strip() for line in first_block.strip().splitlines()] == ["make demo", "make test"]
-    headings = re.findall(r"^## (.+)$", text, re.M)
+    headings = re.findall(r"^## (.+)$", text, re.MULTILINE)
     for front_end in ("Command line", "flake8", "pre-commit", "CI", "Baseline", "Editors", "libcst codemod", "ruff"):
         assert any(front_end.lower() in heading.lower() for heading in headings), front_end

@@ -23,8 +23,8 @@ import libcst as cst
 import pytest
 
 from sync_lint.api import make_settings
-from sync_lint.pipeline import prefilter, runner, scout
 from sync_lint.pipeline import lint_file as lint_file_stage
+from sync_lint.pipeline import prefilter, runner, scout
 from sync_lint.pipeline.discover import DEFAULT_EXCLUDE, Discovery
 from sync_lint.rules import all_rules
 from sync_lint.rules.base import CalleeCondition, Finding, Rule
@@ -61,7 +61,7 @@ class _Calls(cst.CSTVisitor):
             return
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "item":
             self.item_calls.append(node)
-            name, params, top_level = self._stack[0]
+            name, params, _top_level = self._stack[0]
             if self._stack[0][2]:
                 self.syncing[name] = params
         elif isinstance(node.func, cst.Name):

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from expectations import expected_in_file
+
 from sync_lint.api import lint_paths
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,8 +6,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from expectations import expected_in_text
+
 from sync_lint import api
 from sync_lint.api import fix_text, lint_paths, lint_text, make_settings
 from sync_lint.pipeline.discover import DEFAULT_EXCLUDE, Discovery
@@ -421,8 +421,8 @@ def test_helper_in_another_file_is_reported_at_the_hot_call_site(tmp_path):
     })
     assert _project_findings(root) == {("model.py", 8, "GPU201"), ("model.py", 9, "GPU201")}
     found = [d.message for d in lint_paths([str(root)], **OPTIONS) if d.line == 9 and d.code == "GPU201"]
-    assert found == ["undeclared GPU->CPU sync in model forward `M.forward`: `relay()` calls `to_host` (line 8), "
-                     "which syncs with `.tolist()` on `x_gpu` (line 5)"]
+    assert found == [("undeclared GPU->CPU sync in model forward `M.forward`: `relay()` calls `to_host` (line 8), "
+                     "which syncs with `.tolist()` on `x_gpu` (line 5)")]
 
 
 def test_fast_and_plain_paths_agree_on_the_fixtures():
@@ -578,8 +578,8 @@ def test_summary_lines_are_exact():
             def forward(self, x: torch.Tensor):
                 return helper(x)
     """
-    assert messages(source) == ["undeclared GPU->CPU sync in model forward `M.forward`: `helper()` syncs with "
-                                "`.tolist()` on `x_gpu` (line 8)"]
+    assert messages(source) == [("undeclared GPU->CPU sync in model forward `M.forward`: `helper()` syncs with "
+                                "`.tolist()` on `x_gpu` (line 8)")]
 
 
 def test_files_without_triggers_are_not_parsed():
@@ -1038,10 +1038,10 @@ def test_python_bools_read_from_gpu_data_sync_once_at_the_call():
                 x = x.cuda()
                 return torch.equal(x, ref), x.allclose(ref)
     """) == [
-        "undeclared GPU->CPU sync in model forward `Model.forward`: `torch.equal(x, ref)` (a Python bool read "
-        "from tensor data)",
-        "undeclared GPU->CPU sync in model forward `Model.forward`: `x.allclose(ref)` (a Python bool read from "
-        "tensor data)",
+        ("undeclared GPU->CPU sync in model forward `Model.forward`: `torch.equal(x, ref)` (a Python bool read "
+        "from tensor data)"),
+        ("undeclared GPU->CPU sync in model forward `Model.forward`: `x.allclose(ref)` (a Python bool read from "
+        "tensor data)"),
     ]
 
 

@@ -9,7 +9,17 @@ import textwrap
 import pytest
 
 from sync_lint.analysis.layout import (
-    BROADCAST, FRESH, GAPPED, NONE, OTHER, PERMUTED, SCALAR, TUPLE, UNKNOWN, Layout, join,
+    BROADCAST,
+    FRESH,
+    GAPPED,
+    NONE,
+    OTHER,
+    PERMUTED,
+    SCALAR,
+    TUPLE,
+    UNKNOWN,
+    Layout,
+    join,
 )  # fmt: skip
 from sync_lint.api import lint_text
 

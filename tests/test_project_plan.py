@@ -16,8 +16,8 @@ from sync_lint.api import make_settings
 from sync_lint.pipeline import runner
 from sync_lint.pipeline.discover import DEFAULT_EXCLUDE, Discovery
 from sync_lint.pipeline.project_plan import ProjectPlan
-from sync_lint.pipeline.units import MaskPlan
 from sync_lint.pipeline.source import read, split_lines
+from sync_lint.pipeline.units import MaskPlan
 
 KERNELS = '''
 import triton

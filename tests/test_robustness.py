@@ -87,7 +87,7 @@ def probe_dir(tmp_path_factory) -> Path:
 def run(probe_dir):
     def run(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [sys.executable, "-c", CLI, str(probe_dir), *args, "--isolated", "--no-cache"],
+            [sys.executable, "-c", CLI, str(probe_dir), *args, "--isolated", "--no-cache"], check=False,
             cwd=cwd, capture_output=True, timeout=timeout,
         )
 
@@ -142,7 +142,7 @@ def test_probe_rule_is_active(run, project):
 
 def test_plain_module_entry_point_agrees_on_a_normal_file(project):
     result = subprocess.run(
-        [sys.executable, "-m", "sync_lint", "check", ".", "--isolated", "--no-cache"],
+        [sys.executable, "-m", "sync_lint", "check", ".", "--isolated", "--no-cache"], check=False,
         cwd=project, capture_output=True, timeout=60,
     )
     assert_clean_run(result, 1)
@@ -299,7 +299,7 @@ def test_fix_diff_of_a_file_without_final_newline_is_a_valid_patch(run, project)
     assert_clean_run(result, 1)
     diff = out(result)
     # every file header starts its own line
-    assert re.findall(r"^\+\+\+ b/(\S+)$", diff, re.M) == ["tail.py", "zz.py"], diff
+    assert re.findall(r"^\+\+\+ b/(\S+)$", diff, re.MULTILINE) == ["tail.py", "zz.py"], diff
     assert "\\ No newline at end of file" in diff, diff
 
 
@@ -339,7 +339,7 @@ def test_unreadable_file_in_process(project, monkeypatch, capsys):
     status = sync_lint.cli.main(["check", ".", "--isolated", "--no-cache", "--jobs", "1"])
     printed = capsys.readouterr()
     assert status == 2, printed
-    assert re.search(r"^secret\.py:1:1: GPU003 cannot read file: Permission denied$", printed.out, re.M), printed.out
+    assert re.search(r"^secret\.py:1:1: GPU003 cannot read file: Permission denied$", printed.out, re.MULTILINE), printed.out
     assert NORMAL_FINDING in printed.out
 
 
@@ -407,7 +407,7 @@ def test_file_changed_while_being_fixed_is_not_overwritten(project, monkeypatch,
     status = sync_lint.cli.main(["fix", ".", "--isolated", "--no-cache", "--jobs", "1"])
     printed = capsys.readouterr()
     assert status == 2, printed
-    assert re.search(r"^moving\.py:\d+:\d+: GPU005 fix not written: the file changed", printed.out, re.M), printed.out
+    assert re.search(r"^moving\.py:\d+:\d+: GPU005 fix not written: the file changed", printed.out, re.MULTILINE), printed.out
     assert target.read_text() == edited
     assert (project / "normal.py").read_text() == "x = 1\n"
     assert "Traceback" not in printed.err

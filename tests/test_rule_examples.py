@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from expectations import expected_in_text
+
 from sync_lint.api import lint_text
 from sync_lint.rules import all_rules
 

@@ -32,8 +32,8 @@ CASES = {
     "module of a module of this file": (
         "import torch\nclass A(torch.nn.Module): pass\nclass B(A):\n    def forward(self): pass\n", True, False),
     "support_torch_compile": (
-        "from vllm.compilation.decorators import support_torch_compile\n"
-        "@support_torch_compile\nclass Model:\n    def forward(self, x): pass\n", True, False),
+        ("from vllm.compilation.decorators import support_torch_compile\n"
+        "@support_torch_compile\nclass Model:\n    def forward(self, x): pass\n"), True, False),
     "builder base via alias": ("from m import FlashMetadataBuilder as B\nclass X(B):\n    def build(self): pass\n", True, False),
     "builder subscripted base": (
         "from m import AttentionMetadataBuilder\nclass X(AttentionMetadataBuilder[M]):\n    def build(self): pass\n",
@@ -51,8 +51,8 @@ CASES = {
     "a call of this file's checked wrapper": (
         "def wrapper(x):\n    assert x.is_contiguous()\n\ndef user(t):\n    wrapper(t[:, 0])\n", False, True),
     "a method call of this class's checked method": (
-        "class A:\n    def run(self, x):\n        assert x.stride(-1) == 1\n"
-        "    def step(self, t):\n        self.run(t.T)\n", False, True),
+        ("class A:\n    def run(self, x):\n        assert x.stride(-1) == 1\n"
+        "    def step(self, t):\n        self.run(t.T)\n"), False, True),
     "view(torch dtype)": ("import torch\ny = x.view(torch.int8)\n", False, True),
     "view(dtype=...)": ("import torch\ny = x.view(dtype=torch.float8_e4m3fn)\n", False, True),
     "view of a from-imported dtype": ("from torch import int8 as i8\ny = x.view(i8)\n", False, True),

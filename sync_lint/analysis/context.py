@@ -21,7 +21,7 @@ A = TypeVar("A")
 
 class FileContext:
     def __init__(
-        self, source: "SourceFile", module: cst.Module, module_name: str, settings: "Settings", parsed_text: str | None = None
+        self, source: SourceFile, module: cst.Module, module_name: str, settings: Settings, parsed_text: str | None = None
     ) -> None:
         self.source = source
         self.path = source.path

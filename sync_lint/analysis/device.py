@@ -24,8 +24,8 @@ metadata builders by default); an unknown value that may as well be a Python int
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import libcst as cst
 
@@ -38,8 +38,8 @@ class Place:
     where: str  # "host" | "device" | "unknown" | "none"
     mask: bool = False  # a boolean tensor
     tensor: bool = False  # certainly a tensor / array (always true on the device)
-    items: tuple["Place", ...] | None = None  # positional elements, for unpacking
-    elem: "Place | None" = None  # the element when iterated
+    items: tuple[Place, ...] | None = None  # positional elements, for unpacking
+    elem: Place | None = None  # the element when iterated
 
     @property
     def is_host(self) -> bool:
@@ -213,7 +213,7 @@ def string_value(node: cst.BaseExpression) -> str | None:
     if isinstance(node, cst.SimpleString):
         try:
             value = node.evaluated_value
-        except Exception:  # pragma: no cover - malformed literal
+        except Exception:  # noqa: BLE001 -- a malformed literal; pragma: no cover
             return None
         return value if isinstance(value, str) else None
     return None

@@ -28,7 +28,8 @@ before it; rules inspect expressions there.
 
 from __future__ import annotations
 
-from typing import Callable, Generic, Mapping, Protocol, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Generic, Protocol, TypeVar
 
 import libcst as cst
 

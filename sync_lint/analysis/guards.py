@@ -25,7 +25,7 @@ Syncs there run only when someone debugs, and are not reported.
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 import libcst as cst
 

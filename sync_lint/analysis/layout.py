@@ -26,8 +26,9 @@ The rules rest on these runtime facts (see docs/FACTS.md):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -91,7 +92,7 @@ class Layout:
     ndim: int | None = None
     stride_of: str | None = None  # for ``t.stride(...)`` scalars: the root name of ``t``
     maybe_none: bool = False
-    elements: tuple["Layout", ...] | None = None  # for TUPLE
+    elements: tuple[Layout, ...] | None = None  # for TUPLE
 
     @property
     def is_view(self) -> bool:
@@ -327,7 +328,7 @@ def _uncast_on_a_path(a: Layout, b: Layout, cast: Cast) -> bool:
 class LayoutDomain:
     """The ``flow.Domain`` of layouts, for one function of one file."""
 
-    def __init__(self, ctx: "FileContext", int_params: frozenset[str] = frozenset()) -> None:
+    def __init__(self, ctx: FileContext, int_params: frozenset[str] = frozenset()) -> None:
         self.ctx = ctx
         self.names = ctx.names
         self.module = ctx.module
@@ -515,7 +516,7 @@ class LayoutDomain:
         return Layout(UNKNOWN, params=base.params if base.cast is None else frozenset(), size1=effect.size1,
                       ndim=effect.ndim)
 
-    def _index_effect(self, elements, env, ndim: int | None = None) -> "_IndexEffect":
+    def _index_effect(self, elements, env, ndim: int | None = None) -> _IndexEffect:
         """The effect of an index on a contiguous tensor of ``ndim`` dims (None: unknown).
 
         With ``ndim`` known, the dims an index leaves out are full slices: ``x[:, ::2]`` of a 3-D
@@ -975,7 +976,7 @@ class ClassAttributes:
 
     by_class: dict[int, dict[str, Layout]] = field(default_factory=dict)
 
-    def env_for(self, info: "FunctionInfo") -> dict[str, Layout]:
+    def env_for(self, info: FunctionInfo) -> dict[str, Layout]:
         if info.class_node is None:
             return {}
         return dict(self.by_class.get(id(info.class_node), {}))
@@ -987,7 +988,7 @@ class ReturnedStrides:
     bound to one). A caller that unpacks the call (``M, N, row_stride = flatten(x)``) then holds
     strides of the argument it passed, and a kernel launched with them is stride-aware."""
 
-    def __init__(self, ctx: "FileContext") -> None:
+    def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
         prefix = f"{ctx.module_name}." if ctx.module_name else ""
         self._functions = {
@@ -1010,7 +1011,7 @@ class ReturnedStrides:
                 elements[index] = Layout(SCALAR, stride_of=root)
         return Layout(TUPLE, elements=tuple(elements))
 
-    def _returned(self, info: "FunctionInfo") -> dict[int, str]:
+    def _returned(self, info: FunctionInfo) -> dict[int, str]:
         if info.name in self._found:
             return self._found[info.name]
         self._found[info.name] = found = {}  # also what a recursive call sees meanwhile
@@ -1044,7 +1045,7 @@ def _argument_for(call: cst.Call, params: tuple[str, ...], param: str) -> cst.Ba
     return positional[position] if position < len(positional) else None
 
 
-def class_attributes(ctx: "FileContext", functions: list["FunctionInfo"], domain_for) -> ClassAttributes:
+def class_attributes(ctx: FileContext, functions: list[FunctionInfo], domain_for) -> ClassAttributes:
     result = ClassAttributes()
     for info in functions:
         if info.class_node is None or not info.is_method:

@@ -30,8 +30,8 @@ and the rules turn those into findings conditional on the callee's closed summar
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import libcst as cst
 
@@ -40,7 +40,14 @@ from sync_lint.analysis.dtypes import element_size
 from sync_lint.analysis.flow import Walker
 from sync_lint.analysis.functions import FunctionInfo
 from sync_lint.analysis.layout import (
-    SCALAR, UNKNOWN, VIEWS, Layout, LayoutDomain, class_attributes, code_of, root_name,
+    SCALAR,
+    UNKNOWN,
+    VIEWS,
+    Layout,
+    LayoutDomain,
+    class_attributes,
+    code_of,
+    root_name,
 )  # fmt: skip
 from sync_lint.analysis.names import dotted
 from sync_lint.analysis.nodes import children

@@ -313,7 +313,7 @@ class _Lines:
 class _Scanner:
     """Finds sync sites in the expressions of one statement (``broad``: anything that may sync)."""
 
-    def __init__(self, analysis: "SyncAnalysis", info: FunctionInfo, domain: DeviceDomain, report_unknown: bool,
+    def __init__(self, analysis: SyncAnalysis, info: FunctionInfo, domain: DeviceDomain, report_unknown: bool,
                  broad: bool = False) -> None:
         self.analysis = analysis
         self.ctx = analysis.ctx
@@ -380,9 +380,8 @@ class _Scanner:
                     yield item.item, None, False
         elif isinstance(node, cst.Match):
             yield node.subject, None, False
-        elif isinstance(node, cst.ExceptHandler):
-            if node.type is not None:
-                yield node.type, None, False
+        elif isinstance(node, cst.ExceptHandler) and node.type is not None:
+            yield node.type, None, False
 
     # -- reporting ------------------------------------------------------------------------------
     def _hit(self, node, kind: str, template: str, subject=None, loop: bool = False, callee: str | None = None) -> None:
@@ -997,7 +996,7 @@ class SyncAnalysis:
             skipped = _ruled_out(info.node, {n: v for n, v in constants.items() if n not in rebound})
         return skipped
 
-    def _bindings_of(self, info: FunctionInfo) -> "_Bindings":
+    def _bindings_of(self, info: FunctionInfo) -> _Bindings:
         found = self._bindings.get(id(info.node))
         if found is None:
             found = self._bindings[id(info.node)] = _Bindings(info.node, ":=" in self.ctx.source.text)
@@ -1235,7 +1234,7 @@ def _constant(node: cst.BaseExpression | None):
         return -inner if type(node.operator) is cst.Minus else inner
     try:
         return node.evaluated_value
-    except Exception:  # pragma: no cover - a malformed literal
+    except Exception:  # noqa: BLE001 -- a malformed literal; pragma: no cover
         return _NOT_CONSTANT
 
 

@@ -10,15 +10,15 @@ import hashlib
 import os
 import pickle
 import tempfile
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 from sync_lint import __version__
 from sync_lint.config import Settings
 from sync_lint.pipeline.lint_file import FileFacts, tool_diagnostic
 from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.source import SourceError, SourceFile, decode
-
 
 T = TypeVar("T")
 

@@ -68,7 +68,7 @@ def _package_parts(folder: str) -> tuple[str, ...]:
 def module_name_for(path: str) -> str:
     absolute = os.path.abspath(path)
     folder, filename = os.path.split(absolute)
-    stem = filename[:-3] if filename.endswith(".py") else filename
+    stem = filename.removesuffix(".py")
     parts = _package_parts(folder)
     if stem == "__init__":
         return ".".join(parts)
@@ -107,7 +107,7 @@ def lint_source(
     paused = gc.isenabled()
     gc.disable()
     try:
-        # noqa comments matter to a file with findings; to one without, only those naming our
+
         # codes (GPU010 judges them) and the file-level switch do. Tokenizing for them is
         # costly, and most files have both noqa comments (for other tools) and no finding.
         with span("noqa scan"):
@@ -212,7 +212,7 @@ def _parse_and_check(
                 facts.diagnostics.append(
                     tool_diagnostic(source.path, "GPU004", f"{rule.code} skipped this file: nested too deeply to analyse")
                 )
-            except Exception as exc:  # a bug of ours must not stop the other files
+            except Exception as exc:  # noqa: BLE001 -- a bug of ours must not stop the other files
                 facts.diagnostics.append(
                     tool_diagnostic(source.path, "GPU004", f"internal error in {rule.code}: {type(exc).__name__}: {exc}")
                 )
@@ -339,7 +339,7 @@ def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[R
         if plan_fixes and finding.fix is not None and not is_suppressed(diagnostic, suppressions):
             try:
                 diagnostic = replace(diagnostic, fix=finding.fix(editor))
-            except Exception as exc:  # a broken fix must not lose the finding
+            except Exception as exc:  # noqa: BLE001 -- a broken fix must not lose the finding
                 facts.diagnostics.append(
                     tool_diagnostic(ctx.path, "GPU004", f"internal error in {rule.code} fix: {type(exc).__name__}: {exc}")
                 )

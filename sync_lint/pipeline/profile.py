@@ -60,8 +60,8 @@ class Profiler:
     def report(self, wall: float, files: int, jobs: int) -> str:
         total = sum(self.seconds.values()) or 1e-9
         lines = [
-            f"sync-lint profile: {files} files, {jobs} job(s), {wall:.2f} s wall, "
-            f"{total:.2f} s in the pipeline (summed over processes)",
+            (f"sync-lint profile: {files} files, {jobs} job(s), {wall:.2f} s wall, "
+            f"{total:.2f} s in the pipeline (summed over processes)"),
             f"{'phase':<34}{'seconds':>10}{'share':>8}{'calls':>9}",
         ]
         for label, seconds in sorted(self.seconds.items(), key=lambda item: -item[1]):

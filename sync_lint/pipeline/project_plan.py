@@ -184,7 +184,7 @@ def _unit_outlines(
     if module_name and (whole or _DEFINITION.search(module_text)):
         # ``self.`` in module-level code: a method of a class defined there, or nested in a
         # class's body; any class of the file may be its own.
-        own = tuple({f"{prefix}{c}" for c in bases} | {base for c in bases for base in bases[c]})
+        own = tuple({f"{prefix}{c}" for c in bases} | {base for outside in bases.values() for base in outside})
         outlines.append(UnitOutline(MODULE_CODE, module_name, resolve(module_text, own)))
     return outlines
 
@@ -235,10 +235,10 @@ def _class_bases(tree: ast.Module, module_name: str, imports: dict[str, tuple[st
                     names.append(dotted)
             written[statement.name] = names
     found: dict[str, tuple[str, ...]] = {}
-    for class_name in written:
+    for class_name, own_bases in written.items():
         outside: set[str] = set()
         seen = {class_name}
-        todo = list(written[class_name])
+        todo = list(own_bases)
         while todo:
             base = todo.pop()
             head, _, rest = base.partition(".")

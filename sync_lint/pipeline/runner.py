@@ -7,12 +7,18 @@ import contextlib
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Self
 
 from sync_lint import config
 from sync_lint.diagnostics import Diagnostic
 from sync_lint.pipeline import cache as cache_stage
 from sync_lint.pipeline import prefilter, profile, project_plan, scout, suppress
-from sync_lint.pipeline.lint_file import FileFacts, lint_path, lint_source, module_name_for
+from sync_lint.pipeline.lint_file import (
+    FileFacts,
+    lint_path,
+    lint_source,
+    module_name_for,
+)
 from sync_lint.pipeline.project import ProjectIndex
 from sync_lint.pipeline.project_plan import FileOutline, KeptUnits, ProjectPlan
 from sync_lint.pipeline.source import SourceError, SourceFile, read
@@ -133,8 +139,8 @@ class Linter:
                     if progress:
                         progress(1)
                 return results
-            with _Pool(self, jobs) as pool:
-                return pool.map(_worker_lint_batch, list(zip(paths, kept)), progress)
+            with _Pool(self, jobs) as started:
+                return started.map(_worker_lint_batch, list(zip(paths, kept)), progress)
         return pool.map(_worker_lint_batch, list(zip(paths, kept)), progress)
 
     def outline_all(
@@ -222,7 +228,7 @@ class _Pool:
 
         self.executor = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(linter, profile.active() is not None))
 
-    def __enter__(self) -> _Pool:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info) -> None:

@@ -20,7 +20,7 @@ from sync_lint.diagnostics import Diagnostic, Edit, Fix
 from sync_lint.pipeline.source import LineIndex
 
 _NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
-_FILE_NOQA = re.compile(r"^#\s*sync-lint\s*:\s*noqa(?:\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?\s*$", re.I)
+_FILE_NOQA = re.compile(r"^#\s*sync-lint\s*:\s*noqa(?:\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?\s*$", re.IGNORECASE)
 _CODE = re.compile(r"[A-Z]+[0-9]+", re.IGNORECASE)
 OUR_PREFIX = "GPU"
 
@@ -29,11 +29,11 @@ OUR_PREFIX = "GPU"
 class NoqaComment:
     line: int  # physical line of the comment
     col: int  # 0-based column of the ``#``
-    end_col: int  # end of the matched ``# noqa...`` text
+    end_col: int  # end of the matched noqa comment text
     codes: tuple[str, ...] | None  # None: a bare noqa
     first_line: int  # the logical line it covers
     last_line: int
-    # Offsets into the file of the ``# noqa...`` text, and of the blanks before it when nothing
+    # Offsets into the file of the noqa comment text, and of the blanks before it when nothing
     # else follows on the line (what removing the whole comment removes).
     offset: int
     end_offset: int

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from sync_lint.diagnostics import Diagnostic
 from sync_lint.report import github, json_format, sarif, text

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from functools import lru_cache
+from functools import cache
 
 from sync_lint.rules.base import Rule
 
@@ -19,7 +19,7 @@ RULE_MODULES = (
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def all_rules() -> tuple[type[Rule], ...]:
     rules: list[type[Rule]] = []
     for module_name in RULE_MODULES:

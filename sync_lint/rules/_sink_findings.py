@@ -4,9 +4,16 @@ summary when the sink is a function that may live in another file)."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
-from sync_lint.analysis.sinks import ContiguityAnalysis, SinkUse, append_contiguous, callee_need, fix_target, reported
+from sync_lint.analysis.sinks import (
+    ContiguityAnalysis,
+    SinkUse,
+    append_contiguous,
+    callee_need,
+    fix_target,
+    reported,
+)
 from sync_lint.rules.base import CalleeCondition, Finding
 
 

@@ -9,8 +9,9 @@ function's project-wide summary says so (see ``sync_lint.analysis.summaries``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, ClassVar, Iterable
+from typing import TYPE_CHECKING, ClassVar
 
 from sync_lint.diagnostics import Applicability, Fix
 from sync_lint.rules.triggers import method_definitions
@@ -123,7 +124,7 @@ class Rule:
         self.unit_triggers = extended(self.unit_triggers)
         self.alone_triggers = extended(self.alone_triggers)
 
-    def check(self, ctx: "FileContext") -> Iterable[Finding]:
+    def check(self, ctx: FileContext) -> Iterable[Finding]:
         return ()
 
     @classmethod

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from sync_lint.rules.base import Finding, Rule
-from sync_lint.rules.triggers import ALONE_SINK_TRIGGERS, CAST_TRIGGERS, SINK_UNIT_TRIGGERS, SUMMARY_TRIGGERS
+from sync_lint.rules.triggers import (
+    ALONE_SINK_TRIGGERS,
+    CAST_TRIGGERS,
+    SINK_UNIT_TRIGGERS,
+    SUMMARY_TRIGGERS,
+)
 
 if TYPE_CHECKING:
     from sync_lint.analysis.context import FileContext
@@ -61,7 +67,7 @@ class CastAsContiguityFix(Rule):
     alias_trigger_targets = ("torch.ops",)
     valid = (
         # A fresh tensor: the cast cannot leave a view behind.
-        "import torch\n"
+        ("import torch\n"
         "import triton\n"
         "import triton.language as tl\n\n"
         "@triton.jit\n"
@@ -71,9 +77,9 @@ class CastAsContiguityFix(Rule):
         "def run(n):\n"
         "    idx = torch.arange(n)\n"
         "    out = torch.empty(n, dtype=torch.int32)\n"
-        "    copy_kernel[(1,)](idx.to(torch.int32), out, n)\n",
+        "    copy_kernel[(1,)](idx.to(torch.int32), out, n)\n"),
         # `.contiguous()` after the cast, and a stride-aware launch.
-        "import triton\n"
+        ("import triton\n"
         "import triton.language as tl\n\n"
         "@triton.jit\n"
         "def gather_kernel(idx_ptr, out_ptr, stride):\n"
@@ -82,26 +88,26 @@ class CastAsContiguityFix(Rule):
         "def run(block_table, out):\n"
         "    col = block_table[:, 0]\n"
         "    gather_kernel[(out.numel(),)](col.to(torch.int32).contiguous(), out, 1)\n"
-        "    gather_kernel[(out.numel(),)](col.to(torch.int32), out, col.stride(0))\n",
+        "    gather_kernel[(out.numel(),)](col.to(torch.int32), out, col.stride(0))\n"),
         # A prefix of a 1-D tensor is contiguous.
-        "import torch\n\n"
+        ("import torch\n\n"
         "def run(query_start_loc, num_reqs, out):\n"
         "    cu_seqlens = query_start_loc[: num_reqs + 1].to(torch.int32)\n"
-        "    torch.ops._C.varlen_fwd(out, cu_seqlens)\n",
+        "    torch.ops._C.varlen_fwd(out, cu_seqlens)\n"),
         # A guarded cast: the other path hands the parameter on uncast, so no cast is relied on.
-        "import torch\n\n"
+        ("import torch\n\n"
         "def store(loc, lens, out):\n"
         "    if loc.dtype != torch.int64:\n"
         "        loc = loc.to(torch.int64)\n"
         "    lens_i32 = lens.to(torch.int32) if lens.dtype != torch.int32 else lens\n"
-        "    torch.ops._C.store_kv(out, loc, lens_i32)\n",
+        "    torch.ops._C.store_kv(out, loc, lens_i32)\n"),
         # A view to the cast's element size reinterprets in place: any strides will do.
-        "import torch\n\n"
+        ("import torch\n\n"
         "def scale_bits(scale):\n"
-        "    return scale.to(torch.float32).view(torch.int32) >> 23\n",
+        "    return scale.to(torch.float32).view(torch.int32) >> 23\n"),
     )
     invalid = (
-        "import torch\n"
+        ("import torch\n"
         "import triton\n"
         "import triton.language as tl\n\n"
         "@triton.jit\n"
@@ -110,14 +116,14 @@ class CastAsContiguityFix(Rule):
         "    tl.store(out_ptr + i, tl.load(idx_ptr + i))\n\n"
         "def run(block_table, out):\n"
         "    state_indices = block_table[:, 0]\n"
-        "    gather_kernel[(out.numel(),)](state_indices.to(torch.int32), out)  # expect: GPU101\n",
-        "import torch\n\n"
+        "    gather_kernel[(out.numel(),)](state_indices.to(torch.int32), out)  # expect: GPU101\n"),
+        ("import torch\n\n"
         "def rms_norm(out, x, weight, eps):\n"
-        "    torch.ops._C.rms_norm(out, x.t().to(torch.bfloat16), weight, eps)  # expect: GPU101\n",
+        "    torch.ops._C.rms_norm(out, x.t().to(torch.bfloat16), weight, eps)  # expect: GPU101\n"),
         # Another element size: `.view(torch.uint8)` splits the last dim's elements, so needs stride 1 there.
-        "import torch\n\n"
+        ("import torch\n\n"
         "def scale_bytes(scale):\n"
-        "    return scale.to(torch.float32).view(torch.uint8)  # expect: GPU101\n",
+        "    return scale.to(torch.float32).view(torch.uint8)  # expect: GPU101\n"),
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:

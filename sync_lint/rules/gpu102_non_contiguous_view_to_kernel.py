@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from sync_lint.rules.base import Finding, Rule
-from sync_lint.rules.triggers import ALONE_SINK_TRIGGERS, SINK_UNIT_TRIGGERS, SUMMARY_TRIGGERS, VIEW_TRIGGERS
+from sync_lint.rules.triggers import (
+    ALONE_SINK_TRIGGERS,
+    SINK_UNIT_TRIGGERS,
+    SUMMARY_TRIGGERS,
+    VIEW_TRIGGERS,
+)
 
 if TYPE_CHECKING:
     from sync_lint.analysis.context import FileContext
@@ -62,21 +68,21 @@ class NonContiguousViewToKernel(Rule):
     trigger_options = ("contiguous-sinks",)
     alias_trigger_targets = ("torch.ops",)
     valid = (
-        "import torch\n\n"
+        ("import torch\n\n"
         "def launch(x, out, n):\n"
         "    torch.ops._C.silu(out, x[:n])          # a prefix of rows stays contiguous\n"
         "    torch.ops._C.silu(out, x[:, 0].contiguous())\n"
-        "    torch.ops._C.silu(out, x[:, 0] * 2)    # arithmetic gives a fresh tensor\n",
-        "import triton\n"
+        "    torch.ops._C.silu(out, x[:, 0] * 2)    # arithmetic gives a fresh tensor\n"),
+        ("import triton\n"
         "import triton.language as tl\n\n"
         "@triton.jit\n"
         "def col_kernel(x_ptr, out_ptr, stride_x):\n"
         "    i = tl.program_id(0)\n"
         "    tl.store(out_ptr + i, tl.load(x_ptr + i * stride_x))\n\n"
         "def run(x, out):\n"
-        "    col_kernel[(out.numel(),)](x[:, 0], out, x.stride(0))  # stride-aware\n",
+        "    col_kernel[(out.numel(),)](x[:, 0], out, x.stride(0))  # stride-aware\n"),
         # Strides unpacked from `.stride()`, or taken only when the tensor is there.
-        "import triton\n"
+        ("import triton\n"
         "import triton.language as tl\n\n"
         "@triton.jit\n"
         "def conv_kernel(state_ptr, idx_ptr, out_ptr, s_seq, s_dim, s_idx):\n"
@@ -88,33 +94,33 @@ class NonContiguousViewToKernel(Rule):
         "    s_idx = idx.stride(0) if idx is not None else 0\n"
         "    conv_kernel[(out.numel(),)](conv_state, idx, out, s_seq, s_dim, s_idx)\n\n"
         "def run(cache, block_table, out):\n"
-        "    conv_update(cache.transpose(-1, -2), block_table[:, 0], out)\n",
+        "    conv_update(cache.transpose(-1, -2), block_table[:, 0], out)\n"),
         # A callee that checks only the last stride takes a column-range slice.
-        "def encode(tensor_2d):\n"
+        ("def encode(tensor_2d):\n"
         "    if tensor_2d.stride(-1) != 1:\n"
         "        raise ValueError('the last dim must be dense')\n"
         "    return tensor_2d.stride(0)\n\n"
         "def run(kv, n):\n"
-        "    return encode(kv[:, :n])\n",
+        "    return encode(kv[:, :n])\n"),
         # Either check passes: a column-range slice has stride 1 in its last dim.
-        "def pack(x):\n"
+        ("def pack(x):\n"
         "    assert x.is_contiguous() or x.stride(-1) == 1\n"
         "    return x.stride(0)\n\n"
         "def run(kv, n):\n"
-        "    return pack(kv[:, :n])\n",
+        "    return pack(kv[:, :n])\n"),
         # Same element size: fp8 -> uint8 reinterprets each byte in place, whatever the strides.
-        "import torch\n\n"
+        ("import torch\n\n"
         "def as_bytes(n, k):\n"
         "    w = torch.empty(n, k, dtype=torch.float8_e4m3fn)\n"
-        "    return w.t().view(torch.uint8)\n",
+        "    return w.t().view(torch.uint8)\n"),
         # A flat byte view with unit stride is contiguous, whatever `k_cache`'s layout.
-        "import torch\n\n"
+        ("import torch\n\n"
         "def decode(k_cache, out, total_bytes):\n"
         "    raw = k_cache.as_strided((total_bytes,), (1,)).view(torch.uint8)\n"
-        "    torch.ops._C.sparse_decode(out, raw)\n",
+        "    torch.ops._C.sparse_decode(out, raw)\n"),
     )
     invalid = (
-        "import triton\n"
+        ("import triton\n"
         "import triton.language as tl\n\n"
         "@triton.jit\n"
         "def col_kernel(x_ptr, out_ptr):\n"
@@ -122,27 +128,27 @@ class NonContiguousViewToKernel(Rule):
         "    tl.store(out_ptr + i, tl.load(x_ptr + i))\n\n"
         "def run(block_table, out):\n"
         "    slots = block_table[:, 0]\n"
-        "    col_kernel[(out.numel(),)](slots, out)  # expect: GPU102\n",
-        "import torch\n\n"
+        "    col_kernel[(out.numel(),)](slots, out)  # expect: GPU102\n"),
+        ("import torch\n\n"
         "def gemm(a, b, out):\n"
-        "    torch.ops._C.cutlass_mm(out, a, b.t())  # expect: GPU102\n",
+        "    torch.ops._C.cutlass_mm(out, a, b.t())  # expect: GPU102\n"),
         # One head of a [tokens, heads, dim] cache: unit last stride, but rows `heads * dim` apart.
-        "import torch\n\n"
+        ("import torch\n\n"
         "def gather_head(kv, out, tokens, heads, dim, h):\n"
         "    head = kv.as_strided((tokens, dim), (heads * dim, 1), h * dim)\n"
-        "    torch.ops._C.gather(out, head)  # expect: GPU102\n",
+        "    torch.ops._C.gather(out, head)  # expect: GPU102\n"),
         # A transpose has the row stride in its last dim: even a last-stride check fails on it.
-        "def encode(tensor_2d):\n"
+        ("def encode(tensor_2d):\n"
         "    if tensor_2d.stride(-1) != 1:\n"
         "        raise ValueError('the last dim must be dense')\n"
         "    return tensor_2d.stride(0)\n\n"
         "def run(kv, n):\n"
-        "    return encode(kv[:, :n].t())  # expect: GPU102\n",
+        "    return encode(kv[:, :n].t())  # expect: GPU102\n"),
         # float32 -> uint8 regroups the last dim's bytes: it needs stride 1 there.
-        "import torch\n\n"
+        ("import torch\n\n"
         "def as_bytes(n, k):\n"
         "    w = torch.empty(n, k, dtype=torch.float32)\n"
-        "    return w.t().view(torch.uint8)  # expect: GPU102\n",
+        "    return w.t().view(torch.uint8)  # expect: GPU102\n"),
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from sync_lint.rules.base import Finding, Rule
-from sync_lint.rules.triggers import ALONE_SINK_TRIGGERS, CONTIGUOUS_TRIGGERS, SINK_UNIT_TRIGGERS, SUMMARY_TRIGGERS
+from sync_lint.rules.triggers import (
+    ALONE_SINK_TRIGGERS,
+    CONTIGUOUS_TRIGGERS,
+    SINK_UNIT_TRIGGERS,
+    SUMMARY_TRIGGERS,
+)
 
 if TYPE_CHECKING:
     from sync_lint.analysis.context import FileContext
@@ -49,29 +55,34 @@ class ContiguityLostAfterFix(Rule):
     trigger_options = ("contiguous-sinks",)
     alias_trigger_targets = ("torch.ops",)
     valid = (
-        "import torch\n\n"
+        ("import torch\n\n"
         "def launch(x, out):\n"
         "    torch.ops._C.silu(out, x[:, 0].contiguous())\n"
-        "    torch.ops._C.silu(out, x.contiguous()[0])  # a leading select stays contiguous\n",
+        "    torch.ops._C.silu(out, x.contiguous()[0])  # a leading select stays contiguous\n"),
     )
     invalid = (
-        "import triton\n"
+        ("import triton\n"
         "import triton.language as tl\n\n"
         "@triton.jit\n"
         "def col_kernel(x_ptr, out_ptr):\n"
         "    i = tl.program_id(0)\n"
         "    tl.store(out_ptr + i, tl.load(x_ptr + i))\n\n"
         "def run(block_table, out):\n"
-        "    col_kernel[(out.numel(),)](block_table.contiguous()[:, 0], out)  # expect: GPU103\n",
-        "import torch\n\n"
+        "    col_kernel[(out.numel(),)](block_table.contiguous()[:, 0], out)  # expect: GPU103\n"),
+        ("import torch\n\n"
         "def gemm(a, b, out):\n"
         "    b = b.contiguous()\n"
-        "    torch.ops._C.cutlass_mm(out, a, b.t())  # expect: GPU103\n",
+        "    torch.ops._C.cutlass_mm(out, a, b.t())  # expect: GPU103\n"),
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
         from sync_lint.analysis.layout import code_of
-        from sync_lint.analysis.sinks import ContiguityAnalysis, because, size1_strides_read, view_after_fix
+        from sync_lint.analysis.sinks import (
+            ContiguityAnalysis,
+            because,
+            size1_strides_read,
+            view_after_fix,
+        )
         from sync_lint.rules._sink_findings import reported_uses, sink_finding
 
         analysis = ctx.get(ContiguityAnalysis)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from sync_lint.rules.base import Finding, Rule
 from sync_lint.rules.triggers import EXPLICIT_TRIGGERS, HOT_SCOPE_MARKERS, HOT_TRIGGERS
@@ -71,13 +72,13 @@ class UndeclaredSyncInHotPath(Rule):
     reports_only_in_hot_scopes = True
     valid = (
         # Host copies: `.item()` / `.tolist()` on CPU tensors are free.
-        "class FlashMetadataBuilder:\n"
+        ("class FlashMetadataBuilder:\n"
         "    def build(self, common):\n"
         "        seq_lens = common.seq_lens_cpu.tolist()\n"
         "        num_tokens = common.query_start_loc_cpu[-1].item()\n"
-        "        return seq_lens, num_tokens\n",
+        "        return seq_lens, num_tokens\n"),
         # Declared, debug-only, shape arithmetic, and cold set-up.
-        "import torch\n"
+        ("import torch\n"
         "from vllm.utils.gpu_sync_debug import gpu_sync_allowed\n\n"
         "class MLAMetadataBuilder:\n"
         "    def __init__(self, device):\n"
@@ -88,13 +89,13 @@ class UndeclaredSyncInHotPath(Rule):
         "            n = int(self.indptr[-1].item())\n"
         "        if self.debug:\n"
         "            print(self.indptr.tolist())\n"
-        "        return n, common.seq_lens.shape[0], common.seq_lens.numel()\n",
+        "        return n, common.seq_lens.shape[0], common.seq_lens.numel()\n"),
         # Not hot: a plain function no hot scope calls.
-        "import torch\n\n"
+        ("import torch\n\n"
         "def summarize(x):\n"
-        "    return torch.zeros(4, device='cuda').tolist()\n",
+        "    return torch.zeros(4, device='cuda').tolist()\n"),
         # A memoized probe: it syncs once per device, not per step.
-        "import functools\n"
+        ("import functools\n"
         "import torch\n\n"
         "@functools.lru_cache\n"
         "def supports_fast_path(device: torch.device) -> bool:\n"
@@ -102,9 +103,9 @@ class UndeclaredSyncInHotPath(Rule):
         "class Model(torch.nn.Module):\n"
         "    def forward(self, x: torch.Tensor):\n"
         "        x = x.to(self.device)\n"
-        "        return x * 2 if supports_fast_path(x.device) else x\n",
+        "        return x * 2 if supports_fast_path(x.device) else x\n"),
         # Lazy initialisation: the first launch per group syncs, later ones find the key recorded.
-        "import torch\n\n"
+        ("import torch\n\n"
         "class MegaMoEExperts(torch.nn.Module):\n"
         "    def _synchronize_first_launch(self, group):\n"
         "        key = (id(group), torch.accelerator.current_device_index())\n"
@@ -117,23 +118,23 @@ class UndeclaredSyncInHotPath(Rule):
         "        if self._pool is None:\n"
         "            torch.cuda.synchronize()\n"
         "            self._pool = make_pool(x.device)\n"
-        "        return x\n",
+        "        return x\n"),
         # An opt-in trace switch (an environment field): the sync runs only when someone traces.
-        "import torch\n"
+        ("import torch\n"
         "from sglang.srt.environ import envs\n\n"
         "class LogitsProcessor(torch.nn.Module):\n"
         "    def forward(self, hidden_states, lm_head):\n"
         "        if envs.SGLANG_TRACE_LOGITS_E2E_SYNC.get():\n"
         "            torch.cuda.synchronize()\n"
-        "        return lm_head(hidden_states)\n",
+        "        return lm_head(hidden_states)\n"),
     )
     invalid = (
-        "class AiterMLAMetadataBuilder(MLAMetadataBuilder):\n"
+        ("class AiterMLAMetadataBuilder(MLAMetadataBuilder):\n"
         "    def _build_fp8_prefill_ps_metadata(self, common):\n"
         "        num_partial_tiles = int(self.fp8_ps_reduce_indptr[-1].item())  # expect: GPU201\n"
-        "        return num_partial_tiles\n",
+        "        return num_partial_tiles\n"),
         # A helper that syncs, reported where the hot scope calls it.
-        "import torch\n\n"
+        ("import torch\n\n"
         "def host_lens(device):\n"
         "    return torch.ones(4, device=device).tolist()\n\n"
         "class Model(torch.nn.Module):\n"
@@ -141,23 +142,23 @@ class UndeclaredSyncInHotPath(Rule):
         "        x = x.to(self.device, non_blocking=True)\n"
         "        lens = host_lens(x.device)  # expect: GPU201\n"
         "        torch.cuda.synchronize()  # expect: GPU201\n"
-        "        return x.cpu(), lens  # expect: GPU201\n",
+        "        return x.cpu(), lens  # expect: GPU201\n"),
         # A fast-path switch whose name only contains `trace`: it runs every step.
-        "import torch\n\n"
+        ("import torch\n\n"
         "class LogitsProcessor(torch.nn.Module):\n"
         "    def forward(self, hidden_states, lm_head):\n"
         "        if self.enable_trace_free_path:\n"
         "            torch.cuda.synchronize()  # expect: GPU201\n"
-        "        return lm_head(hidden_states)\n",
+        "        return lm_head(hidden_states)\n"),
         # A single-entry cache keyed by the step's lengths: it syncs whenever they change.
-        "import torch\n\n"
+        ("import torch\n\n"
         "class SparseMLAMetadataBuilder:\n"
         "    def build(self, common_prefix_len, common):\n"
         "        key = common.seq_lens_cpu.numpy().tobytes()\n"
         "        if key != self._prev_key:\n"
         "            torch.cuda.current_stream().synchronize()  # expect: GPU201\n"
         "            self._prev_key = key\n"
-        "        return key\n",
+        "        return key\n"),
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:

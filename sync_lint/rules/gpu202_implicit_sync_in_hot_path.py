@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from sync_lint.rules.base import Finding, Rule
 from sync_lint.rules.triggers import HOT_SCOPE_MARKERS, HOT_TRIGGERS, IMPLICIT_TRIGGERS
@@ -62,37 +63,37 @@ class ImplicitSyncInHotPath(Rule):
     reports_only_in_hot_scopes = True
     valid = (
         # Host-side counts and shape arithmetic.
-        "class GDNAttentionMetadataBuilder:\n"
+        ("class GDNAttentionMetadataBuilder:\n"
         "    def build(self, common):\n"
         "        query_lens_cpu = common.query_start_loc_cpu[1:] - common.query_start_loc_cpu[:-1]\n"
         "        num_prefills = int((query_lens_cpu > 1).sum())\n"
         "        if common.num_reqs and common.seq_lens.shape[0] > 1:\n"
         "            return num_prefills, range(common.seq_lens.size(0))\n"
-        "        return num_prefills, int(common.max_query_len)\n",
+        "        return num_prefills, int(common.max_query_len)\n"),
         # `repeat_interleave` with a static output size; three-argument `torch.where`.
-        "import torch\n\n"
+        ("import torch\n\n"
         "class Model(torch.nn.Module):\n"
         "    def forward(self, x: torch.Tensor, repeats: torch.Tensor):\n"
         "        y = x.repeat_interleave(repeats, output_size=x.shape[0] * 2)\n"
-        "        return torch.where(x > 0, x, y[: x.shape[0]])\n",
+        "        return torch.where(x > 0, x, y[: x.shape[0]])\n"),
         # Predicates on a tensor's metadata are Python values.
-        "import torch\n\n"
+        ("import torch\n\n"
         "class Attention(torch.nn.Module):\n"
         "    def forward(self, q: torch.Tensor, mask: torch.Tensor):\n"
         "        mask = mask.to(q.device)\n"
         "        if torch.is_floating_point(mask) and not torch.is_complex(mask):\n"
         "            mask = mask.to(q.dtype)\n"
-        "        return q, mask\n",
+        "        return q, mask\n"),
         # Comparing host copies is free; `torch.isclose` gives a tensor that stays on the GPU.
-        "import torch\n\n"
+        ("import torch\n\n"
         "class PoolingMetadataBuilder:\n"
         "    def build(self, common):\n"
         "        partial = not torch.equal(common.prompt_lens_cpu, common.num_scheduled_tokens_cpu)\n"
         "        close = torch.isclose(common.seq_lens.to(self.device), common.query_lens.to(self.device))\n"
-        "        return partial, close\n",
+        "        return partial, close\n"),
     )
     invalid = (
-        "import torch\n\n"
+        ("import torch\n\n"
         "class GDNAttentionMetadataBuilder:\n"
         "    def build(self, common):\n"
         "        query_lens = common.query_start_loc[1:] - common.query_start_loc[:-1]\n"
@@ -100,24 +101,24 @@ class ImplicitSyncInHotPath(Rule):
         "        num_prefills = int(is_prefill.sum())  # expect: GPU202\n"
         "        if is_prefill.any():  # expect: GPU202\n"
         "            idx = torch.nonzero(is_prefill)  # expect: GPU202\n"
-        "        return common.block_table_tensor[:, 0][~is_prefill]  # expect: GPU202\n",
-        "import torch\n\n"
+        "        return common.block_table_tensor[:, 0][~is_prefill]  # expect: GPU202\n"),
+        ("import torch\n\n"
         "class Sampler(torch.nn.Module):\n"
         "    def forward(self, logits: torch.Tensor):\n"
         "        logits = logits.to(self.device, non_blocking=True)\n"
         "        n = logits.argmax(-1).max()\n"
         "        for i in range(n):  # expect: GPU202\n"
         "            pass\n"
-        "        return logits[:n]  # expect: GPU202\n",
+        "        return logits[:n]  # expect: GPU202\n"),
         # A Python bool read from GPU tensors: the call syncs (once), not the later use of the bool.
-        "import torch\n\n"
+        ("import torch\n\n"
         "class Indexer(torch.nn.Module):\n"
         "    def forward(self, raw_positions: torch.Tensor, positions: torch.Tensor):\n"
         "        positions = positions.to(self.device, non_blocking=True)\n"
         "        same = positions.equal(raw_positions)  # expect: GPU202\n"
         "        if same or not torch.allclose(positions, raw_positions.float()):  # expect: GPU202\n"
         "            return positions\n"
-        "        return torch.is_nonzero(positions[:1])  # expect: GPU202\n",
+        "        return torch.is_nonzero(positions[:1])  # expect: GPU202\n"),
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:

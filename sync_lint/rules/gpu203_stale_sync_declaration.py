@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from sync_lint.rules.base import BLOCK_CALLEES, Finding, Rule
 from sync_lint.rules.triggers import DECLARATION_TRIGGERS
@@ -45,22 +46,22 @@ class StaleSyncDeclaration(Rule):
     trigger_options = ("sync-declarations",)
     summaries_from = frozenset({BLOCK_CALLEES})  # stale unless the block, or what it calls, syncs
     valid = (
-        "from vllm.utils.gpu_sync_debug import gpu_sync_allowed\n\n"
+        ("from vllm.utils.gpu_sync_debug import gpu_sync_allowed\n\n"
         "class MLAMetadataBuilder:\n"
         "    def build(self, common):\n"
         "        with gpu_sync_allowed():\n"
         "            n = int(self.indptr[-1].item())\n"
         "        with gpu_sync_allowed(first_only=True):\n"
         "            self.fill_cache(common)  # may sync: it is not known here\n"
-        "        return n\n",
+        "        return n\n"),
     )
     invalid = (
-        "from vllm.utils.gpu_sync_debug import gpu_sync_allowed\n\n"
+        ("from vllm.utils.gpu_sync_debug import gpu_sync_allowed\n\n"
         "class FlashAttentionMetadataBuilder:\n"
         "    def build(self, common):\n"
         "        with gpu_sync_allowed():  # expect: GPU203\n"
         "            max_seq_len = int(common.seq_lens_cpu.max())\n"
-        "        return max_seq_len\n",
+        "        return max_seq_len\n"),
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from sync_lint.rules.base import CalleeCondition, Finding, Rule
-from sync_lint.rules.triggers import EXPLICIT_TRIGGERS, HOT_SCOPE_MARKERS, HOT_TRIGGERS, IMPLICIT_TRIGGERS
+from sync_lint.rules.triggers import (
+    EXPLICIT_TRIGGERS,
+    HOT_SCOPE_MARKERS,
+    HOT_TRIGGERS,
+    IMPLICIT_TRIGGERS,
+)
 
 if TYPE_CHECKING:
     from sync_lint.analysis.context import FileContext
@@ -43,21 +49,21 @@ class SyncInLoop(Rule):
     alone_triggers = HOT_SCOPE_MARKERS
     reports_only_in_hot_scopes = True
     valid = (
-        "class FlashMetadataBuilder:\n"
+        ("class FlashMetadataBuilder:\n"
         "    def build(self, common):\n"
         "        query_lens = common.query_lens_cpu.tolist()\n"
         "        for i in range(common.num_reqs):\n"
         "            n = query_lens[i] + common.seq_lens_cpu[i].item()\n"
-        "        return n\n",
+        "        return n\n"),
     )
     invalid = (
-        "from vllm.utils.gpu_sync_debug import gpu_sync_allowed\n\n"
+        ("from vllm.utils.gpu_sync_debug import gpu_sync_allowed\n\n"
         "class FlashMetadataBuilder:\n"
         "    def build(self, common):\n"
         "        for i in range(common.num_reqs):\n"
         "            with gpu_sync_allowed():\n"
         "                n = common.query_lens[i].item()  # expect: GPU204\n"
-        "        return [x.item() for x in common.seq_lens]  # expect: GPU204\n",
+        "        return [x.item() for x in common.seq_lens]  # expect: GPU204\n"),
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
