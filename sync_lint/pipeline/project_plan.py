@@ -33,7 +33,7 @@ from sync_lint.analysis.modules import LIBRARY_ROOTS, resolve_relative
 from sync_lint.config import Settings
 from sync_lint.pipeline import prefilter
 from sync_lint.pipeline.profile import span
-from sync_lint.pipeline.scout import Scout
+from sync_lint.pipeline.scout import Scout, ast_dotted
 from sync_lint.pipeline.source import SourceFile
 from sync_lint.pipeline.units import MaskPlan
 from sync_lint.rules.base import BLOCK_CALLEES, CALLEES, CALLERS, Rule
@@ -230,7 +230,7 @@ def _class_bases(tree: ast.Module, module_name: str, imports: dict[str, tuple[st
             names = []
             for base in statement.bases:
                 node = base.value if type(base) is ast.Subscript else base
-                dotted = _dotted(node)
+                dotted = ast_dotted(node)
                 if dotted:
                     names.append(dotted)
             written[statement.name] = names
@@ -251,17 +251,6 @@ def _class_bases(tree: ast.Module, module_name: str, imports: dict[str, tuple[st
             outside.update(full + ("." + rest if rest else "") for full in imports.get(head, ()))
         found[class_name] = tuple(sorted(outside))
     return found
-
-
-def _dotted(node: ast.expr) -> str | None:
-    parts: list[str] = []
-    while type(node) is ast.Attribute:
-        parts.append(node.attr)
-        node = node.value
-    if type(node) is ast.Name:
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 class ProjectPlan:

@@ -207,7 +207,7 @@ class _Names:
         and with ``alias-modules`` applied to either. The analysis resolves an unimported name
         (and a relative import) behind a package name the scout does not know, so an alias that
         ends in a name's first parts may rename them too. Empty for no Name/Attribute chain."""
-        written = _dotted(node)
+        written = ast_dotted(node)
         if written is None:
             return set()
         head, _, rest = written.partition(".")
@@ -231,7 +231,7 @@ class _Names:
         func = call.func
         if type(func) is not ast.Subscript:
             return False
-        written = _dotted(func.value)
+        written = ast_dotted(func.value)
         if written is None:
             return False
         head = written.partition(".")[0]
@@ -310,7 +310,7 @@ class _HotScout:
 
     def _compiled_by_call(self) -> set[str]:
         """Names passed to a call that may be ``torch.compile`` at module level."""
-        written = (_dotted(call.args[0]) for call in self._compile_calls())
+        written = (ast_dotted(call.args[0]) for call in self._compile_calls())
         return {name.rsplit(".", 1)[-1] for name in written if name}
 
     def _graph_block(self) -> bool:
@@ -496,7 +496,8 @@ def _walk(tree: ast.AST) -> list[ast.AST]:
     return found
 
 
-def _dotted(node: ast.expr) -> str | None:
+def ast_dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` for an ``ast`` Name/Attribute chain, else None."""
     parts: list[str] = []
     while type(node) is ast.Attribute:
         parts.append(node.attr)
