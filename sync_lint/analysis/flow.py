@@ -114,6 +114,9 @@ class Walker(Generic[V]):
         self._returns: list[Env] = []  # environments at the ``return`` statements of this walk
         self._loops: list[tuple[list[Env], list[Env]]] = []  # per enclosing loop: continues, breaks
         self._tries: list[list[Env]] = []  # per enclosing ``try`` body: where its paths ended
+        # The tests of the enclosing ``if`` statements whose body is being walked, each with the
+        # environment before it: the hook may ask what holds where it is (``if t.dtype == d:``).
+        self.conditions: list[tuple[cst.BaseExpression, Env]] = []
 
     def on_statement(self, node: cst.CSTNode, env: Env) -> None:
         if not self._quiet:
@@ -229,7 +232,11 @@ class Walker(Generic[V]):
             return env
         if kind is cst.If:
             self.on_statement(node, env)
-            then_env = self._suite(node.body, dict(env))
+            self.conditions.append((node.test, env))
+            try:
+                then_env = self._suite(node.body, dict(env))
+            finally:
+                self.conditions.pop()
             else_env = self.statement(node.orelse, dict(env)) if type(node.orelse) is cst.If else self._suite(node.orelse, dict(env))
             return self.join_envs(then_env, else_env)
         if kind in _LOOPS:

@@ -37,7 +37,7 @@ import libcst as cst
 
 from sync_lint.analysis.context import FileContext
 from sync_lint.analysis.dtypes import element_size
-from sync_lint.analysis.flow import Walker
+from sync_lint.analysis.flow import Walker, target_key
 from sync_lint.analysis.functions import FunctionInfo
 from sync_lint.analysis.layout import (
     SCALAR,
@@ -380,12 +380,15 @@ class ContiguityAnalysis:
         for param in info.params:
             env[param] = Layout(UNKNOWN, params=frozenset({param}), source="param")
         facts = _FunctionFacts(self, info, domain)
-        walker = Walker(domain, facts.on_statement)
+        walker = facts.walker = Walker(domain, facts.on_statement)
         body = info.node.body
-        if isinstance(body, cst.IndentedBlock):
-            walker.walk(body.body, env)
-        elif isinstance(body, cst.SimpleStatementSuite):
-            walker.walk([cst.SimpleStatementLine(body=body.body)], env)
+        try:
+            if isinstance(body, cst.IndentedBlock):
+                walker.walk(body.body, env)
+            elif isinstance(body, cst.SimpleStatementSuite):
+                walker.walk([cst.SimpleStatementLine(body=body.body)], env)
+        finally:
+            facts.walker = None  # the walker holds the hook: no reference cycle may keep the tree
 
     def callee_of(self, call: cst.Call, info: FunctionInfo, env) -> tuple[str | None, str]:
         """(dotted callee for a summary look-up, kind): kind is "launch", "op", "configured",
@@ -459,6 +462,7 @@ class _FunctionFacts:
         # Locals built from ``t.stride(...)`` (``strides = [t.stride(0) * t.element_size()]``):
         # local -> the roots ``t`` whose strides they carry, for a raw ``.data_ptr()`` handed along.
         self._stride_locals: dict[str, frozenset[str]] = {}
+        self.walker: Walker | None = None  # the walk this hook is called from
 
     def summary(self):
         return self.ctx.summary(self.info.qualname, self.info.params)
@@ -520,16 +524,25 @@ class _FunctionFacts:
 
     # -- calls ------------------------------------------------------------------------------
     def _keeps_element_size(self, receiver: cst.BaseExpression, layout: Layout, target: str, header: cst.CSTNode,
-                            call: cst.Call) -> bool:
-        """Is ``receiver`` known to have the element size of ``target``: by its dtype, or by the
-        test of a conditional expression that takes ``call`` only then (``t.view(torch.uint8) if
-        t.element_size() == 1 else t``)? Unknown: False (the view is a sink)."""
+                            call: cst.Call, env) -> bool:
+        """Is ``receiver`` known to have the element size of ``target``: by its dtype, by the test
+        of a conditional expression that takes ``call`` only then (``t.view(torch.uint8) if
+        t.element_size() == 1 else t``), or by the test of an enclosing ``if`` statement, when
+        ``receiver`` names the same value as at that test (``if t.dtype == torch.float8_e4m3fn:
+        t = t.view(torch.uint8)``)? Unknown: False (the view is a sink)."""
         size = element_size(target)
         if size is None:
             return False
         if layout.dtype is not None:
             return element_size(layout.dtype) == size
-        return any(_sizes_guarded(test, receiver, self.domain) == {size} for test in _tests_taking(header, call))
+        if any(_sizes_guarded(test, receiver, self.domain) == {size} for test in _tests_taking(header, call)):
+            return True
+        key = target_key(receiver)
+        conditions = self.walker.conditions if self.walker is not None and key is not None else ()
+        return any(
+            key in before and before[key] is env.get(key) and _sizes_guarded(test, receiver, self.domain) == {size}
+            for test, before in conditions
+        )
 
     def _call(self, call: cst.Call, env, header: cst.CSTNode) -> None:
         analysis = self.analysis
@@ -539,7 +552,7 @@ class _FunctionFacts:
         if isinstance(func, cst.Attribute) and func.attr.value == "view" and len(call.args) == 1:
             target = self.domain.dtype_of(call.args[0].value)
             layout = self.domain.evaluate(func.value, env) if target is not None else None
-            if layout is not None and not self._keeps_element_size(func.value, layout, target, header, call):
+            if layout is not None and not self._keeps_element_size(func.value, layout, target, header, call, env):
                 self._receiver_sink(func.value, call, env, f"`.view({code_of(self.ctx.module, call.args[0].value)})`",
                                     "reinterpreted with `.view(dtype)`, which needs the last dim to have stride 1",
                                     "`.view(dtype)` raises unless the last dim has stride 1",

@@ -31,9 +31,10 @@ class NonContiguousViewToKernel(Rule):
         "file), `.view(dtype)`, a raw `.data_ptr()`, or a sink named in `contiguous-sinks`; never a callee named "
         "in `strided-sinks`. A `.view(dtype)` to a dtype of the same element size (`float8_e4m3fn` to `uint8`, "
         "`int32` to `float32`, `bfloat16` to `float16`) works on any strides and is no sink where the source's "
-        "dtype is known (a factory's `dtype=`, a cast, an earlier `.view(dtype)`, or the test of the conditional "
-        "expression that takes the view: `t.view(torch.uint8) if t.element_size() == 1 else t`); of an unknown "
-        "dtype it is one. Views that keep contiguity (`x[i]`, `x[:n]`, `x[1:]`, `x[i, :k]`, `x[:1, 0]`) and "
+        "dtype is known (a factory's `dtype=`, a cast, an earlier `.view(dtype)`, the test of the conditional "
+        "expression that takes the view: `t.view(torch.uint8) if t.element_size() == 1 else t`, or of an "
+        "enclosing `if` while `t` is not rebound: `if t.dtype == torch.float8_e4m3fn: t = t.view(torch.uint8)`); "
+        "of an unknown dtype it is one. Views that keep contiguity (`x[i]`, `x[:n]`, `x[1:]`, `x[i, :k]`, `x[:1, 0]`) and "
         "launches that also pass the strides (the argument's, or those of the parameter a local stands for: "
         "`ptr = x` then `x.stride()`) are not reported. A function that checks only `p.stride(-1) == 1`, "
         "reinterprets `p.view(dtype)`, or hands `p.data_ptr()` on together with `p`'s strides "
@@ -113,6 +114,13 @@ class NonContiguousViewToKernel(Rule):
         "def as_bytes(n, k):\n"
         "    w = torch.empty(n, k, dtype=torch.float8_e4m3fn)\n"
         "    return w.t().view(torch.uint8)\n"),
+        # The enclosing `if` says the element size: fp8 viewed as bytes, whatever the strides.
+        ("import torch\n\n"
+        "def as_bytes(k_cache):\n"
+        "    k = k_cache.permute(0, 2, 1, 3)\n"
+        "    if k.dtype == torch.float8_e4m3fn:\n"
+        "        k = k.view(torch.uint8)\n"
+        "    return k\n"),
         # A flat byte view with unit stride is contiguous, whatever `k_cache`'s layout.
         ("import torch\n\n"
         "def decode(k_cache, out, total_bytes):\n"
@@ -144,6 +152,16 @@ class NonContiguousViewToKernel(Rule):
         "    return tensor_2d.stride(0)\n\n"
         "def run(kv, n):\n"
         "    return encode(kv[:, :n].t())  # expect: GPU102\n"),
+        # The enclosing `if` guards a 2-byte dtype (or `k` is another tensor by the time of the view).
+        ("import torch\n\n"
+        "def as_bytes(k_cache, other):\n"
+        "    k = k_cache.transpose(1, 2)\n"
+        "    if k.dtype == torch.bfloat16:\n"
+        "        return k.view(torch.uint8)  # expect: GPU102\n"
+        "    if k.dtype == torch.float8_e4m3fn:\n"
+        "        k = other.transpose(0, 1)\n"
+        "        return k.view(torch.uint8)  # expect: GPU102\n"
+        "    return k\n"),
         # float32 -> uint8 regroups the last dim's bytes: it needs stride 1 there.
         ("import torch\n\n"
         "def as_bytes(n, k):\n"
