@@ -299,3 +299,27 @@ def test_code_under_a_module_level_if_is_followed(tmp_path):
     messages = [(Path(entry[0]).name, entry[3], entry[4]) for entry in fast]
     assert any(name == "hot.py" and "host_count" in message for name, _, message in messages), messages
     assert any(name == "user.py" and code == "GPU102" for name, code, _ in messages), messages
+
+
+BROKEN_CHAIN = '''
+import torch
+
+import pkg.ops as ops
+
+
+def step(block_table, out):
+    return (ops
+            .copy_rows(block_table[:, 0], out))
+
+
+def unrelated(x):
+    return x
+'''
+
+
+def test_a_call_chain_broken_over_lines_is_followed(tmp_path):
+    files = write_package(tmp_path, {"ops/__init__.py": OPS_INIT, "ops/kernels.py": KERNELS, "chain.py": BROKEN_CHAIN})
+    assert kept_functions(runner.Linter(make_settings()), files)["chain.py"] == {"step"}
+    fast = findings(files, fast=True)
+    assert fast == findings(files, fast=False)
+    assert any(Path(entry[0]).name == "chain.py" and entry[3] == "GPU102" for entry in fast), fast

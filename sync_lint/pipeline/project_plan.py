@@ -39,10 +39,11 @@ from sync_lint.pipeline.units import MaskPlan
 from sync_lint.rules.base import BLOCK_CALLEES, CALLEES, CALLERS, Rule
 
 # A dotted chain as written (``ops.fused_kda``, ``self.kernel``); whitespace around a dot is
-# legal Python, and a chain broken over lines inside brackets still names one thing.
-_CHAIN = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:[ \t]*\.[ \t]*[A-Za-z_]\w*)*")
-_SUPER_METHOD = re.compile(r"\bsuper[ \t]*\([^()]*\)[ \t]*\.[ \t]*([A-Za-z_]\w*)")
-_SPACE = re.compile(r"[ \t]+")
+# legal Python, and a chain broken over lines inside brackets still names one thing. (A line
+# break joins two words into a chain only before a dot, which no statement starts with.)
+_CHAIN = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*")
+_SUPER_METHOD = re.compile(r"\bsuper\s*\([^()]*\)\s*\.\s*([A-Za-z_]\w*)")
+_SPACE = re.compile(r"\s+")
 _MAX_REEXPORT_HOPS = 8
 
 
@@ -206,7 +207,7 @@ class _CallNames:
         """``own``: the qualified names of the unit's class and its bases (none outside a class)."""
         refs: set[str] = set()
         for written in set(_CHAIN.findall(text)):
-            parts = (_SPACE.sub("", written) if " " in written or "\t" in written else written).split(".")
+            parts = (_SPACE.sub("", written) if _SPACE.search(written) else written).split(".")
             head, rest = parts[0], parts[1:]
             if head in ("self", "cls") and rest:
                 refs.update(f"{owner}.{rest[0]}" for owner in own)
