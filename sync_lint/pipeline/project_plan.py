@@ -282,6 +282,8 @@ class ProjectPlan:
             self.kept = self._close(outlines)
 
     def _close(self, outlines: list[FileOutline]) -> set[int]:
+        """The units to keep: each rule's seeds (over all files), followed along the calls the
+        way its summaries flow (to the callees, to the callers, or both); the union over rules."""
         callers: list[list[int]] | None = None
         by_rule: dict[str, tuple[list[int], frozenset[str]]] = {}
         for o in outlines:
