@@ -1,46 +1,60 @@
 """The project plan (the default) against the plain path (``--parse-whole-files``), with ruff
 on the same files in the same run. Run by hand:
 
-    .venv/bin/python bench/bench_project_plan.py bench/corpus/src/vllm-0.33.0
+    .venv/bin/python bench/bench_project_plan.py bench/corpus/src/vllm-0.33.0 [--repeat 2]
 
-Prints the wall time of each, the ratios, and whether both paths report identical findings,
-fixes included (exit 1 if not).
+Each path runs as its own ``sync-lint check --isolated --no-cache --output-format json`` process
+(a run in this process would fork its workers from a heap the previous run filled). Prints the
+median wall time of each, the ratios, and whether the two JSON reports are identical, fixes
+included (exit 1 if not).
 """
 
 from __future__ import annotations
 
+import argparse
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from sync_lint.api import make_settings
-from sync_lint.pipeline.discover import DEFAULT_EXCLUDE, Discovery
-from sync_lint.pipeline.runner import Linter
+BIN = Path(sys.executable).parent
 
 
-def main(tree: str, jobs: int = 2) -> int:
-    files = Discovery(DEFAULT_EXCLUDE, Path.cwd()).files([tree])
-    settings = make_settings()
-    timings: dict[str, float] = {}
-    findings = {}
-    for name, fast in (("plain", False), ("project plan", True)):
-        started = time.perf_counter()
-        result = Linter(settings, fast=fast).run(files, jobs=jobs)
-        timings[name] = time.perf_counter() - started
-        findings[name] = {(d.path, d.line, d.col, d.end_line, d.end_col, d.code, d.message, d.fix) for d in result.diagnostics}
-    ruff = Path(sys.executable).with_name("ruff")
+def timed(cmd: list[str]) -> float:
     started = time.perf_counter()
-    subprocess.run([str(ruff), "check", "--select", "ALL", "--no-cache", "--exit-zero", "-q", tree], check=False, capture_output=True)
-    timings["ruff --select ALL"] = time.perf_counter() - started
-    print(f"{len(files)} files in {tree}")
-    for name, seconds in timings.items():
-        print(f"  {name:20s} {seconds:7.1f} s   {seconds / timings['ruff --select ALL']:6.1f}x ruff")
-    print(f"  project plan / plain: {timings['project plan'] / timings['plain']:.2f}")
-    same = findings["plain"] == findings["project plan"]
-    print(f"  findings: {len(findings['plain'])} plain, identical (fixes included): {same}")
+    subprocess.run(cmd, check=False, capture_output=True)
+    return time.perf_counter() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("tree")
+    parser.add_argument("--repeat", type=int, default=1)
+    args = parser.parse_args()
+    paths = {"plain": ["--parse-whole-files"], "project plan": []}
+    times: dict[str, list[float]] = {name: [] for name in (*paths, "ruff --select ALL")}
+    reports: dict[str, bytes] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for _ in range(args.repeat):
+            for name, extra in paths.items():
+                report = Path(folder) / f"{name.replace(' ', '_')}.json"
+                cmd = [str(BIN / "sync-lint"), "check", args.tree, "--isolated", "--no-cache", "--output-format", "json",
+                       "-o", str(report), *extra]
+                times[name].append(timed(cmd))
+                reports[name] = report.read_bytes()
+            ruff = [str(BIN / "ruff"), "check", "--select", "ALL", "--no-cache", "--exit-zero", "--isolated", "-q", args.tree]
+            times["ruff --select ALL"].append(timed(ruff))
+    median = {name: statistics.median(values) for name, values in times.items()}
+    print(f"{args.tree} (median of {args.repeat})")
+    for name, seconds in median.items():
+        print(f"  {name:20s} {seconds:7.1f} s   {seconds / median['ruff --select ALL']:6.1f}x ruff")
+    print(f"  project plan / plain: {median['project plan'] / median['plain']:.2f}")
+    same = reports["plain"] == reports["project plan"]
+    print(f"  JSON reports identical (fixes included): {same}")
     return 0 if same else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main())
