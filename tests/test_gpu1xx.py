@@ -631,3 +631,56 @@ def test_findings_do_not_depend_on_the_other_rules_selected(tmp_path):
         for select in (["GPU1"], ["GPU1", "GPU202"], ["GPU"])
     ]
     assert runs[0] == runs[1] == runs[2] == [], runs
+
+
+DTYPE_VIEW_GUARDS = """
+import torch
+
+
+def early_exit(k_cache):
+    k = k_cache.transpose(1, 2)
+    if k.element_size() != 1:
+        raise ValueError("fp8 cache expected")
+    return k.view(torch.uint8)
+
+
+def asserted(k_cache):
+    k = k_cache.transpose(1, 2)
+    assert k.dtype == torch.float8_e4m3fn
+    return k.view(torch.uint8)
+
+
+def not_in(k_cache):
+    k = k_cache.transpose(1, 2)
+    if k.dtype not in (torch.float8_e4m3fn, torch.float8_e5m2):
+        return None
+    return k.view(torch.uint8)
+
+
+def no_exit(k_cache):
+    k = k_cache.transpose(1, 2)
+    if k.element_size() != 1:
+        print("not fp8")
+    return k.view(torch.uint8)
+
+
+def wrong_size(k_cache):
+    k = k_cache.transpose(1, 2)
+    assert k.dtype == torch.bfloat16
+    return k.view(torch.uint8)
+
+
+def scoped(k_cache, flag):
+    k = k_cache.transpose(1, 2)
+    if flag:
+        assert k.dtype == torch.float8_e4m3fn
+    return k.view(torch.uint8)
+"""
+
+
+def test_what_a_test_says_of_the_element_size_holds_where_the_walk_is():
+    """An enclosing `if`, an `assert` or a guard that ends the path tells the element size of the
+    receiver of `.view(dtype)`; a check that does not end the path, a wrong size, and an
+    `assert` inside a branch that the view is not in say nothing."""
+    found = {(d.line, d.code) for d in lint_text(DTYPE_VIEW_GUARDS)}
+    assert found == {(29, "GPU102"), (35, "GPU102"), (42, "GPU102")}

@@ -114,9 +114,11 @@ class Walker(Generic[V]):
         self._returns: list[Env] = []  # environments at the ``return`` statements of this walk
         self._loops: list[tuple[list[Env], list[Env]]] = []  # per enclosing loop: continues, breaks
         self._tries: list[list[Env]] = []  # per enclosing ``try`` body: where its paths ended
-        # The tests of the enclosing ``if`` statements whose body is being walked, each with the
-        # environment before it: the hook may ask what holds where it is (``if t.dtype == d:``).
-        self.conditions: list[tuple[cst.BaseExpression, Env]] = []
+        # What is known to hold where the walk is, for the hook to ask (``if t.dtype == d:``): each
+        # test with the environment before it and whether it is true there (the body of an
+        # enclosing ``if``; after an ``assert``) or false (after an ``if`` whose body ends the
+        # path: ``if t.element_size() != 1: raise``), until the end of the enclosing block.
+        self.conditions: list[tuple[cst.BaseExpression, Env, bool]] = []
 
     def on_statement(self, node: cst.CSTNode, env: Env) -> None:
         if not self._quiet:
@@ -140,11 +142,15 @@ class Walker(Generic[V]):
         return dict(result)
 
     def _block(self, body, env: Env) -> Env:
-        for index, statement in enumerate(body):
-            if _ended(env):
-                self._unreachable(body[index:], env, self.statement)
-                break
-            env = self.statement(statement, env)
+        known = len(self.conditions)
+        try:
+            for index, statement in enumerate(body):
+                if _ended(env):
+                    self._unreachable(body[index:], env, self.statement)
+                    break
+                env = self.statement(statement, env)
+        finally:
+            del self.conditions[known:]  # what a statement of this block made known ends with it
         return env
 
     def _smalls(self, smalls, env: Env) -> Env:
@@ -232,12 +238,14 @@ class Walker(Generic[V]):
             return env
         if kind is cst.If:
             self.on_statement(node, env)
-            self.conditions.append((node.test, env))
+            self.conditions.append((node.test, env, True))
             try:
                 then_env = self._suite(node.body, dict(env))
             finally:
                 self.conditions.pop()
             else_env = self.statement(node.orelse, dict(env)) if type(node.orelse) is cst.If else self._suite(node.orelse, dict(env))
+            if node.orelse is None and _ended(then_env) and not _ended(else_env):
+                self.conditions.append((node.test, env, False))  # a guard: the rest runs only when false
             return self.join_envs(then_env, else_env)
         if kind in _LOOPS:
             self.on_statement(node, env)
@@ -349,6 +357,8 @@ class Walker(Generic[V]):
         elif kind is cst.Expr and type(node.value) is cst.NamedExpr:
             env = dict(env)
             self.bind(node.value.target, self.domain.evaluate(node.value.value, env), env)
+        elif kind is cst.Assert and not self._raises(node, env):
+            self.conditions.append((node.test, env, True))
         elif kind in _ENDS or self._raises(node, env):
             if not self._dead:
                 for ends in self._tries:

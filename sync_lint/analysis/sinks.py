@@ -196,6 +196,26 @@ def _sizes_guarded(test: cst.BaseExpression, receiver: cst.BaseExpression, domai
     return set()
 
 
+_POSITIVE = {cst.NotEqual: cst.Equal, cst.IsNot: cst.Is, cst.NotIn: cst.In}
+
+
+def _sizes_refuted(test: cst.BaseExpression, receiver: cst.BaseExpression, domain: LayoutDomain) -> set[int]:
+    """The element sizes ``receiver`` may have where ``test`` is false (``_sizes_guarded`` of its
+    negation): ``r.element_size() != 1``, ``r.dtype not in (...)``, ``not <test>``, or them joined
+    by ``or`` (both are false)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        one, other = _sizes_refuted(test.left, receiver, domain), _sizes_refuted(test.right, receiver, domain)
+        return one & other if one and other else one or other
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _sizes_guarded(test.expression, receiver, domain)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        positive = _POSITIVE.get(type(test.comparisons[0].operator))
+        if positive is not None:
+            flipped = test.comparisons[0].with_changes(operator=positive())
+            return _sizes_guarded(test.with_changes(comparisons=[flipped]), receiver, domain)
+    return set()
+
+
 def _is_dtype_of(node: cst.BaseExpression, receiver: cst.BaseExpression) -> bool:
     """``r.dtype`` for the receiver ``r``."""
     return isinstance(node, cst.Attribute) and node.attr.value == "dtype" and node.value.deep_equals(receiver)
@@ -540,8 +560,9 @@ class _FunctionFacts:
         key = target_key(receiver)
         conditions = self.walker.conditions if self.walker is not None and key is not None else ()
         return any(
-            key in before and before[key] is env.get(key) and _sizes_guarded(test, receiver, self.domain) == {size}
-            for test, before in conditions
+            key in before and before[key] is env.get(key)
+            and (_sizes_guarded if holds else _sizes_refuted)(test, receiver, self.domain) == {size}
+            for test, before, holds in conditions
         )
 
     def _call(self, call: cst.Call, env, header: cst.CSTNode) -> None:

@@ -32,9 +32,9 @@ class NonContiguousViewToKernel(Rule):
         "in `strided-sinks`. A `.view(dtype)` to a dtype of the same element size (`float8_e4m3fn` to `uint8`, "
         "`int32` to `float32`, `bfloat16` to `float16`) works on any strides and is no sink where the source's "
         "dtype is known (a factory's `dtype=`, a cast, an earlier `.view(dtype)`, the test of the conditional "
-        "expression that takes the view: `t.view(torch.uint8) if t.element_size() == 1 else t`, or of an "
-        "enclosing `if` while `t` is not rebound: `if t.dtype == torch.float8_e4m3fn: t = t.view(torch.uint8)`); "
-        "of an unknown dtype it is one. Views that keep contiguity (`x[i]`, `x[:n]`, `x[1:]`, `x[i, :k]`, `x[:1, 0]`) and "
+        "expression that takes the view: `t.view(torch.uint8) if t.element_size() == 1 else t`, of an "
+        "enclosing `if`, of an `assert`, or of an `if` whose body ends the path (`if t.element_size() != 1: "
+        "raise ...`), while `t` is not rebound); of an unknown dtype it is one. Views that keep contiguity (`x[i]`, `x[:n]`, `x[1:]`, `x[i, :k]`, `x[:1, 0]`) and "
         "launches that also pass the strides (the argument's, or those of the parameter a local stands for: "
         "`ptr = x` then `x.stride()`) are not reported. A function that checks only `p.stride(-1) == 1`, "
         "reinterprets `p.view(dtype)`, or hands `p.data_ptr()` on together with `p`'s strides "
@@ -121,6 +121,13 @@ class NonContiguousViewToKernel(Rule):
         "    if k.dtype == torch.float8_e4m3fn:\n"
         "        k = k.view(torch.uint8)\n"
         "    return k\n"),
+        # A guard that ends the path: below it the element size is known.
+        ("import torch\n\n"
+        "def as_bytes(k_cache):\n"
+        "    k = k_cache.transpose(1, 2)\n"
+        "    if k.element_size() != 1:\n"
+        "        raise ValueError('an fp8 cache is expected')\n"
+        "    return k.view(torch.uint8)\n"),
         # A flat byte view with unit stride is contiguous, whatever `k_cache`'s layout.
         ("import torch\n\n"
         "def decode(k_cache, out, total_bytes):\n"
@@ -162,6 +169,13 @@ class NonContiguousViewToKernel(Rule):
         "        k = other.transpose(0, 1)\n"
         "        return k.view(torch.uint8)  # expect: GPU102\n"
         "    return k\n"),
+        # A check that does not end the path says nothing below it.
+        ("import torch\n\n"
+        "def as_bytes(k_cache, log):\n"
+        "    k = k_cache.transpose(1, 2)\n"
+        "    if k.element_size() != 1:\n"
+        "        log('not an fp8 cache')\n"
+        "    return k.view(torch.uint8)  # expect: GPU102\n"),
         # float32 -> uint8 regroups the last dim's bytes: it needs stride 1 there.
         ("import torch\n\n"
         "def as_bytes(n, k):\n"
