@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING
 from sync_lint.analysis.summaries import FunctionSummary, PendingCall
 from sync_lint.config import Settings
 from sync_lint.diagnostics import Diagnostic
-from sync_lint.pipeline import prefilter, project_plan
+from sync_lint.pipeline import prefilter
 from sync_lint.pipeline.profile import span
-from sync_lint.pipeline.project_plan import KeptUnits
 from sync_lint.pipeline.source import SourceError, SourceFile, split_lines
 from sync_lint.pipeline.suppress import Suppressions, is_suppressed, scan
 from sync_lint.pipeline.units import MaskPlan
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from sync_lint.analysis.context import FileContext
+    from sync_lint.pipeline.project_plan import KeptUnits
     from sync_lint.pipeline.scout import Scout
 
 
@@ -126,6 +126,14 @@ def lint_source(
 _NOQA_THAT_MATTERS_ALONE = re.compile(r"noqa[^\n]*gpu|sync-lint\s*:\s*noqa")
 
 
+def _fingerprint(source: SourceFile) -> int:
+    from sync_lint.pipeline.project_plan import (
+        fingerprint,  # only a run of many files has a plan
+    )
+
+    return fingerprint(source)
+
+
 def _noqa_matters_alone(text: str) -> bool:
     """A noqa naming our codes, or the file-level switch, in any case. Searched in the
     lowered text, and only where "noqa" occurs: the pattern has no literal prefix for the
@@ -160,7 +168,7 @@ def _lint_source(
     if alone is not None:
         with span("prefilter"):
             plan = prefilter.one_file_plan(active, text, alone)
-    elif kept is not None and kept.fingerprint == project_plan.fingerprint(source):
+    elif kept is not None and kept.fingerprint == _fingerprint(source):
         plan = MaskPlan(text, split_lines(text))
         plan.keep_units(list(kept.indices))
         plan.close_over_state()

@@ -7,12 +7,12 @@ import contextlib
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
 from sync_lint import config
 from sync_lint.diagnostics import Diagnostic
 from sync_lint.pipeline import cache as cache_stage
-from sync_lint.pipeline import prefilter, profile, project_plan, scout, suppress
+from sync_lint.pipeline import prefilter, profile, scout, suppress
 from sync_lint.pipeline.lint_file import (
     FileFacts,
     lint_path,
@@ -20,10 +20,14 @@ from sync_lint.pipeline.lint_file import (
     module_name_for,
 )
 from sync_lint.pipeline.project import ProjectIndex
-from sync_lint.pipeline.project_plan import FileOutline, KeptUnits, ProjectPlan
 from sync_lint.pipeline.source import SourceError, SourceFile, read
 from sync_lint.rules import all_rules
 from sync_lint.rules.base import Rule
+
+# The project plan is imported where a run of many files makes one: a one-file run (what
+# pre-commit and the flake8 plugin do) never needs it.
+if TYPE_CHECKING:
+    from sync_lint.pipeline.project_plan import FileOutline, KeptUnits, ProjectPlan
 
 # Below this many files a process pool costs more than it saves (start-up and imports).
 PARALLEL_THRESHOLD = 48
@@ -75,11 +79,13 @@ class Linter:
         module_name = module_name_for(path)
         is_package = os.path.basename(path) == "__init__.py"
 
+        from sync_lint.pipeline import project_plan
+
         def make(source: SourceFile) -> FileOutline:
             return project_plan.outline(source, self.settings, scope.rules, module_name, is_package)
 
         def unreadable(path: str, error: SourceError) -> FileOutline:
-            return FileOutline(path)  # linting it reports why
+            return project_plan.FileOutline(path)  # linting it reports why
 
         if self.cache is not None:
             return self.cache.lint_path(path, make, variant=("outline", scope.key()), source=source, on_error=unreadable)
@@ -152,6 +158,8 @@ class Linter:
             else:
                 outlines = pool.map(_worker_outline_batch, paths)
         with profile.span("project plan"):
+            from sync_lint.pipeline.project_plan import ProjectPlan
+
             return ProjectPlan(outlines)
 
     def run(self, paths: list[str], jobs: int | None = None, progress=None) -> RunResult:

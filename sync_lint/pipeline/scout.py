@@ -469,7 +469,7 @@ def _matches(name: str, patterns: list[str]) -> bool:
 
 # Fields that never hold a node worth visiting: names, constants, and the shared singleton
 # nodes of contexts and operators (``Load``, ``Add``), which are most of a tree's nodes.
-_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "value_kind", "kind", "type_comment", "level", "module", "conversion"})
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "kind", "type_comment", "level", "module", "conversion"})
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
