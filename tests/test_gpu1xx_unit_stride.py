@@ -94,6 +94,46 @@ def test_contiguity_check_still_flags_every_strided_view(check: str, argument: s
     assert findings(source) == ([(line, "GPU102")] if flagged else [])
 
 
+# A permutation of a 4-D cache that leaves the last dim in place keeps its stride 1 (vLLM's
+# ``k_cache.permute(0, 2, 1, 3).view(torch.uint8)`` for an fp8 kernel's byte view); one that moves
+# it, or whose dims are not known to leave it, is still a sink. (argument, unit-flagged, flagged)
+KV_CACHE_ARGUMENTS = [
+    ("kc.permute(0, 2, 1, 3)", False, True),
+    ("kc.permute((0, 2, 1, 3))", False, True),
+    ("kc.permute(0, 2, 1, -1)", False, True),
+    ("kc.transpose(-3, -2)", False, True),
+    ("kc.swapaxes(-4, -2)", False, True),
+    ("torch.empty(2, 3, 4, 5).transpose(1, 2)", False, True),  # the dims are known: 1 and 2 are not the last
+    ("torch.empty(2, 3, 4, 5).movedim(0, 2)", False, True),
+    ("kc.permute(0, 2, 1, 3).transpose(-1, -2)", True, True),
+    ("kc.permute(0, 1, 3, 2)", True, True),
+    ("kc.permute(3, 2, 1, 0)", True, True),
+    ("kc.transpose(-1, -2)", True, True),
+    ("kc.transpose(2, 3)", True, True),  # kc's dims are not known here
+    ("kc.mT", True, True),
+]
+
+
+@pytest.mark.parametrize(("argument", "unit_flagged", "flagged"), KV_CACHE_ARGUMENTS)
+def test_kv_cache_expectations_match_torch(argument: str, unit_flagged: bool, flagged: bool):
+    value = eval(argument, {"kc": torch.zeros(2, 3, 4, 5), "torch": torch})
+    if argument != "kc.transpose(2, 3)":  # flagged because the analysis cannot know kc has 4 dims
+        assert (value.stride(-1) != 1) == unit_flagged
+    assert (not value.is_contiguous()) == flagged
+
+
+@pytest.mark.parametrize(("argument", "flagged", "_"), KV_CACHE_ARGUMENTS)
+def test_unit_stride_callee_of_a_kv_cache_permutation(argument: str, flagged: bool, _: bool):
+    source = f"import torch\n\n\ndef wrapper(x):\n    return x.view(torch.uint8)\n\n\ndef caller(kc):\n    return wrapper({argument})\n"
+    assert findings(source) == ([(source.count("\n"), "GPU102")] if flagged else [])
+
+
+@pytest.mark.parametrize(("argument", "_", "flagged"), KV_CACHE_ARGUMENTS)
+def test_contiguity_callee_of_a_kv_cache_permutation(argument: str, _: bool, flagged: bool):
+    source = f"import torch\n\n\ndef wrapper(x):\n    assert x.is_contiguous()\n    return x\n\n\ndef caller(kc):\n    return wrapper({argument})\n"
+    assert findings(source) == ([(source.count("\n"), "GPU102")] if flagged else [])
+
+
 def test_unit_stride_message_says_the_callee_needs_stride_1_in_its_last_dim():
     source = """
     def wrapper(x):

@@ -192,6 +192,27 @@ def _not_last(dim: cst.BaseExpression | None, ndim: int | None) -> bool:
     return value % ndim != ndim - 1 if -ndim <= value < ndim else False
 
 
+def _permutation_keeps_last(method: str, positional: list, ndim: int | None) -> tuple[bool, int | None]:
+    """Does a permuting view leave the last dim where it was, and with it the base's last stride
+    (what ``.view(dtype)`` and a ``stride(-1) == 1`` check need)? And its number of dims.
+
+    ``k.permute(0, 2, 1, 3)`` (the dims listed end with the last), ``x.transpose(-3, -2)`` (a
+    negative dim other than -1 is never the last) and ``x.transpose(0, 1)`` of a tensor known to
+    have 3 dims keep it; ``x.t()``, ``x.permute(1, 0)``, and anything not written as literals, do
+    not."""
+    if method == "permute":
+        dims = positional
+        if len(positional) == 1 and isinstance(positional[0], (cst.Tuple, cst.List)):
+            dims = [element.value for element in positional[0].elements]
+        values = [_int_literal(dim) for dim in dims]
+        if not values or None in values:
+            return False, ndim
+        return values[-1] in (len(values) - 1, -1), len(values)
+    if method == "t" or len(positional) != 2:
+        return False, ndim
+    return all(_not_last(dim, ndim) or (_int_literal(dim) or 0) < -1 for dim in positional), ndim
+
+
 def _int_literal(node: cst.BaseExpression | None) -> int | None:
     if isinstance(node, cst.Integer):
         try:
@@ -701,8 +722,9 @@ class LayoutDomain:
             if self._identity_permutation(method, positional):
                 return base
             what = "a permutation" if method in ("permute", "movedim", "moveaxis") else "a transpose"
-            return self._view(base, PERMUTED, f"{what} of `{self.text(receiver)}`", node, receiver, inner_unit=False,
-                              ndim=base.ndim)
+            keeps_last, ndim = _permutation_keeps_last(method, positional, base.ndim)
+            return self._view(base, PERMUTED, f"{what} of `{self.text(receiver)}`", node, receiver,
+                              inner_unit=base.inner_unit and keeps_last, ndim=ndim)
         if method in _BROADCASTING:
             sizes = self._broadcast_sizes(method, args)
             # An expanded dim has stride 0: the last dim keeps the base's stride only where its

@@ -40,8 +40,10 @@ class NonContiguousViewToKernel(Rule):
         "reinterprets `p.view(dtype)`, or hands `p.data_ptr()` on together with `p`'s strides "
         "(`encode(p.data_ptr(), p.stride(0))`, or a local built from them) needs no more than stride 1 in the "
         "last dim: it is reported only for a "
-        "view whose last dim is strided (a transpose or permutation, a column select `x[:, i]`, a last-dim step "
-        "slice), not for a column-range slice such as `x[:, :k]`. Nor does one that checks "
+        "view whose last dim is strided (a transpose or permutation that moves the last dim, a column select "
+        "`x[:, i]`, a last-dim step slice), not for a column-range slice such as `x[:, :k]`, nor for a "
+        "permutation that leaves the last dim in place (`k.permute(0, 2, 1, 3)`, `k.transpose(-3, -2)`, or "
+        "`transpose(0, 1)` of a tensor known to have more than two dims). Nor does one that checks "
         "`p.is_contiguous() or p.stride(-1) == 1` need more: the second check alone lets a column-range slice "
         "through."
     )
@@ -117,7 +119,7 @@ class NonContiguousViewToKernel(Rule):
         # The enclosing `if` says the element size: fp8 viewed as bytes, whatever the strides.
         ("import torch\n\n"
         "def as_bytes(k_cache):\n"
-        "    k = k_cache.permute(0, 2, 1, 3)\n"
+        "    k = k_cache.transpose(1, 2)\n"
         "    if k.dtype == torch.float8_e4m3fn:\n"
         "        k = k.view(torch.uint8)\n"
         "    return k\n"),
@@ -128,6 +130,11 @@ class NonContiguousViewToKernel(Rule):
         "    if k.element_size() != 1:\n"
         "        raise ValueError('an fp8 cache is expected')\n"
         "    return k.view(torch.uint8)\n"),
+        # A permutation that leaves the last dim in place keeps its stride 1, all `.view(dtype)` needs.
+        ("import torch\n\n"
+        "def as_bytes(k_cache):\n"
+        "    k_perm = k_cache.permute(0, 2, 1, 3)\n"
+        "    return k_perm.view(torch.uint8)\n"),
         # A flat byte view with unit stride is contiguous, whatever `k_cache`'s layout.
         ("import torch\n\n"
         "def decode(k_cache, out, total_bytes):\n"
