@@ -11,7 +11,7 @@ For each file, in this process, ``Linter.run([file])`` three times with isolated
   the file that can matter to it alone parsed (``prefilter.one_file_plan``);
 - unplanned: the same rules, the file parsed whole;
 - plain: every rule whose triggers occur, the scout answering "may", the file parsed whole.
-It prints the files whose findings differ (there must be none), how many files and lines each
+It prints the files whose findings or fixes differ (there must be none), how many files and lines each
 path parsed, and the CPU seconds of each path, also by file size.
 """
 
@@ -35,7 +35,9 @@ LABELS = ("plain", "unplanned", "default")
 
 
 def key(result) -> list[tuple]:
-    return sorted((d.line, d.col, d.code, d.message) for d in result.diagnostics)
+    """Each finding with its fix: a one-file run plans fixes on its masked parse where they
+    edit only the finding's own span, so they are compared too."""
+    return sorted(((d.line, d.col, d.code, d.message, d.fix) for d in result.diagnostics), key=repr)
 
 
 class Counter:

@@ -29,14 +29,30 @@ if TYPE_CHECKING:
 _ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.List, cst.Tuple, cst.Dict, cst.Set)
 
 
-class Editor:
-    """Edits are offsets into ``text``, the file that libcst parsed whole into ``module``."""
+class NeedsWholeFile(Exception):
+    """A fix planned on a masked parse (``pipeline.units``) needs the whole module."""
 
-    def __init__(self, module: cst.Module, text: str, positions: Mapping[cst.CSTNode, CodeRange]) -> None:
+
+class Editor:
+    """Edits are offsets into ``text``, the file that libcst parsed into ``module``.
+
+    ``masked``: ``module`` is the parse of ``text`` with some function units masked. Masking
+    keeps the lines and columns of the code it keeps, so an edit at a node's own span
+    (``span``, ``insert_after``, ``replace``) is exact; one planned from the module's rendering
+    or its other statements (``replace_statement``, ``transform``, or an import's place) may
+    not be: those raise ``NeedsWholeFile``, and the file's fixes are planned on a whole parse.
+    A fix plan must use one of them before it reads ``module`` beyond its own node."""
+
+    def __init__(self, module: cst.Module, text: str, positions: Mapping[cst.CSTNode, CodeRange], masked: bool = False) -> None:
         self.module = module
         self.text = text
         self.positions = positions
         self.lines = LineIndex(text)
+        self.masked = masked
+
+    def _whole(self) -> None:
+        if self.masked:
+            raise NeedsWholeFile
 
     def span(self, node: cst.CSTNode) -> tuple[int, int]:
         where = self.positions[node]
@@ -62,6 +78,7 @@ class Editor:
         statement's own rendering is not exactly what the text holds from the start of its line
         (a decorated definition, whose position starts at ``def``; a last line without a
         newline): the caller falls back to ``transform``."""
+        self._whole()
         where = self.positions[statement]
         start = self.lines.offset(where.start.line, 0)
         indent = self.text[start : start + where.start.column]
@@ -83,6 +100,7 @@ class Editor:
 
     def transform(self, new_module: cst.Module) -> tuple[Edit, ...]:
         """Line-level edits that turn the original text into ``new_module``'s code."""
+        self._whole()
         old_lines = split_lines(self.text)
         new_lines = split_lines(new_module.code)
         edits = []

@@ -127,8 +127,8 @@ def kept_functions(linter: runner.Linter, files: list[str]) -> dict[str, set[str
     return found
 
 
-def findings(files: list[str], fast: bool) -> list[tuple]:
-    linter = runner.Linter(make_settings(), fast=fast)
+def findings(files: list[str], fast: bool, **options) -> list[tuple]:
+    linter = runner.Linter(make_settings(**options), fast=fast)
     return sorted((d.path, d.line, d.col, d.code, d.message, d.fix) for d in linter.run(files, jobs=1).diagnostics)
 
 
@@ -205,12 +205,41 @@ def test_findings_equal_the_plain_path(package):
 
 
 def test_masked_file_with_a_finding_gets_the_whole_file_fix(tmp_path):
-    """Fixes are planned on the whole file: a masked file's fix equals the plain path's."""
+    """A fix that edits its node's own span (``.contiguous()``) is planned on the masked parse,
+    which keeps lines and columns: the file is not linted again, and the fix equals the plain
+    path's."""
     caller = CALLER.replace("block_table[:, 0]", "block_table[:, 0].to(torch.int32)")
     files = write_package(tmp_path, {"ops/__init__.py": OPS_INIT, "ops/kernels.py": KERNELS, "caller.py": caller})
     fast = findings(files, fast=True)
     assert any(entry[5] is not None for entry in fast), fast
     assert fast == findings(files, fast=False)
+    linter = runner.Linter(make_settings())
+    plan = linter.outline_all(files, None, None, {})
+    path = next(p for p in files if p.endswith("caller.py"))
+    facts = linter.lint_one(path, plan.units_to_keep(path))
+    assert "pkg.caller.unrelated" in facts.functions  # masked, but defined
+    assert not facts.masked and [p.diagnostic.fix for p in facts.pending if p.diagnostic.fix is not None]
+
+
+GUARD = "vllm.utils:gpu_sync_allowed"
+
+
+def test_a_fix_that_needs_the_whole_module_is_planned_on_the_whole_file(tmp_path):
+    """Wrapping a sync in ``with gpu_sync_allowed():`` adds an import, whose place depends on the
+    module around it: on a masked parse it is not planned (``FileFacts.masked``), and the run
+    lints the file whole, so that the fix equals the plain path's."""
+    model = MODEL.replace("        n = host_count(x)\n", "        n = int(x.sum().item())\n")
+    files = write_package(tmp_path, {"model.py": model, "base.py": BASE, "helpers.py": HELPERS})
+    fast = findings(files, fast=True, sync_guard=GUARD)
+    assert any(entry[3] == "GPU201" and entry[5] is not None for entry in fast), fast
+    assert fast == findings(files, fast=False, sync_guard=GUARD)
+    linter = runner.Linter(make_settings(sync_guard=GUARD))
+    plan = linter.outline_all(files, None, None, {})
+    path = next(p for p in files if p.endswith("model.py"))
+    kept = plan.units_to_keep(path)
+    assert kept is not None  # ``describe`` is masked
+    facts = linter.lint_one(path, kept)
+    assert facts.masked and facts.diagnostics and all(d.fix is None for d in facts.diagnostics)
 
 
 def test_a_file_changed_after_its_outline_is_parsed_whole(package):

@@ -49,8 +49,9 @@ class FileFacts:
     functions: frozenset[str] = frozenset()
     suppressions: Suppressions = field(default_factory=Suppressions)
     parsed: bool = False
-    # Parsed with some units masked (``pipeline.units``) and has findings, whose fixes are not
-    # planned: the runner lints the file whole if one of them is reported.
+    # Parsed with some units masked (``pipeline.units``), and the fix of a finding needs the
+    # whole file (``fixes.NeedsWholeFile``): it has none here, and the runner lints the file
+    # whole if one of its findings is reported.
     masked: bool = False
 
 
@@ -241,33 +242,24 @@ def _parse_and_check(
             ]
         masked = text is not source.text
         # Masking keeps the lines and columns of the code it keeps, so a masked file's findings
-        # are where the whole file's are; only their fixes may differ, as a fix may depend on a
-        # masked unit (an import added above a masked ``def`` keeps two blank lines before it,
-        # not one). An internal error (masking must not be its cause) or, in a file checked
-        # alone, a finding that a noqa does not suppress: lint the whole file now. In a run of
+        # are where the whole file's are, and so are the fixes that edit a node's own span
+        # (``.contiguous()``); a fix planned from the module around it may differ (an import
+        # added above a masked ``def`` keeps two blank lines before it, not one), and needs the
+        # whole file (``fixes.NeedsWholeFile``). An internal error (masking must not be its
+        # cause) or, in a file checked alone, such a fix: lint the whole file now. In a run of
         # many files, most findings are conditional on other files: the runner lints whole
         # only a file that ends up with a finding (``FileFacts.masked``).
-        if masked and (facts.diagnostics or (alone and findings and not _all_suppressed(ctx, findings))):
+        if masked and facts.diagnostics:
             return lint_source(source, settings, rules, reexports=reexports)
-        facts.masked = masked and not alone and bool(findings)
         if findings:
             with span("positions and fixes"):
-                _resolve_findings(facts, ctx, findings, plan_fixes=not facts.masked)
+                planned = _resolve_findings(facts, ctx, findings, masked=masked)
+            if not planned and alone:
+                return lint_source(source, settings, rules, reexports=reexports)
+            facts.masked = not planned
         return facts
     finally:
         ctx.release()
-
-
-def _all_suppressed(ctx: FileContext, findings: list[tuple[Rule, Finding]]) -> bool:
-    """Whether a noqa comment suppresses each of ``findings`` (by its line and code)."""
-    positions = ctx.positions()
-    with span("noqa scan"):
-        suppressions = scan(ctx.source.text)
-    for rule, finding in findings:
-        line = positions[finding.node].start.line
-        if not is_suppressed(Diagnostic(ctx.path, line, 1, line, 1, rule.code, ""), suppressions):
-            return False
-    return True
 
 
 # libcst's parser takes super-linear time on a long flat operator chain (2,000 terms about 2 s,
@@ -321,16 +313,17 @@ def _with_reexports(facts: FileFacts, source: SourceFile, settings: Settings) ->
     return facts
 
 
-def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[Rule, Finding]], plan_fixes: bool = True) -> None:
+def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[Rule, Finding]], masked: bool = False) -> bool:
     """Positions and fixes, computed only for files that have findings. A finding that a noqa
     comment suppresses is never shown nor fixed, so it gets no fix: planning one can cost a
     transform of the whole module (GPU201's ``with`` block), and engines carry many such
-    deliberate, marked syncs. ``plan_fixes``: False for a masked file, whose fixes are planned
-    on the whole file if it ends up with a finding."""
-    from sync_lint.fixes import Editor
+    deliberate, marked syncs. ``masked``: the module is a masked parse; False is returned when
+    a fix needs the whole file (the findings then have no fixes)."""
+    from sync_lint.fixes import Editor, NeedsWholeFile
 
     positions = ctx.positions()
-    editor = Editor(ctx.module, ctx.source.text, positions)
+    editor = Editor(ctx.module, ctx.source.text, positions, masked=masked)
+    planned = True
     with span("noqa scan"):
         suppressions = scan(ctx.source.text)
     for rule, finding in findings:
@@ -344,9 +337,11 @@ def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[R
             code=rule.code,
             message=finding.message,
         )
-        if plan_fixes and finding.fix is not None and not is_suppressed(diagnostic, suppressions):
+        if planned and finding.fix is not None and not is_suppressed(diagnostic, suppressions):
             try:
                 diagnostic = replace(diagnostic, fix=finding.fix(editor))
+            except NeedsWholeFile:
+                planned = False
             except Exception as exc:  # noqa: BLE001 -- a broken fix must not lose the finding
                 facts.diagnostics.append(
                     tool_diagnostic(ctx.path, "GPU004", f"internal error in {rule.code} fix: {type(exc).__name__}: {exc}")
@@ -356,6 +351,10 @@ def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[R
         else:
             condition = finding.if_callee
             facts.pending.append(PendingCall(condition.kind, condition.callee, condition.arg, diagnostic))
+    if not planned:  # no fix at all rather than some: the whole file's lint plans them all
+        facts.diagnostics = [replace(d, fix=None) if d.fix is not None else d for d in facts.diagnostics]
+        facts.pending = [replace(p, diagnostic=replace(p.diagnostic, fix=None)) for p in facts.pending]
+    return planned
 
 
 def lint_path(path: str, lint) -> FileFacts:
