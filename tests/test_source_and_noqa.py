@@ -39,6 +39,9 @@ def test_line_index_handles_crlf_and_lone_cr_like_the_tokenizer():
     assert index.line_text(4) == "\x0cd = 4"  # a form feed is not a line break for Python
     assert index.position(index.offset(3, 2)) == (3, 2)
     assert "".join(split_lines(text)) == text and len(split_lines(text)) == 4
+    # without such characters ``str.splitlines`` does the split: the same lines
+    assert split_lines("a = 1\r\nb = 2\rc = 3\n\nd") == ["a = 1\r\n", "b = 2\r", "c = 3\n", "\n", "d"]
+    assert split_lines("x = '\u2028'\ny\n") == ["x = '\u2028'\n", "y\n"]
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,8 @@ import tokenize
 from dataclasses import dataclass
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+# What ``str.splitlines`` also splits at, and Python's tokenizer does not.
+_NOT_A_LINE_BREAK = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 class SourceError(Exception):
@@ -73,6 +75,8 @@ def read(path: str) -> SourceFile:
 
 def split_lines(text: str) -> list[str]:
     """Lines with their endings, splitting only where Python's tokenizer does (not at \\f, \\x1c...)."""
+    if _NOT_A_LINE_BREAK.search(text) is None:
+        return text.splitlines(keepends=True)  # the same lines, split in C: most files
     lines = []
     start = 0
     for match in _LINE_BREAK.finditer(text):
