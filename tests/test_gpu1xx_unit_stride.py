@@ -624,3 +624,56 @@ def caller(kv, out):
 def test_strides_returned_by_a_helper_make_a_launch_stride_aware(row_stride, launched, expected):
     source = FLATTENING_WRAPPER.format(row_stride=row_stride, launched=launched)
     assert findings(source) == expected
+
+
+# A check that a dim has stride 1 (a column-major weight: ``assert w.stride(0) == 1``) makes the
+# transpose that moves that dim last a view with a unit last stride: ``.view(dtype)`` works on it.
+# (check, argument, flagged by ``.view(dtype)``)
+STRIDE_CHECKED = [
+    ("assert w.stride(0) == 1", "w.t()", False),
+    ("assert w.stride()[0] == 1", "w.T", False),
+    ("assert w.dim() == 2 and 1 == w.stride(0)", "w.transpose(0, -1)", False),
+    ("if w.stride(0) != 1:\n        raise ValueError('w')", "w.t()", False),
+    ("if not w.stride(0) == 1:\n        raise ValueError('w')", "w.t()", False),
+    ("assert w.stride(-2) == 1", "w.mT", False),
+    ("assert w.stride(-2) == 1", "w.permute(1, 0)", False),  # two dims: -2 is dim 0
+    ("assert w.stride(1) == 1", "w.t()", True),  # the last dim already: the transpose moves it away
+    ("assert w.stride(0) == 1 or w.stride(1) == 1", "w.t()", True),
+    ("if w.stride(0) != 1:\n        print('w')", "w.t()", True),  # the check does not end the path
+]
+
+
+def _stride_checked_source(check: str, argument: str) -> str:
+    return f"import torch\n\n\ndef f(w):\n    {check}\n    return {argument}.view(torch.uint8)\n"
+
+
+@pytest.mark.parametrize(("check", "argument", "flagged"), STRIDE_CHECKED)
+def test_a_checked_unit_stride_is_kept_by_the_transpose_that_moves_it_last(check, argument, flagged):
+    source = _stride_checked_source(check, argument)
+    assert findings(source) == ([(source.count("\n"), "GPU102")] if flagged else [])  # the last line
+
+
+@pytest.mark.parametrize(("check", "argument", "flagged"), STRIDE_CHECKED)
+def test_stride_checked_expectations_match_torch(check, argument, flagged):
+    """Not flagged: every input the check lets through can be viewed. Flagged: some can not."""
+    namespace: dict = {}
+    exec(_stride_checked_source(check, argument), namespace)  # noqa: S102 -- this test's own source, run on torch
+    failed_views = 0
+    for w in (torch.zeros(4, 5), torch.zeros(5, 4).t()):  # row-major, column-major
+        try:
+            namespace["f"](w)
+        except (AssertionError, ValueError):
+            continue  # the check refused it
+        except RuntimeError:
+            failed_views += 1
+    assert (failed_views > 0) == flagged
+
+
+def test_a_checked_unit_stride_does_not_make_a_transpose_contiguous():
+    source = "import torch\n\n\ndef f(w):\n    assert w.stride(0) == 1\n    torch.ops._C.gemm(w.t())\n"
+    assert findings(source) == [(6, "GPU102")]
+
+
+def test_a_unit_stride_check_of_a_value_since_rebound_says_nothing():
+    source = "import torch\n\n\ndef f(w, v):\n    assert w.stride(0) == 1\n    w = v\n    return w.t().view(torch.uint8)\n"
+    assert findings(source) == [(7, "GPU102")]

@@ -213,6 +213,84 @@ def _permutation_keeps_last(method: str, positional: list, ndim: int | None) -> 
     return all(_not_last(dim, ndim) or (_int_literal(dim) or 0) < -1 for dim in positional), ndim
 
 
+def _dim_made_last(method: str, positional: list, ndim: int | None) -> int | None:
+    """The receiver's dim (as written: ``0``, ``-2``) that a permuting view makes its last one,
+    where the call says: ``t()`` (2-D at most) and ``T`` reverse the dims (dim 0), ``mT`` swaps
+    the last two (dim -2), ``permute(..., d)`` ends with ``d``, ``transpose(d, -1)`` swaps ``d``
+    in. None: not known."""
+    if method in ("t", "T", "H"):
+        return 0
+    if method in ("mT", "mH"):
+        return -2
+    values = [_int_literal(dim) for dim in positional]
+    if method == "permute" and len(positional) == 1 and isinstance(positional[0], (cst.Tuple, cst.List)):
+        values = [_int_literal(element.value) for element in positional[0].elements]
+    if not values or None in values:
+        return None
+    if method == "permute":
+        return values[-1]
+    if method in ("transpose", "swapaxes", "swapdims") and len(values) == 2:
+        for last, other in (values, reversed(values)):
+            if last == -1 or (ndim is not None and last == ndim - 1):
+                return other
+    return None
+
+
+def _stride_dim_of(node: cst.BaseExpression, key: str) -> int | None:
+    """``d`` of ``x.stride(d)`` or ``x.stride()[d]`` with ``x`` written as ``key``, else None."""
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        inner = node.value
+        if isinstance(inner, cst.Call) and not inner.args and _is_stride_method(inner.func, key):
+            return _int_literal(node.slice[0].slice.value)
+        return None
+    if isinstance(node, cst.Call) and len(node.args) == 1 and _is_stride_method(node.func, key):
+        return _int_literal(node.args[0].value)
+    return None
+
+
+def _is_stride_method(func: cst.BaseExpression, key: str) -> bool:
+    return isinstance(func, cst.Attribute) and func.attr.value == "stride" and target_key(func.value) == key
+
+
+def _unit_stride_test(test: cst.BaseExpression, key: str, equal: type) -> int | None:
+    """``d`` of ``key.stride(d) == 1`` (``equal`` cst.Equal) or ``!= 1`` (cst.NotEqual), either way round."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    comparison = test.comparisons[0]
+    if type(comparison.operator) is not equal:
+        return None
+    for one, other in ((test.left, comparison.comparator), (comparison.comparator, test.left)):
+        if _int_literal(other) == 1:
+            dim = _stride_dim_of(one, key)
+            if dim is not None:
+                return dim
+    return None
+
+
+def _unit_dims_guarded(test: cst.BaseExpression, key: str) -> set[int]:
+    """The dims ``d`` (as written) with ``key.stride(d) == 1`` wherever ``test`` is true: that
+    comparison, or one of them joined by ``and``; both sides of an ``or`` must say it."""
+    if isinstance(test, cst.BooleanOperation):
+        one, other = _unit_dims_guarded(test.left, key), _unit_dims_guarded(test.right, key)
+        return one | other if isinstance(test.operator, cst.And) else one & other
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _unit_dims_refuted(test.expression, key)
+    dim = _unit_stride_test(test, key, cst.Equal)
+    return {dim} if dim is not None else set()
+
+
+def _unit_dims_refuted(test: cst.BaseExpression, key: str) -> set[int]:
+    """The dims ``d`` with ``key.stride(d) == 1`` wherever ``test`` is false (``if x.stride(0)
+    != 1: raise`` and the code below it): ``!= 1``, ``not <guarded>``, or them joined by ``or``."""
+    if isinstance(test, cst.BooleanOperation):
+        one, other = _unit_dims_refuted(test.left, key), _unit_dims_refuted(test.right, key)
+        return one | other if isinstance(test.operator, cst.Or) else one & other
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _unit_dims_guarded(test.expression, key)
+    dim = _unit_stride_test(test, key, cst.NotEqual)
+    return {dim} if dim is not None else set()
+
+
 def _int_literal(node: cst.BaseExpression | None) -> int | None:
     if isinstance(node, cst.Integer):
         try:
@@ -354,6 +432,9 @@ class LayoutDomain:
         self.names = ctx.names
         self.module = ctx.module
         self.int_params = int_params  # parameters annotated ``int``: ``x[:, i]`` selects
+        # The walk's known conditions (``Walker.conditions``: test, environment at the test,
+        # whether it holds) while a walker evaluates with this domain; none otherwise.
+        self.conditions: list[tuple[cst.BaseExpression, dict, bool]] | tuple = ()
 
     # -- flow.Domain -------------------------------------------------------------------------
     def unknown(self) -> Layout:
@@ -501,8 +582,9 @@ class LayoutDomain:
             base = self.evaluate(node.value, env)
             if base.kind in (SCALAR, OTHER, NONE, TUPLE):
                 return UNKNOWN_LAYOUT
+            unit_last = self._unit_stride_checked(node.value, -2 if attr in ("mT", "mH") else 0, base.ndim, env)
             return self._view(base, PERMUTED, f"a transpose of `{self.text(node.value)}`", node, node.value,
-                              inner_unit=False, ndim=base.ndim)
+                              inner_unit=unit_last, ndim=base.ndim)
         if attr in ("shape", "dtype", "device", "ndim", "layout", "is_cuda"):
             return OTHER_LAYOUT
         if attr == "data":
@@ -723,8 +805,12 @@ class LayoutDomain:
                 return base
             what = "a permutation" if method in ("permute", "movedim", "moveaxis") else "a transpose"
             keeps_last, ndim = _permutation_keeps_last(method, positional, base.ndim)
+            made_last = None if keeps_last else _dim_made_last(method, positional, base.ndim)
+            inner_unit = base.inner_unit if keeps_last else (
+                made_last is not None and self._unit_stride_checked(receiver, made_last, ndim, env)
+            )
             return self._view(base, PERMUTED, f"{what} of `{self.text(receiver)}`", node, receiver,
-                              inner_unit=base.inner_unit and keeps_last, ndim=ndim)
+                              inner_unit=inner_unit, ndim=ndim)
         if method in _BROADCASTING:
             sizes = self._broadcast_sizes(method, args)
             # An expanded dim has stride 0: the last dim keeps the base's stride only where its
@@ -835,6 +921,22 @@ class LayoutDomain:
         size = positional[0] if positional else self._keyword(node, "size")
         stride = positional[1] if len(positional) > 1 else self._keyword(node, "stride")
         return size, stride
+
+    def _unit_stride_checked(self, receiver: cst.BaseExpression, dim: int, ndim: int | None, env) -> bool:
+        """Is ``receiver``'s stride in ``dim`` 1 here, by a condition the walk knows holds
+        (``assert w.stride(0) == 1``, or below ``if w.stride(0) != 1: raise``), with ``receiver``
+        still the value it was at that test? Then a transpose that makes ``dim`` its last dim
+        (``w.t()`` of a column-major ``w``) has stride 1 there. With ``ndim`` dims known, ``-2``
+        and ``1`` of a 3-D tensor are one dim."""
+        key = target_key(receiver)
+        if key is None or not self.conditions:
+            return False
+        same = (lambda d: d == dim) if not ndim else (lambda d: -ndim <= d < ndim and d % ndim == dim % ndim)
+        return any(
+            key in before and before[key] is env.get(key)
+            and any(same(d) for d in (_unit_dims_guarded if holds else _unit_dims_refuted)(test, key))
+            for test, before, holds in self.conditions
+        )
 
     @staticmethod
     def _identity_permutation(method: str, positional: list) -> bool:

@@ -401,6 +401,7 @@ class ContiguityAnalysis:
             env[param] = Layout(UNKNOWN, params=frozenset({param}), source="param")
         facts = _FunctionFacts(self, info, domain)
         walker = facts.walker = Walker(domain, facts.on_statement)
+        domain.conditions = walker.conditions  # what asserts and guards say of strides
         body = info.node.body
         try:
             if isinstance(body, cst.IndentedBlock):
@@ -409,6 +410,7 @@ class ContiguityAnalysis:
                 walker.walk([cst.SimpleStatementLine(body=body.body)], env)
         finally:
             facts.walker = None  # the walker holds the hook: no reference cycle may keep the tree
+            domain.conditions = ()
 
     def callee_of(self, call: cst.Call, info: FunctionInfo, env) -> tuple[str | None, str]:
         """(dotted callee for a summary look-up, kind): kind is "launch", "op", "configured",

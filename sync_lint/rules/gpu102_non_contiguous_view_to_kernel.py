@@ -43,7 +43,9 @@ class NonContiguousViewToKernel(Rule):
         "view whose last dim is strided (a transpose or permutation that moves the last dim, a column select "
         "`x[:, i]`, a last-dim step slice), not for a column-range slice such as `x[:, :k]`, nor for a "
         "permutation that leaves the last dim in place (`k.permute(0, 2, 1, 3)`, `k.transpose(-3, -2)`, or "
-        "`transpose(0, 1)` of a tensor known to have more than two dims). Nor does one that checks "
+        "`transpose(0, 1)` of a tensor known to have more than two dims), nor for one that moves a dim "
+        "checked to have stride 1 last (`w.t()` after `assert w.stride(0) == 1`, or below `if w.stride(0) != 1: "
+        "raise ...`, while `w` is not rebound). Nor does one that checks "
         "`p.is_contiguous() or p.stride(-1) == 1` need more: the second check alone lets a column-range slice "
         "through."
     )
@@ -135,6 +137,12 @@ class NonContiguousViewToKernel(Rule):
         "def as_bytes(k_cache):\n"
         "    k_perm = k_cache.permute(0, 2, 1, 3)\n"
         "    return k_perm.view(torch.uint8)\n"),
+        # A column-major weight, checked: its transpose has stride 1 in its last dim.
+        ("import torch\n\n"
+        "def as_words(mat_b):\n"
+        "    assert mat_b.stride(0) == 1, 'mat_b must be column-major'\n"
+        "    weight = mat_b.t()\n"
+        "    return weight.view(torch.int32)\n"),
         # A flat byte view with unit stride is contiguous, whatever `k_cache`'s layout.
         ("import torch\n\n"
         "def decode(k_cache, out, total_bytes):\n"
