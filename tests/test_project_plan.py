@@ -350,3 +350,23 @@ def test_a_call_chain_broken_over_lines_is_followed(tmp_path):
     fast = findings(files, fast=True)
     assert fast == findings(files, fast=False)
     assert any(Path(entry[0]).name == "chain.py" and entry[3] == "GPU102" for entry in fast), fast
+
+
+def test_the_outline_hands_its_cut_and_rules_to_the_lint(package):
+    """The lint of an outlined text takes the outline's unit cut and triggered rules instead of
+    finding them again: they must be what it would find."""
+    from sync_lint.pipeline import prefilter
+
+    linter = runner.Linter(make_settings())
+    plan = linter.outline_all(package, None, None, {})
+    handed = 0
+    for path in package:
+        kept = plan.units_to_keep(path)
+        if kept is None or kept.active is None:
+            continue
+        text = read(path).text
+        assert set(kept.active) == {rule.code for rule in linter.rules if prefilter.may_match(rule, text)}
+        if kept.cuts:
+            handed += 1
+            assert list(kept.cuts) == MaskPlan(text, split_lines(text)).units
+    assert handed >= 3

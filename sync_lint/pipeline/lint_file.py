@@ -159,8 +159,12 @@ def _lint_source(
     facts = FileFacts(path=source.path, suppressions=suppressions)
     if facts.suppressions.file_is_off():
         return facts
+    outlined = kept is not None and kept.fingerprint == _fingerprint(source)
     with span("prefilter"):
-        active = [rule for rule in rules if prefilter.may_match(rule, source.text)]
+        if outlined and kept.active is not None:  # the outline of this very text found them
+            active = [rule for rule in rules if rule.code in kept.active]
+        else:
+            active = [rule for rule in rules if prefilter.may_match(rule, source.text)]
     if not active:
         return _with_reexports(facts, source, settings) if reexports else facts
     text = source.text
@@ -169,8 +173,8 @@ def _lint_source(
     if alone is not None:
         with span("prefilter"):
             plan = prefilter.one_file_plan(active, text, alone)
-    elif kept is not None and kept.fingerprint == _fingerprint(source):
-        plan = MaskPlan(text, split_lines(text))
+    elif outlined:
+        plan = MaskPlan(text, split_lines(text), kept.cuts)
         plan.keep_units(list(kept.indices))
         plan.close_over_state()
     if plan is not None and plan.is_masking():

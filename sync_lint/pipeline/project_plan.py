@@ -73,15 +73,23 @@ class FileOutline:
     # Parse it whole: a plan cannot be made (``prefilter.rule_seeds`` says None). Its units are
     # then all kept, and all seeds of its rules.
     whole: bool = False
+    # What the lint of this text would compute again: the codes of the rules whose triggers it
+    # has (None: not known), and its cut into units (``MaskPlan.units``; empty: not cut).
+    active: tuple[str, ...] | None = None
+    cuts: tuple = ()
 
 
 @dataclass(frozen=True)
 class KeptUnits:
     """What the plan keeps of one file: the function units (``MaskPlan`` indices) to parse, for
-    the text it outlined (``fingerprint``): a file changed since is parsed whole."""
+    the text it outlined (``fingerprint``): a file changed since is parsed whole. ``active``
+    and ``cuts`` hand the outline's rule triggers and unit cut to the lint, which would find
+    the same for that text (not part of a cache key: the text decides them)."""
 
     fingerprint: int
     indices: tuple[int, ...]
+    active: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
+    cuts: tuple = field(default=(), repr=False, compare=False)
 
 
 def fingerprint(source: SourceFile) -> int:
@@ -104,6 +112,7 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
     found = FileOutline(source.path, module_name, fingerprint(source))
     text = source.text
     active = [rule for rule in rules if prefilter.may_match(rule, text)]
+    found.active = tuple(rule.code for rule in active)
     if not active and not (is_package and "import" in text):
         return found  # not parsed; nothing to follow through it
     file_scout = Scout(text, settings)
@@ -117,6 +126,7 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
         return found
     with span("outline: seeds"):
         plan = MaskPlan(text, file_scout.lines())  # the same lines, split once
+        found.cuts = tuple(plan.units)
         seeds = prefilter.rule_seeds(active, plan, file_scout)
     with span("outline: calls"):
         found.units = _unit_outlines(plan, tree, module_name, found.imports, settings["alias-modules"], whole=seeds is None)
@@ -311,7 +321,7 @@ class ProjectPlan:
             return None
         return KeptUnits(o.fingerprint, tuple(
             unit.index for unit in o.units if unit.index != MODULE_CODE and self._ids[(path, unit.index)] in self.kept
-        ))  # fmt: skip
+        ), o.active, o.cuts)  # fmt: skip
 
 
 def _reach(seeds: list[int], edges) -> set[int]:

@@ -130,10 +130,11 @@ class MaskPlan:
     as a plan decides (``prefilter.one_file_plan`` for a file checked on its own,
     ``project_plan`` for a run of many)."""
 
-    def __init__(self, text: str, lines: list[str]) -> None:
+    def __init__(self, text: str, lines: list[str], units: list[Unit] | tuple[Unit, ...] = ()) -> None:
+        """``units``: the cut of these lines made before (``project_plan``'s outline); empty: cut now."""
         self.text = text
         self.lines = lines
-        self.units = segment(lines)
+        self.units = list(units) if units else segment(lines)
         self.keep = [unit.kind in ("module", "class") for unit in self.units]
         self._mention_cache: dict[int, set[str]] = {}
 
