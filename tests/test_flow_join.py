@@ -575,7 +575,7 @@ def test_walker_exit_calls_without_a_name_table_are_read_as_written():
 # -- `match` with a catch-all case --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("catch_all", ["_", "other", "(_)"])
+@pytest.mark.parametrize("catch_all", ["_", "other", "(_)", '"b" | _', "_ as other", '("b" | _) as whole'])
 def test_walker_match_with_a_catch_all_takes_one_of_its_cases(catch_all: str):
     seen = _seen(f"""
         def f():
@@ -597,7 +597,7 @@ def test_walker_match_with_a_catch_all_takes_one_of_its_cases(catch_all: str):
     assert seen["exit"] == {"c"}  # only the ``return`` leaves
 
 
-@pytest.mark.parametrize("last", ["other if other", '"z"', "[*_]"])
+@pytest.mark.parametrize("last", ["other if other", '"z"', "[*_]", '"y" | "z"', '_ if other', '("y" | [*_]) as whole'])
 def test_walker_match_without_a_catch_all_may_match_nothing(last: str):
     seen = _seen(f"""
         def f():

@@ -89,9 +89,19 @@ def _constant_truth(test: cst.BaseExpression) -> bool | None:
 
 
 def _catch_all(case: cst.MatchCase) -> bool:
-    """``case _:`` or ``case name:`` without a guard: matches any subject."""
-    pattern = case.pattern
-    return case.guard is None and type(pattern) is cst.MatchAs and pattern.pattern is None
+    """An irrefutable case without a guard: matches any subject."""
+    return case.guard is None and _irrefutable(case.pattern)
+
+
+def _irrefutable(pattern: cst.MatchPattern) -> bool:
+    """``_``, ``name``, ``<irrefutable> as name``, or an or-pattern with an irrefutable
+    alternative (``1 | _``): Python's irrefutable patterns."""
+    kind = type(pattern)
+    if kind is cst.MatchAs:
+        return pattern.pattern is None or _irrefutable(pattern.pattern)
+    if kind is cst.MatchOr:
+        return any(_irrefutable(element.pattern) for element in pattern.patterns)
+    return False
 
 
 def target_key(target: cst.BaseExpression) -> str | None:
