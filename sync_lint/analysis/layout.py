@@ -267,27 +267,17 @@ def _unit_stride_test(test: cst.BaseExpression, key: str, equal: type) -> int | 
     return None
 
 
-def _unit_dims_guarded(test: cst.BaseExpression, key: str) -> set[int]:
-    """The dims ``d`` (as written) with ``key.stride(d) == 1`` wherever ``test`` is true: that
-    comparison, or one of them joined by ``and``; both sides of an ``or`` must say it."""
+def _unit_dims(test: cst.BaseExpression, key: str, holds: bool) -> set[int]:
+    """The dims ``d`` (as written) with ``key.stride(d) == 1`` wherever ``test`` is true
+    (``holds``: ``assert w.stride(0) == 1``) or false (``if w.stride(0) != 1: raise``): that
+    comparison, ``not`` of its opposite, or one of them in an ``and`` that holds (an ``or`` that
+    fails); where one side of an ``or`` that holds says it, both must."""
     if isinstance(test, cst.BooleanOperation):
-        one, other = _unit_dims_guarded(test.left, key), _unit_dims_guarded(test.right, key)
-        return one | other if isinstance(test.operator, cst.And) else one & other
+        one, other = _unit_dims(test.left, key, holds), _unit_dims(test.right, key, holds)
+        return one | other if isinstance(test.operator, cst.And) == holds else one & other
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return _unit_dims_refuted(test.expression, key)
-    dim = _unit_stride_test(test, key, cst.Equal)
-    return {dim} if dim is not None else set()
-
-
-def _unit_dims_refuted(test: cst.BaseExpression, key: str) -> set[int]:
-    """The dims ``d`` with ``key.stride(d) == 1`` wherever ``test`` is false (``if x.stride(0)
-    != 1: raise`` and the code below it): ``!= 1``, ``not <guarded>``, or them joined by ``or``."""
-    if isinstance(test, cst.BooleanOperation):
-        one, other = _unit_dims_refuted(test.left, key), _unit_dims_refuted(test.right, key)
-        return one | other if isinstance(test.operator, cst.Or) else one & other
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return _unit_dims_guarded(test.expression, key)
-    dim = _unit_stride_test(test, key, cst.NotEqual)
+        return _unit_dims(test.expression, key, not holds)
+    dim = _unit_stride_test(test, key, cst.Equal if holds else cst.NotEqual)
     return {dim} if dim is not None else set()
 
 
@@ -934,7 +924,7 @@ class LayoutDomain:
         same = (lambda d: d == dim) if not ndim else (lambda d: -ndim <= d < ndim and d % ndim == dim % ndim)
         return any(
             key in before and before[key] is env.get(key)
-            and any(same(d) for d in (_unit_dims_guarded if holds else _unit_dims_refuted)(test, key))
+            and any(same(d) for d in _unit_dims(test, key, holds))
             for test, before, holds in self.conditions
         )
 
