@@ -490,7 +490,7 @@ def profile(tree: Path, files: list[str], subset_size: int) -> dict:
 
     def counting_lint_source(*a, **k):
         # runner calls its own binding; only lint_file's own fall-backs come through here
-        calls["whole-file re-lints (masked text failed or had findings)"] += 1
+        calls["whole-file re-lints (masked text failed, or a fix needs the whole file)"] += 1
         return original_lint_source(*a, **k)
 
     saved.append((lint_file, "lint_source", original_lint_source))
@@ -809,7 +809,7 @@ def per_file_scan(tree: Path, files: list[str], workers: int, limit: int) -> dic
 
 def run_rounds(tree: Path, files: list[str], jobs: int, limit: int) -> dict:
     """One whole-project ``Linter.run`` in-process, logging each ``lint_all`` call (the planned
-    pass, then the whole-file re-lints of masked files with findings) and each ProjectIndex."""
+    pass, then the whole-file re-lints of masked files whose fixes need the whole file) and each ProjectIndex."""
     import signal
 
     sys.path.insert(0, str(ROOT))

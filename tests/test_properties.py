@@ -67,7 +67,7 @@ def _caller_of(text: str) -> str:
 
 def masked_equals_whole(text: str) -> None:
     """The project plan (outline, closure over calls, masked parse, whole-file re-lint of masked
-    files with findings) finds what the plain path finds. Two files, so that the run is one of
+    files whose fixes need the whole module) finds what the plain path finds. Two files, so that the run is one of
     many files (a run of one file has its own plan): the program and a caller of it."""
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "example.py")

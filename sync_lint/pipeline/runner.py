@@ -182,7 +182,8 @@ class Linter:
             diagnostics: list[list[Diagnostic]] = []
             with profile.span("cross-file findings and noqa"):
                 diagnostics = [self.finalize(file_facts, index) for file_facts in facts]
-            # A masked file that has a finding: its fixes are planned on the whole file.
+            # A masked file with a reported finding whose fix needs the whole module
+            # (``FileFacts.masked``): its fixes are planned on the whole file.
             redo = [i for i, file_facts in enumerate(facts) if file_facts.masked and diagnostics[i]]
             if redo:
                 with profile.span("whole files for fixes"):
