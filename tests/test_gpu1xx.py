@@ -172,6 +172,25 @@ def test_message_quotes_the_origin():
     assert (diagnostic.line, diagnostic.col) == (6, 27)
 
 
+def test_message_quotes_the_cast_of_a_long_receiver():
+    """The cast is what the call adds to its receiver, found before the texts are shortened for
+    the message: a receiver longer than a message quotes left nothing of it (SGLang)."""
+    source = textwrap.dedent(
+        """
+        import torch
+
+        def f(self, q, out, bs, max_len):
+            padded_q = self.padded_q_buffer_of_the_backend[
+                :bs, :max_len, :, :
+            ].to(dtype=q.dtype)
+            torch.ops._C.pad(out, padded_q)
+        """
+    )
+    (diagnostic,) = lint_text(source)
+    assert "; `.to(dtype=q.dtype)` is a no-op when there is nothing to convert" in diagnostic.message
+    assert diagnostic.message.startswith("`self.padded_q_buffer_of_the_backend[ :bs, :ma...` is a column-range")
+
+
 # -- sinks -----------------------------------------------------------------------------------------
 
 KERNEL = """

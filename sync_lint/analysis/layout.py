@@ -161,7 +161,14 @@ _MAX_TEXT = 48
 
 def code_of(module: cst.Module, node: cst.CSTNode) -> str:
     """The source text of an expression on one line, shortened for messages."""
-    text = " ".join(module.code_for_node(node).split())
+    return _shortened(_one_line(module, node))
+
+
+def _one_line(module: cst.Module, node: cst.CSTNode) -> str:
+    return " ".join(module.code_for_node(node).split())
+
+
+def _shortened(text: str) -> str:
     return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
 
 
@@ -976,10 +983,12 @@ class LayoutDomain:
         if base.kind in (GAPPED, BROADCAST) and (changes or copies):
             # a new tensor; preserve_format falls back to contiguous
             return Layout(FRESH, dtype=dtype, ndim=base.ndim)
-        receiver_text = self.text(receiver)
-        text = self.text(node)
-        cast = Cast(node, text[len(receiver_text) :] if text.startswith(receiver_text) else f".{method}(...)",
-                    receiver_text, changes, self._cast_target(node, method, target, positional),
+        # The cast's own text is what the call adds to its receiver, taken before either is
+        # shortened (a long receiver would leave nothing of the cast).
+        receiver_text, text = _one_line(self.module, receiver), _one_line(self.module, node)
+        cast_text = text[len(receiver_text) :].strip() if text.startswith(receiver_text) else f".{method}(...)"
+        cast = Cast(node, _shortened(cast_text), _shortened(receiver_text), changes,
+                    self._cast_target(node, method, target, positional),
                     same_dtype=target if target is not None and target == base.dtype else None)
         if base.is_view:
             return replace(base, dtype=dtype, cast=cast, made_contiguous=None, params=frozenset())
