@@ -188,7 +188,7 @@ def test_message_quotes_the_cast_of_a_long_receiver():
     )
     (diagnostic,) = lint_text(source)
     assert "; `.to(dtype=q.dtype)` is a no-op when there is nothing to convert" in diagnostic.message
-    assert diagnostic.message.startswith("`self.padded_q_buffer_of_the_backend[ :bs, :ma...` is a column-range")
+    assert diagnostic.message.startswith("`self.padded_q_buffer_of_the_backend[:bs, :max...` is a column-range")
 
 
 # -- sinks -----------------------------------------------------------------------------------------

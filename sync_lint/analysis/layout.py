@@ -26,6 +26,7 @@ The rules rest on these runtime facts (see docs/FACTS.md):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -165,7 +166,12 @@ def code_of(module: cst.Module, node: cst.CSTNode) -> str:
 
 
 def _one_line(module: cst.Module, node: cst.CSTNode) -> str:
-    return " ".join(module.code_for_node(node).split())
+    """The code on one line: runs of whitespace as one space, none inside the brackets of code
+    written over several lines (``x[\n    :bs\n]`` reads ``x[:bs]``)."""
+    return _SPACE_INSIDE_BRACKETS.sub("", " ".join(module.code_for_node(node).split()))
+
+
+_SPACE_INSIDE_BRACKETS = re.compile(r"(?<=[(\[{]) | (?=[)\]}])")
 
 
 def _shortened(text: str) -> str:
