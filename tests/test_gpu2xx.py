@@ -1216,3 +1216,16 @@ def test_a_memoised_helper_fed_by_another_memoised_helper_runs_once_per_key():
                 block_sizes = fresh_sizes
                 return non_pad_index(block_sizes(shape, device), 8)  # expect: GPU201
     """)
+
+
+def test_a_long_sync_call_is_quoted_with_its_end():
+    """What syncs is the end of the call: a long one is shortened in its middle."""
+    (message,) = messages("""
+        import torch
+
+        class FooMetadataBuilder:
+            def build(self, common):
+                torch.cuda.current_stream(self.device_of_this_builder).synchronize()
+                return common
+    """)
+    assert message.endswith(": `torch.cuda.current_str..._builder).synchronize()`"), message

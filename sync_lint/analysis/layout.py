@@ -26,7 +26,6 @@ The rules rest on these runtime facts (see docs/FACTS.md):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -36,6 +35,7 @@ import libcst as cst
 from sync_lint.analysis.dtypes import DTYPE_ALIASES, DTYPES, FLOATING
 from sync_lint.analysis.flow import Walker, target_key
 from sync_lint.analysis.names import dotted
+from sync_lint.analysis.nodes import one_line, shortened
 
 if TYPE_CHECKING:
     from sync_lint.analysis.context import FileContext
@@ -157,25 +157,10 @@ _TORCH_VIEW_FUNCTIONS = _PERMUTING | _BROADCASTING | _GAPPING | _DIM0_OK | {"res
 _SCALAR_BUILTINS = {"int", "len", "float", "round", "abs", "min", "max", "sum", "range", "divmod", "pow"}
 _OTHER_BUILTINS = {"str", "list", "tuple", "dict", "set", "sorted", "isinstance", "bool", "repr", "getattr", "hasattr", "print"}
 
-_MAX_TEXT = 48
-
 
 def code_of(module: cst.Module, node: cst.CSTNode) -> str:
     """The source text of an expression on one line, shortened for messages."""
-    return _shortened(_one_line(module, node))
-
-
-def _one_line(module: cst.Module, node: cst.CSTNode) -> str:
-    """The code on one line: runs of whitespace as one space, none inside the brackets of code
-    written over several lines (``x[\n    :bs\n]`` reads ``x[:bs]``)."""
-    return _SPACE_INSIDE_BRACKETS.sub("", " ".join(module.code_for_node(node).split()))
-
-
-_SPACE_INSIDE_BRACKETS = re.compile(r"(?<=[(\[{]) | (?=[)\]}])")
-
-
-def _shortened(text: str) -> str:
-    return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 3] + "..."
+    return shortened(one_line(module, node))
 
 
 def root_name(node: cst.BaseExpression) -> str | None:
@@ -991,9 +976,9 @@ class LayoutDomain:
             return Layout(FRESH, dtype=dtype, ndim=base.ndim)
         # The cast's own text is what the call adds to its receiver, taken before either is
         # shortened (a long receiver would leave nothing of the cast).
-        receiver_text, text = _one_line(self.module, receiver), _one_line(self.module, node)
+        receiver_text, text = one_line(self.module, receiver), one_line(self.module, node)
         cast_text = text[len(receiver_text) :].strip() if text.startswith(receiver_text) else f".{method}(...)"
-        cast = Cast(node, _shortened(cast_text), _shortened(receiver_text), changes,
+        cast = Cast(node, shortened(cast_text), shortened(receiver_text), changes,
                     self._cast_target(node, method, target, positional),
                     same_dtype=target if target is not None and target == base.dtype else None)
         if base.is_view:

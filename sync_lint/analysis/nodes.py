@@ -9,6 +9,8 @@ validates itself, a check meant for trees built by hand: about a fifth of the pa
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 
@@ -73,3 +75,25 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
         elif type(value) in _NODE_CLASSES:
             found.append(value)
     return found
+
+
+# -- code quoted in messages --------------------------------------------------------------------
+MAX_QUOTED = 48  # characters of code a message quotes
+_SPACE_INSIDE_BRACKETS = re.compile(r"(?<=[(\[{]) | (?=[)\]}])")
+
+
+def one_line(module: cst.Module, node: cst.CSTNode) -> str:
+    """The code of ``node`` on one line: runs of whitespace as one space, none inside the
+    brackets of code written over several lines (``x[\n    :bs\n]`` reads ``x[:bs]``)."""
+    return _SPACE_INSIDE_BRACKETS.sub("", " ".join(module.code_for_node(node).split()))
+
+
+def shortened(text: str, keep_end: bool = False) -> str:
+    """``text`` cut to ``MAX_QUOTED`` characters for a message: its start, or with ``keep_end``
+    its start and its end (a sync's call: ``torch.cuda.current_...(self.device).synchronize()``)."""
+    if len(text) <= MAX_QUOTED:
+        return text
+    if keep_end:
+        head = (MAX_QUOTED - 3) // 2
+        return text[:head] + "..." + text[len(text) - (MAX_QUOTED - 3 - head) :]
+    return text[: MAX_QUOTED - 3] + "..."

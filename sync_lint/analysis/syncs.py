@@ -63,6 +63,7 @@ from sync_lint.analysis.guards import Declarations, OnceRegions, debug_branch, w
 from sync_lint.analysis.hot_scopes import Hotness, HotScopes
 from sync_lint.analysis.modules import LIBRARY_ROOTS
 from sync_lint.analysis.names import dotted
+from sync_lint.analysis.nodes import one_line, shortened
 from sync_lint.analysis.summaries import SyncCall
 from sync_lint.patterns import definition_of
 from sync_lint.rules.base import CalleeCondition, Finding
@@ -803,15 +804,11 @@ class SyncAnalysis:
     def describe(self, site: SyncSite) -> str:
         if site.subject is None or "{code}" not in site.template:
             return site.template
-        code = " ".join(self.ctx.module.code_for_node(site.subject).split())
-        if len(code) > 48:
-            code = code[:45] + "..."
-        return site.template.replace("{code}", code)
+        return site.template.replace("{code}", shortened(one_line(self.ctx.module, site.subject), keep_end=True))
 
     def describe_declaration(self, block: DeclarationBlock) -> str:
         """``with gpu_sync_allowed():`` as written (shortened)."""
-        code = self.ctx.module.code_for_node(block.node.items[block.item].item).strip()
-        return f"with {code if len(code) <= 48 else code[:45] + '...'}:"
+        return f"with {shortened(one_line(self.ctx.module, block.node.items[block.item].item))}:"
 
     def line(self, info: FunctionInfo, node: cst.CSTNode) -> int:
         if self._lines is None:
