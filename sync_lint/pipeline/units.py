@@ -16,7 +16,9 @@ Contract for rules (what keeps the fast path equal to the plain one): a rule's f
 unit may depend on that unit, on module-level statements, on its class header and ``__init__``,
 on the class's other methods only through ``self.`` attributes, and on other functions (in this
 file or another) only through their summaries; a function whose definition a rule inspects (a
-``@triton.jit`` kernel) must contain one of that rule's triggers.
+``@triton.jit`` kernel) must contain one of that rule's triggers. A fix planned on the masked
+parse may edit only its finding's own span (``fixes.Editor`` raises ``NeedsWholeFile`` for the
+edits that read the module around it).
 """
 
 from __future__ import annotations
