@@ -543,7 +543,7 @@ def test_launch_with_the_strides_of_another_tensor_than_the_alias_still_reports(
 
 def _gemm_project(tmp_path: Path) -> Path:
     """vLLM's shape: a `_custom_ops` wrapper around the CUTLASS op, called with transposed
-    (column-major) weights on purpose, and a prepack of a `t().contiguous().t()` weight."""
+    (column-major) weights on purpose, and a prepack given a transpose of a `.contiguous()` copy."""
     package = tmp_path / "engine"
     package.mkdir()
     (package / "__init__.py").write_text("")
@@ -580,7 +580,7 @@ def _gemm_project(tmp_path: Path) -> Path:
 
 
         def prepack(w, out, x):
-            w.data = torch.ops._C.machete_prepack_B(w.data.t().contiguous().t(), torch.int8)
+            w.data = torch.ops._C.machete_prepack_B(w.data.contiguous().t(), torch.int8)
             torch.ops._C.silu_and_mul(out, x.t())
         """
     ))
@@ -703,3 +703,34 @@ def test_what_a_test_says_of_the_element_size_holds_where_the_walk_is():
     `assert` inside a branch that the view is not in say nothing."""
     found = {(d.line, d.code) for d in lint_text(DTYPE_VIEW_GUARDS)}
     assert found == {(29, "GPU102"), (35, "GPU102"), (42, "GPU102")}
+
+
+# ``w.t().contiguous().t()``: a column-major copy on purpose (vLLM's machete and cutlass prepacks).
+# (argument, reported) for an op that checks contiguity
+TRANSPOSED_BACK = [
+    ("w.t().contiguous().t()", False),
+    ("w.T.contiguous().T", False),
+    ("w.t().contiguous().T", False),
+    ("w.transpose(0, 1).contiguous().transpose(1, 0)", False),
+    ("w.mT.contiguous().mT", False),
+    ("w.t().contiguous().transpose(1, 2)", True),  # another transpose than the one undone
+    ("w.contiguous().t()", True),
+    ("w.transpose(0, 1).contiguous().transpose(0, 2)", True),
+    ("w.t().contiguous(memory_format=torch.contiguous_format).t()", True),
+]
+
+
+@pytest.mark.parametrize(("argument", "reported"), TRANSPOSED_BACK)
+def test_a_transpose_undone_around_contiguous_is_a_column_major_copy(argument: str, reported: bool):
+    source = f"import torch\n\n\ndef prepack(w):\n    return torch.ops._C.prepack_b({argument})\n"
+    assert [d.code for d in lint_text(source) if d.code.startswith("GPU1")] == (["GPU103"] if reported else [])
+
+
+def test_a_transpose_undone_around_contiguous_is_column_major_in_torch():
+    """What the idiom makes, and what the fix GPU103 would suggest there (`.contiguous()` after
+    it) would turn it into: a row-major copy, no longer the layout the op was given."""
+    torch = pytest.importorskip("torch")
+    w = torch.arange(12.0).reshape(3, 4)
+    column_major = w.t().contiguous().t()
+    assert column_major.stride() == (1, 3) and torch.equal(column_major, w)
+    assert column_major.contiguous().stride() == (4, 1)

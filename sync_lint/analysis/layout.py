@@ -234,6 +234,34 @@ def _dim_made_last(method: str, positional: list, ndim: int | None) -> int | Non
     return None
 
 
+def _transpose_key(node: cst.BaseExpression) -> object:
+    """Which transpose ``node`` takes: ``t()``, ``T`` and ``H`` (the same for 2-D), ``mT`` and
+    ``mH``, or ``transpose``/``swapaxes``/``swapdims`` of two literal dims (either order); None
+    for anything else."""
+    if isinstance(node, cst.Attribute) and node.attr.value in _PERMUTING_ATTRS:
+        return "mT" if node.attr.value in ("mT", "mH") else "T"
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
+        return None
+    method = node.func.attr.value
+    if method == "t" and not node.args:
+        return "T"
+    if method in ("transpose", "swapaxes", "swapdims") and len(node.args) == 2 and not any(a.keyword for a in node.args):
+        dims = frozenset(_int_literal(arg.value) for arg in node.args)
+        return ("swap", dims) if None not in dims and len(dims) == 2 else None
+    return None
+
+
+def _transposed_back(base: Layout, node: cst.BaseExpression) -> bool:
+    """``x.t().contiguous().t()``: the transpose of a ``.contiguous()`` copy of the same
+    transpose, the idiom for a column-major copy of ``x`` (for an op that wants one, a GEMM's
+    weight). Deliberate: no view to report, and appending ``.contiguous()`` would undo it."""
+    made = base.made_contiguous
+    if made is None or made.args or not isinstance(made.func, cst.Attribute):
+        return False
+    key = _transpose_key(node)
+    return key is not None and key == _transpose_key(made.func.value)
+
+
 def _stride_dim_of(node: cst.BaseExpression, key: str) -> int | None:
     """``d`` of ``x.stride(d)`` or ``x.stride()[d]`` with ``x`` written as ``key``, else None."""
     if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
@@ -568,7 +596,7 @@ class LayoutDomain:
         attr = node.attr.value
         if attr in _PERMUTING_ATTRS:
             base = self.evaluate(node.value, env)
-            if base.kind in (SCALAR, OTHER, NONE, TUPLE):
+            if base.kind in (SCALAR, OTHER, NONE, TUPLE) or _transposed_back(base, node):
                 return UNKNOWN_LAYOUT
             unit_last = self._unit_stride_checked(node.value, -2 if attr in ("mT", "mH") else 0, base.ndim, env)
             return self._view(base, PERMUTED, f"a transpose of `{self.text(node.value)}`", node, node.value,
@@ -791,6 +819,8 @@ class LayoutDomain:
         if method in _PERMUTING:
             if self._identity_permutation(method, positional):
                 return base
+            if _transposed_back(base, node):
+                return UNKNOWN_LAYOUT
             what = "a permutation" if method in ("permute", "movedim", "moveaxis") else "a transpose"
             keeps_last, ndim = _permutation_keeps_last(method, positional, base.ndim)
             made_last = None if keeps_last else _dim_made_last(method, positional, base.ndim)

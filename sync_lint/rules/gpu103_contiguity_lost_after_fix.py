@@ -26,9 +26,11 @@ class ContiguityLostAfterFix(Rule):
         "(`x.contiguous()[:, 0]`, `x.contiguous().t()`, `y = x.contiguous(); k[grid](y[..., 0])`), and a "
         "view that is contiguous only through a size-1 dim (`bt[:1, 0]`, with or without `.contiguous()`) "
         "whose strides a Triton launch reads (`t.stride(0)` among its arguments); the size-1 case is "
-        "reported only with `preview` on, since a kernel that never steps along that dim is unaffected. A "
-        "callee named in `strided-sinks` (a prepack that takes the `t().contiguous().t()` column-major "
-        "weight on purpose) is never a sink."
+        "reported only with `preview` on, since a kernel that never steps along that dim is unaffected. "
+        "`w.t().contiguous().t()` (the same transpose on both sides of `.contiguous()`: `T`, `mT`, "
+        "`transpose(0, 1)`) is the idiom for a column-major copy, made on purpose for an op that wants one "
+        "(a GEMM's weight), and is not reported; appending `.contiguous()` would undo it. A callee named in "
+        "`strided-sinks` is never a sink."
     )
     why = (
         "The view op after `.contiguous()` makes a strided view again, so the kernel reads `ptr + i` "
@@ -59,6 +61,10 @@ class ContiguityLostAfterFix(Rule):
         "def launch(x, out):\n"
         "    torch.ops._C.silu(out, x[:, 0].contiguous())\n"
         "    torch.ops._C.silu(out, x.contiguous()[0])  # a leading select stays contiguous\n"),
+        # A column-major copy on purpose: the same transpose on both sides of `.contiguous()`.
+        ("import torch\n\n"
+        "def prepack(w):\n"
+        "    return torch.ops._C.machete_prepack_B(w.t().contiguous().t())\n"),
     )
     invalid = (
         ("import triton\n"
