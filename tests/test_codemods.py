@@ -29,14 +29,18 @@ def sync_lint(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def realistic_source() -> tuple[str, str]:
-    """A real rule's INVALID example (its fix is safe) and its code."""
+    """A real rule's INVALID example whose fix is safe (a GPU1xx fix is, where its kernel only
+    loads through the argument), and the rule's code."""
+    from sync_lint.api import lint_text
     from sync_lint.rules import rule_by_code
 
-    for code in ("GPU201", "GPU101"):
-        rule = rule_by_code(code)
-        if rule is not None and rule.invalid and rule.fix_applicability == "safe":
-            return re.sub(r"\s*#\s*expect:[^\n]*", "", rule.invalid[0]), code
-    pytest.skip("no fixable GPU1xx/GPU2xx rule registered yet")
+    for code in ("GPU101", "GPU102", "GPU103", "GPU201"):
+        for example in rule_by_code(code).invalid:
+            source = re.sub(r"\s*#\s*expect:[^\n]*", "", example)
+            found = [d for d in lint_text(source) if d.code == code]
+            if found and all(d.fix is not None and d.fix.applicability == "safe" for d in found):
+                return source, code
+    raise AssertionError("no rule example has a safe fix")
 
 
 @pytest.fixture

@@ -151,8 +151,9 @@ def test_optional_cast_reports_and_fixes_the_cast_branch():
         """
     )
     assert codes(source) == [(5, "GPU101")]
-    assert "bt[:, 1].to(torch.int32).contiguous()\n" in fix_text(source)
-    assert "op(out, idx)" in fix_text(source)
+    assert "bt[:, 1].to(torch.int32).contiguous()\n" in fix_text(source, unsafe=True)
+    assert "op(out, idx)" in fix_text(source, unsafe=True)
+    assert fix_text(source) == source  # a custom op may write through it: the fix is unsafe
 
 
 def test_message_quotes_the_origin():
@@ -734,3 +735,70 @@ def test_a_transpose_undone_around_contiguous_is_column_major_in_torch():
     column_major = w.t().contiguous().t()
     assert column_major.stride() == (1, 3) and torch.equal(column_major, w)
     assert column_major.contiguous().stride() == (4, 1)
+
+
+# The `.contiguous()` fix is safe only where the linter sees that nothing is written through
+# the argument: a Triton kernel of the same file that only loads through it. (sink code, safe)
+FIX_SAFETY = [
+    ("_load_kernel[(1,)](x[:, 0], out)", True),  # loads through `x_ptr`, stores through `out_ptr` only
+    ("_store_kernel[(1,)](out, x[:, 0])", False),  # stores through its second pointer
+    ("_helper_kernel[(1,)](x[:, 0], out)", False),  # hands the pointer to a jit helper
+    ("torch.ops._C.silu_and_mul(x[:, 0], out)", False),  # a custom op may write into any argument
+    ("y = x[:, 0].view(torch.uint8)", False),
+    ("wrapper(x[:, 0])", False),  # forwards to a kernel of another file: its writes are not known here
+]
+
+FIX_SAFETY_KERNELS = '''
+import torch
+import triton
+import triton.language as tl
+
+from ops import wrapper
+
+
+@triton.jit
+def _load_kernel(x_ptr, out_ptr):
+    offs = tl.arange(0, 4)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs))
+
+
+@triton.jit
+def _store_kernel(src_ptr, dst_ptr):
+    offs = tl.arange(0, 4)
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs))
+
+
+@triton.jit
+def _copy_row(ptr, out_ptr):
+    tl.store(out_ptr, tl.load(ptr))
+
+
+@triton.jit
+def _helper_kernel(x_ptr, out_ptr):
+    _copy_row(x_ptr, out_ptr)
+
+
+def step(x, out):
+    {sink}
+'''
+
+
+@pytest.mark.parametrize(("sink", "safe"), FIX_SAFETY)
+def test_the_contiguous_fix_is_safe_only_where_nothing_is_written_through_the_argument(tmp_path, sink, safe):
+    (tmp_path / "ops.py").write_text(textwrap.dedent('''
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def _fill(dst_ptr):
+            tl.store(dst_ptr + tl.arange(0, 4), 0)
+
+
+        def wrapper(t):
+            _fill[(1,)](t)
+    '''))
+    (tmp_path / "step.py").write_text(FIX_SAFETY_KERNELS.replace("{sink}", sink))
+    found = [d for d in lint_paths([str(tmp_path)]) if d.code.startswith("GPU1") and d.path.endswith("step.py")]
+    assert len(found) == 1 and found[0].fix is not None, found
+    assert found[0].fix.applicability == ("safe" if safe else "unsafe")

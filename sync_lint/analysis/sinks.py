@@ -83,7 +83,11 @@ class SinkUse:
     reason: str  # why the local sink needs it, for summaries ("passed to the custom op `...`")
     strides_passed: frozenset[str]  # root names whose strides the same call receives
     stride_aware: bool = False  # the call also receives this argument's strides
-    writes: bool = False  # the (local) kernel stores through this argument: a copy would lose it
+    # The sink is known only to read through this argument (a Triton kernel of this file that
+    # loads through it, and neither stores through it nor hands it to another function): then a
+    # ``.contiguous()`` copy changes nothing else, and its fix is safe. Anything else may write
+    # through it (a custom op's output, a kernel of another file), and the writes would go to the copy.
+    read_only: bool = False
     note: str = ""  # for a local sink: what it does with a strided tensor (for the message)
 
 
@@ -276,7 +280,8 @@ class ContiguityAnalysis:
         self._strided = tuple(ctx.settings["strided-sinks"])
         self._module_level = self._module_level_names()
         # Pointer parameters of this file's kernels that are stored through (for fix safety).
-        self.kernel_writes: dict[str, set[str]] = {}
+        # Triton kernel of this file -> the parameters it only loads through (see ``SinkUse.read_only``).
+        self.kernel_read_only: dict[str, set[str]] = {}
         kernels = [info for info in self.functions if is_triton_kernel(info)]
         for info in kernels:
             self._kernel_summary(info)
@@ -339,6 +344,8 @@ class ContiguityAnalysis:
             if not changed:
                 break
         summary = None
+        loaded: set[str] = set()
+        not_read_only: set[str] = set()  # stored through, or handed to another function
         for call in calls:
             name = self.names.resolve(call.func) or ""
             short = name.rsplit(".", 1)[-1]
@@ -350,14 +357,18 @@ class ContiguityAnalysis:
                     summary = summary or self.ctx.summary(info.qualname, info.params)
                     verb = _POINTER_CALLS[short]
                     summary.need_contiguous(param, f"{verb} as `ptr + offset` by the Triton kernel `{info.name}`")
-                    if verb != "read":
-                        self.kernel_writes.setdefault(info.qualname, set()).add(param)
-            elif not name.startswith("triton.") and name:
+                    (loaded if verb == "read" else not_read_only).add(param)
+                continue
+            if not name.startswith("triton."):  # a jit helper (or a call not resolved): it may store
+                for arg in call.args:
+                    not_read_only |= self._pointer_sources(arg.value, derived) & set(params)
+            if not name.startswith("triton.") and name:
                 # A jit helper called with a pointer: it decides.
                 for arg, key in _call_arguments(call):
                     if isinstance(arg.value, cst.Name) and arg.value.value in params and key is not None:
                         summary = summary or self.ctx.summary(info.qualname, info.params)
                         summary.forwards.append(Forward(arg.value.value, name, key, self.line(call, info)))
+        self.kernel_read_only[info.qualname] = loaded - not_read_only
 
     @staticmethod
     def _pointer_argument(call: cst.Call) -> cst.BaseExpression | None:
@@ -595,7 +606,7 @@ class _FunctionFacts:
         else:
             sink, reason = "`{callee}`", ""
         local = kind in ("op", "configured")
-        writes = analysis.kernel_writes.get(callee or "", set())
+        read_only = analysis.kernel_read_only.get(callee or "") if kind == "launch" else None
         for arg, key in _call_arguments(call):
             if arg.star:
                 continue
@@ -625,15 +636,14 @@ class _FunctionFacts:
                 if (not aware and _interesting(layout)) or (aware and kind == "launch" and layout.size1):
                     analysis.uses.append(SinkUse(
                         self.info, call, part, layout, None if local else callee, key, sink, reason,
-                        strides, stride_aware=aware, writes=self._writes(callee, key, writes), note=note,
+                        strides, stride_aware=aware, read_only=self._read_only(callee, key, read_only), note=note,
                     ))  # fmt: skip
 
-    def _writes(self, callee: str | None, key: ArgKey | None, writes: set[str]) -> bool:
-        if not writes or callee is None:
+    def _read_only(self, callee: str | None, key: ArgKey | None, read_only: set[str] | None) -> bool:
+        if not read_only or callee is None or key is None:
             return False
         summary = self.ctx.summaries.get(callee)
-        param = summary.param_for(key) if summary is not None and key is not None else None
-        return param in writes
+        return summary is not None and summary.param_for(key) in read_only
 
     def _record_param(self, layout: Layout, callee, key, kind: str, reason: str, call: cst.Call) -> None:
         if not layout.params or layout.cast is not None or layout.kind != UNKNOWN:

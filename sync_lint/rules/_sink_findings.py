@@ -38,6 +38,6 @@ def sink_finding(use: SinkUse, message: str, fixable: bool = True) -> Finding:
     return Finding(
         node=target if target is not None else use.arg,
         message=message,
-        fix=append_contiguous(target, unsafe=use.writes) if target is not None else None,
+        fix=append_contiguous(target, unsafe=not use.read_only) if target is not None else None,
         if_callee=CalleeCondition(callee_need(use), use.callee, use.key) if use.callee is not None else None,
     )

@@ -54,11 +54,13 @@ class CastAsContiguityFix(Rule):
         "fused_kda_chunk(q, k, v, g, beta, state, state_indices.to(torch.int32).contiguous(), cu_seqlens)"
     )
     fix_safety = (
-        "Safe: appends `.contiguous()` to the argument, which copies only when the tensor is not contiguous "
-        "and never changes values. Marked unsafe when the kernel stores through that argument (a copy would "
-        "lose the writes)."
+        "Appends `.contiguous()` to the argument, which copies only when the tensor is not contiguous and never "
+        "changes values. Safe only where the sink is a Triton kernel of the same file that loads through that "
+        "argument and neither stores through it nor hands it to another function. Elsewhere (a custom op, a "
+        "kernel or wrapper of another file, `.view(dtype)`, a raw `.data_ptr()`) unsafe: the callee may write "
+        "through the argument (a custom op's `out`), and the writes would go to the copy."
     )
-    fix_applicability = "safe"
+    fix_applicability = "unsafe"
     triggers = CAST_TRIGGERS + SUMMARY_TRIGGERS
     unit_triggers = SINK_UNIT_TRIGGERS
     alone_triggers = ALONE_SINK_TRIGGERS

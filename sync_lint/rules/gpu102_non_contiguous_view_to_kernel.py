@@ -62,10 +62,13 @@ class NonContiguousViewToKernel(Rule):
         "copy_blocks_kernel[(n,)](slots.contiguous(), cache)"
     )
     fix_safety = (
-        "Safe: appends `.contiguous()` to the argument (a copy with the same values). Marked unsafe when "
-        "the kernel stores through that argument, since the writes would go to the copy."
+        "Appends `.contiguous()` to the argument (a copy with the same values). Safe only where the sink is a "
+        "Triton kernel of the same file that loads through that argument and neither stores through it nor hands "
+        "it to another function. Elsewhere (a custom op, a kernel or wrapper of another file, `.view(dtype)`, a "
+        "raw `.data_ptr()`) unsafe: the callee may write through the argument (a custom op's `out`), and the "
+        "writes would go to the copy."
     )
-    fix_applicability = "safe"
+    fix_applicability = "unsafe"
     triggers = VIEW_TRIGGERS + SUMMARY_TRIGGERS
     unit_triggers = SINK_UNIT_TRIGGERS
     alone_triggers = ALONE_SINK_TRIGGERS

@@ -45,11 +45,14 @@ class ContiguityLostAfterFix(Rule):
         "k[grid](x[:, 0].contiguous(), out)   # or x.contiguous()[:, 0].contiguous()"
     )
     fix_safety = (
-        "Safe for a view after `.contiguous()`: appends `.contiguous()` to the sink argument (the earlier "
-        "call is then redundant and may be removed by hand). No fix for the size-1 case: `.contiguous()` "
-        "does not change those strides."
+        "For a view after `.contiguous()`: appends `.contiguous()` to the sink argument (the earlier call is then"
+        " redundant and may be removed by hand). Safe only where the sink is a Triton kernel of the same file "
+        "that loads through that argument and neither stores through it nor hands it to another function. "
+        "Elsewhere (a custom op, a kernel or wrapper of another file, `.view(dtype)`, a raw `.data_ptr()`) "
+        "unsafe: the callee may write through the argument (a custom op's `out`), and the writes would go to the "
+        "copy. No fix for the size-1 case: `.contiguous()` does not change those strides."
     )
-    fix_applicability = "safe"
+    fix_applicability = "unsafe"
     triggers = CONTIGUOUS_TRIGGERS + SUMMARY_TRIGGERS
     unit_triggers = SINK_UNIT_TRIGGERS
     alone_triggers = ALONE_SINK_TRIGGERS
