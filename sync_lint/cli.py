@@ -217,10 +217,13 @@ def _exit_status(diagnostics: list[Diagnostic], findings_fail: bool) -> int:
 
 def _summary(files: int, diagnostics: list[Diagnostic], unsafe: bool, seconds: float, extra: str = "") -> str:
     fixables = sum(1 for d in diagnostics if fixable(d, unsafe))
+    # Unsafe fixes are not applied nor marked without --unsafe-fixes; say that they exist.
+    hidden = 0 if unsafe else sum(1 for d in diagnostics if fixable(d, True)) - fixables
+    more = f", {hidden} more with --unsafe-fixes" if hidden else ""
     noun = "finding" if len(diagnostics) == 1 else "findings"
     return (
         f"sync-lint: {files} file{'s' if files != 1 else ''} checked, {len(diagnostics)} {noun}"
-        f" ({fixables} fixable){extra} in {seconds:.2f}s"
+        f" ({fixables} fixable{more}){extra} in {seconds:.2f}s"
     )
 
 

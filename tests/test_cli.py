@@ -253,3 +253,12 @@ def test_profile_prints_time_per_phase_and_rule(jobs):
         assert label in rows and rows[label][1] > 0, label
     total = float(lines[header].split(" s in the pipeline")[0].rsplit(", ", 1)[1])
     assert abs(sum(seconds for seconds, _ in rows.values()) - total) < 0.01 * len(rows) + 0.01
+
+
+def test_summary_counts_the_fixes_that_need_unsafe_fixes(tmp_path):
+    (tmp_path / "op.py").write_text("import torch\n\n\ndef f(x, out):\n    torch.ops._C.silu(out, x[:, 0])\n")
+    plain = run("check", "--isolated", "--no-cache", "op.py", cwd=tmp_path)
+    assert "1 finding (0 fixable, 1 more with --unsafe-fixes)" in plain.stderr, plain.stderr
+    assert "GPU102 [*]" not in plain.stdout  # an unsafe fix is not marked without the flag
+    unsafe = run("check", "--isolated", "--no-cache", "--unsafe-fixes", "op.py", cwd=tmp_path)
+    assert "1 finding (1 fixable)" in unsafe.stderr and "GPU102 [*]" in unsafe.stdout
