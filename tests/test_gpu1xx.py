@@ -746,6 +746,8 @@ FIX_SAFETY = [
     ("torch.ops._C.silu_and_mul(x[:, 0], out)", False),  # a custom op may write into any argument
     ("y = x[:, 0].view(torch.uint8)", False),
     ("wrapper(x[:, 0])", False),  # forwards to a kernel of another file: its writes are not known here
+    # the fix goes on the cast upstream (the value may be None), whose other uses would get the copy
+    ("idx = None if out is None else x[:, 1].to(torch.int32)\n    _load_kernel[(1,)](idx, out)", False),
 ]
 
 FIX_SAFETY_KERNELS = '''

@@ -38,6 +38,9 @@ def sink_finding(use: SinkUse, message: str, fixable: bool = True) -> Finding:
     return Finding(
         node=target if target is not None else use.arg,
         message=message,
-        fix=append_contiguous(target, unsafe=not use.read_only) if target is not None else None,
+        # Safe only where the copy reaches nothing but a sink that only reads it: not where the fix
+        # goes on the cast or view upstream (``idx = None if c is None else bt[:, 1].to(...)``),
+        # whose other uses would get the copy too.
+        fix=append_contiguous(target, unsafe=not use.read_only or target is not use.arg) if target is not None else None,
         if_callee=CalleeCondition(callee_need(use), use.callee, use.key) if use.callee is not None else None,
     )
