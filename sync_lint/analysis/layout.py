@@ -199,11 +199,8 @@ def _permutation_keeps_last(method: str, positional: list, ndim: int | None) -> 
     have 3 dims keep it; ``x.t()``, ``x.permute(1, 0)``, and anything not written as literals, do
     not."""
     if method == "permute":
-        dims = positional
-        if len(positional) == 1 and isinstance(positional[0], (cst.Tuple, cst.List)):
-            dims = [element.value for element in positional[0].elements]
-        values = [_int_literal(dim) for dim in dims]
-        if not values or None in values:
+        values = _dims_written(method, positional)
+        if values is None:
             return False, ndim
         return values[-1] in (len(values) - 1, -1), len(values)
     if method == "t" or len(positional) != 2:
@@ -220,10 +217,8 @@ def _dim_made_last(method: str, positional: list, ndim: int | None) -> int | Non
         return 0
     if method in ("mT", "mH"):
         return -2
-    values = [_int_literal(dim) for dim in positional]
-    if method == "permute" and len(positional) == 1 and isinstance(positional[0], (cst.Tuple, cst.List)):
-        values = [_int_literal(element.value) for element in positional[0].elements]
-    if not values or None in values:
+    values = _dims_written(method, positional)
+    if values is None:
         return None
     if method == "permute":
         return values[-1]
@@ -232,6 +227,16 @@ def _dim_made_last(method: str, positional: list, ndim: int | None) -> int | Non
             if last == -1 or (ndim is not None and last == ndim - 1):
                 return other
     return None
+
+
+def _dims_written(method: str, positional: list) -> list[int] | None:
+    """The dims a permuting call lists (``permute(0, 2, 1)``, ``permute((0, 2, 1))``,
+    ``transpose(0, 1)``); None unless all are integer literals."""
+    dims = positional
+    if method == "permute" and len(positional) == 1 and isinstance(positional[0], (cst.Tuple, cst.List)):
+        dims = [element.value for element in positional[0].elements]
+    values = [_int_literal(dim) for dim in dims]
+    return values if values and None not in values else None
 
 
 def _transpose_key(node: cst.BaseExpression) -> object:
@@ -246,8 +251,8 @@ def _transpose_key(node: cst.BaseExpression) -> object:
     if method == "t" and not node.args:
         return "T"
     if method in ("transpose", "swapaxes", "swapdims") and len(node.args) == 2 and not any(a.keyword for a in node.args):
-        dims = frozenset(_int_literal(arg.value) for arg in node.args)
-        return ("swap", dims) if None not in dims and len(dims) == 2 else None
+        dims = _dims_written(method, [arg.value for arg in node.args])
+        return ("swap", frozenset(dims)) if dims is not None and len(set(dims)) == 2 else None
     return None
 
 
@@ -598,7 +603,7 @@ class LayoutDomain:
             base = self.evaluate(node.value, env)
             if base.kind in (SCALAR, OTHER, NONE, TUPLE) or _transposed_back(base, node):
                 return UNKNOWN_LAYOUT
-            unit_last = self._unit_stride_checked(node.value, -2 if attr in ("mT", "mH") else 0, base.ndim, env)
+            unit_last = self._unit_stride_checked(node.value, _dim_made_last(attr, [], base.ndim), base.ndim, env)
             return self._view(base, PERMUTED, f"a transpose of `{self.text(node.value)}`", node, node.value,
                               inner_unit=unit_last, ndim=base.ndim)
         if attr in ("shape", "dtype", "device", "ndim", "layout", "is_cuda"):

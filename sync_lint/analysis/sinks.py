@@ -279,7 +279,6 @@ class ContiguityAnalysis:
         self._configured = tuple(ctx.settings["contiguous-sinks"])
         self._strided = tuple(ctx.settings["strided-sinks"])
         self._module_level = self._module_level_names()
-        # Pointer parameters of this file's kernels that are stored through (for fix safety).
         # Triton kernel of this file -> the parameters it only loads through (see ``SinkUse.read_only``).
         self.kernel_read_only: dict[str, set[str]] = {}
         kernels = [info for info in self.functions if is_triton_kernel(info)]
@@ -359,11 +358,13 @@ class ContiguityAnalysis:
                     summary.need_contiguous(param, f"{verb} as `ptr + offset` by the Triton kernel `{info.name}`")
                     (loaded if verb == "read" else not_read_only).add(param)
                 continue
-            if not name.startswith("triton."):  # a jit helper (or a call not resolved): it may store
-                for arg in call.args:
-                    not_read_only |= self._pointer_sources(arg.value, derived) & set(params)
-            if not name.startswith("triton.") and name:
-                # A jit helper called with a pointer: it decides.
+            if name.startswith("triton."):
+                continue
+            # A jit helper (or a call not resolved) may store through any pointer it is given.
+            for arg in call.args:
+                not_read_only |= self._pointer_sources(arg.value, derived) & set(params)
+            if name:
+                # A jit helper called with a pointer: its summary decides what the pointer needs.
                 for arg, key in _call_arguments(call):
                     if isinstance(arg.value, cst.Name) and arg.value.value in params and key is not None:
                         summary = summary or self.ctx.summary(info.qualname, info.params)
@@ -411,8 +412,9 @@ class ContiguityAnalysis:
         for param in info.params:
             env[param] = Layout(UNKNOWN, params=frozenset({param}), source="param")
         facts = _FunctionFacts(self, info, domain)
-        walker = facts.walker = Walker(domain, facts.on_statement)
-        domain.conditions = walker.conditions  # what asserts and guards say of strides
+        walker = Walker(domain, facts.on_statement)
+        # What asserts and guards say (of strides, element sizes) while the walk is there.
+        domain.conditions = walker.conditions
         body = info.node.body
         try:
             if isinstance(body, cst.IndentedBlock):
@@ -420,7 +422,6 @@ class ContiguityAnalysis:
             elif isinstance(body, cst.SimpleStatementSuite):
                 walker.walk([cst.SimpleStatementLine(body=body.body)], env)
         finally:
-            facts.walker = None  # the walker holds the hook: no reference cycle may keep the tree
             domain.conditions = ()
 
     def callee_of(self, call: cst.Call, info: FunctionInfo, env) -> tuple[str | None, str]:
@@ -495,7 +496,6 @@ class _FunctionFacts:
         # Locals built from ``t.stride(...)`` (``strides = [t.stride(0) * t.element_size()]``):
         # local -> the roots ``t`` whose strides they carry, for a raw ``.data_ptr()`` handed along.
         self._stride_locals: dict[str, frozenset[str]] = {}
-        self.walker: Walker | None = None  # the walk this hook is called from
 
     def summary(self):
         return self.ctx.summary(self.info.qualname, self.info.params)
@@ -571,7 +571,7 @@ class _FunctionFacts:
         if any(_sizes_guarded(test, receiver, self.domain) == {size} for test in _tests_taking(header, call)):
             return True
         key = target_key(receiver)
-        conditions = self.walker.conditions if self.walker is not None and key is not None else ()
+        conditions = self.domain.conditions if key is not None else ()
         return any(
             key in before and before[key] is env.get(key)
             and (_sizes_guarded if holds else _sizes_refuted)(test, receiver, self.domain) == {size}

@@ -108,7 +108,7 @@ def lint_source(
     paused = gc.isenabled()
     gc.disable()
     try:
-
+        # Suppression comments matter to a file with findings; to one without, only those naming our
         # codes (GPU010 judges them) and the file-level switch do. Tokenizing for them is
         # costly, and most files have both noqa comments (for other tools) and no finding.
         with span("noqa scan"):

@@ -179,7 +179,6 @@ class Linter:
             facts = self.lint_all(paths, jobs, progress, plan=plan, pool=pool, scope=scope, sources=sources)
             with profile.span("project summaries"):
                 index = ProjectIndex(facts)
-            diagnostics: list[list[Diagnostic]] = []
             with profile.span("cross-file findings and noqa"):
                 diagnostics = [self.finalize(file_facts, index) for file_facts in facts]
             # A masked file with a reported finding whose fix needs the whole module
