@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from cli_runner import run
 
 from sync_lint.api import fix_text, lint_paths, lint_text, make_settings
 from sync_lint.pipeline.runner import Linter
@@ -738,14 +739,28 @@ def test_a_transpose_undone_around_contiguous_is_column_major_in_torch():
 
 
 # The `.contiguous()` fix is safe only where the linter sees that nothing is written through
-# the argument: a Triton kernel of the same file that only loads through it. (sink code, safe)
+# the argument: a Triton kernel that only loads through it, reached directly or through
+# wrappers, in this file or another, that only hand it on. (sink code, safe)
 FIX_SAFETY = [
     ("_load_kernel[(1,)](x[:, 0], out)", True),  # loads through `x_ptr`, stores through `out_ptr` only
     ("_store_kernel[(1,)](out, x[:, 0])", False),  # stores through its second pointer
     ("_helper_kernel[(1,)](x[:, 0], out)", False),  # hands the pointer to a jit helper
+    ("_block_kernel[(1,)](x[:, 0], out)", False),  # also stores through a block pointer made from it
     ("torch.ops._C.silu_and_mul(x[:, 0], out)", False),  # a custom op may write into any argument
     ("y = x[:, 0].view(torch.uint8)", False),
-    ("wrapper(x[:, 0])", False),  # forwards to a kernel of another file: its writes are not known here
+    ("wrapper(x[:, 0])", False),  # forwards to a kernel of another file that stores through it
+    # wrappers in another file that read only metadata and hand it on to a loading kernel
+    ("read_wrapper(x[:, 0], out)", True),
+    ("outer_wrapper(x[:, 0], out)", True),  # two hops
+    ("local_wrapper(x[:, 0], out)", True),  # a wrapper of this file
+    # ... and wrappers that may write through it, or let it escape
+    ("zeroing_wrapper(x[:, 0], out)", False),  # `t.zero_()`
+    ("returning_wrapper(x[:, 0], out)", False),  # `return t`: the caller may write into it
+    ("viewing_wrapper(x[:, 0], out)", False),  # `t[0].fill_(0)` writes through a view of it
+    ("storing_wrapper(x[:, 0], out)", False),  # `CACHE.append(t)`
+    ("op_wrapper(x[:, 0], out)", False),  # also hands it to a custom op
+    ("rebinding_wrapper(x[:, 0], out)", False),  # `t, n = t, ...`: a name bound again is not followed
+    ("storing_kernel_wrapper(x[:, 0], out)", False),  # its kernel also stores through it
     # the fix goes on the cast upstream (the value may be None), whose other uses would get the copy
     ("idx = None if out is None else x[:, 1].to(torch.int32)\n    _load_kernel[(1,)](idx, out)", False),
 ]
@@ -755,7 +770,10 @@ import torch
 import triton
 import triton.language as tl
 
-from ops import wrapper
+from ops import (
+    op_wrapper, outer_wrapper, read_wrapper, rebinding_wrapper, returning_wrapper, storing_kernel_wrapper,
+    storing_wrapper, viewing_wrapper, wrapper, zeroing_wrapper,
+)
 
 
 @triton.jit
@@ -780,14 +798,49 @@ def _helper_kernel(x_ptr, out_ptr):
     _copy_row(x_ptr, out_ptr)
 
 
+@triton.jit
+def _block_kernel(x_ptr, out_ptr):
+    offs = tl.arange(0, 4)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs))
+    block = tl.make_block_ptr(x_ptr, shape=(4,), strides=(1,), offsets=(0,), block_shape=(4,), order=(0,))
+    tl.store(block, tl.zeros((4,), tl.float32))
+
+
+def local_wrapper(t, out):
+    if t is None or t.shape[0] == 0:
+        return out
+    _load_kernel[(1,)](t, out)
+
+
 def step(x, out):
     {sink}
 '''
 
 
+def write_fix_safety_project(tmp_path: Path, sink: str) -> None:
+    (tmp_path / "ops.py").write_text(FIX_SAFETY_OPS)
+    (tmp_path / "step.py").write_text(FIX_SAFETY_KERNELS.replace("{sink}", sink))
+
+
 @pytest.mark.parametrize(("sink", "safe"), FIX_SAFETY)
 def test_the_contiguous_fix_is_safe_only_where_nothing_is_written_through_the_argument(tmp_path, sink, safe):
-    (tmp_path / "ops.py").write_text(textwrap.dedent('''
+    write_fix_safety_project(tmp_path, sink)
+    found = [d for d in lint_paths([str(tmp_path)]) if d.code.startswith("GPU1") and d.path.endswith("step.py")]
+    assert len(found) == 1 and found[0].fix is not None, found
+    assert found[0].fix.applicability == ("safe" if safe else "unsafe")
+
+
+def test_sync_lint_fix_applies_a_fix_made_safe_by_a_wrapper_of_another_file(tmp_path):
+    write_fix_safety_project(tmp_path, "outer_wrapper(x[:, 0], out)")
+    ops = (tmp_path / "ops.py").read_text()
+    result = run("fix", "--isolated", "--no-cache", ".", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "outer_wrapper(x[:, 0].contiguous(), out)" in (tmp_path / "step.py").read_text()
+    assert (tmp_path / "ops.py").read_text() == ops
+
+
+FIX_SAFETY_OPS = textwrap.dedent('''
+        import torch
         import triton
         import triton.language as tl
 
@@ -797,10 +850,64 @@ def test_the_contiguous_fix_is_safe_only_where_nothing_is_written_through_the_ar
             tl.store(dst_ptr + tl.arange(0, 4), 0)
 
 
+        @triton.jit
+        def _sum(src_ptr, out_ptr):
+            tl.store(out_ptr, tl.sum(tl.load(src_ptr + tl.arange(0, 4))))
+
+
+        @triton.jit
+        def _sum_and_clear(src_ptr, out_ptr):
+            tl.store(out_ptr, tl.sum(tl.load(src_ptr + tl.arange(0, 4))))
+            tl.store(src_ptr + tl.arange(0, 4), 0)
+
+
+        CACHE = []
+
+
         def wrapper(t):
             _fill[(1,)](t)
-    '''))
-    (tmp_path / "step.py").write_text(FIX_SAFETY_KERNELS.replace("{sink}", sink))
-    found = [d for d in lint_paths([str(tmp_path)]) if d.code.startswith("GPU1") and d.path.endswith("step.py")]
-    assert len(found) == 1 and found[0].fix is not None, found
-    assert found[0].fix.applicability == ("safe" if safe else "unsafe")
+
+
+        def read_wrapper(t, out):
+            assert t.stride(-1) == 1 and len(t) == t.shape[0]
+            scratch = torch.empty_like(t)
+            _sum[(t.size(0),)](t, out if out is not None else scratch)
+
+
+        def outer_wrapper(t, out):
+            read_wrapper(t, out)
+
+
+        def zeroing_wrapper(t, out):
+            _sum[(1,)](t, out)
+            t.zero_()
+
+
+        def returning_wrapper(t, out):
+            _sum[(1,)](t, out)
+            return t
+
+
+        def viewing_wrapper(t, out):
+            _sum[(1,)](t, out)
+            t[0].fill_(0)
+
+
+        def storing_wrapper(t, out):
+            CACHE.append(t)
+            _sum[(1,)](t, out)
+
+
+        def op_wrapper(t, out):
+            _sum[(1,)](t, out)
+            torch.ops._C.scale_(t)
+
+
+        def rebinding_wrapper(t, out):
+            t, n = t, 1
+            _sum[(n,)](t, out)
+
+
+        def storing_kernel_wrapper(t, out):
+            _sum_and_clear[(1,)](t, out)
+    ''')

@@ -83,11 +83,6 @@ class SinkUse:
     reason: str  # why the local sink needs it, for summaries ("passed to the custom op `...`")
     strides_passed: frozenset[str]  # root names whose strides the same call receives
     stride_aware: bool = False  # the call also receives this argument's strides
-    # The sink is known only to read through this argument (a Triton kernel of this file that
-    # loads through it, and neither stores through it nor hands it to another function): then a
-    # ``.contiguous()`` copy changes nothing else, and its fix is safe. Anything else may write
-    # through it (a custom op's output, a kernel of another file), and the writes would go to the copy.
-    read_only: bool = False
     note: str = ""  # for a local sink: what it does with a strided tensor (for the message)
 
 
@@ -278,9 +273,7 @@ class ContiguityAnalysis:
         self._offsets = self.lines.def_offsets(self.functions)
         self._configured = tuple(ctx.settings["contiguous-sinks"])
         self._strided = tuple(ctx.settings["strided-sinks"])
-        self._module_level = self._module_level_names()
-        # Triton kernel of this file -> the parameters it only loads through (see ``SinkUse.read_only``).
-        self.kernel_read_only: dict[str, set[str]] = {}
+        self.module_level = self._module_level_names()
         kernels = [info for info in self.functions if is_triton_kernel(info)]
         for info in kernels:
             self._kernel_summary(info)
@@ -358,9 +351,10 @@ class ContiguityAnalysis:
                     summary.need_contiguous(param, f"{verb} as `ptr + offset` by the Triton kernel `{info.name}`")
                     (loaded if verb == "read" else not_read_only).add(param)
                 continue
-            if name.startswith("triton."):
+            if name.startswith("triton.") and short not in _BLOCK_POINTERS:
                 continue
-            # A jit helper (or a call not resolved) may store through any pointer it is given.
+            # A jit helper (or a call not resolved) may store through any pointer it is given, and
+            # so may a block pointer or descriptor made from it (its stores are not followed).
             for arg in call.args:
                 not_read_only |= self._pointer_sources(arg.value, derived) & set(params)
             if name:
@@ -369,7 +363,9 @@ class ContiguityAnalysis:
                     if isinstance(arg.value, cst.Name) and arg.value.value in params and key is not None:
                         summary = summary or self.ctx.summary(info.qualname, info.params)
                         summary.forwards.append(Forward(arg.value.value, name, key, self.line(call, info)))
-        self.kernel_read_only[info.qualname] = loaded - not_read_only
+        if summary is not None:  # made at the first load or store through a parameter
+            for param in loaded - not_read_only:
+                summary.read_only_if[param] = ()
 
     @staticmethod
     def _pointer_argument(call: cst.Call) -> cst.BaseExpression | None:
@@ -423,6 +419,7 @@ class ContiguityAnalysis:
                 walker.walk([cst.SimpleStatementLine(body=body.body)], env)
         finally:
             domain.conditions = ()
+        facts.record_read_only()
 
     def callee_of(self, call: cst.Call, info: FunctionInfo, env) -> tuple[str | None, str]:
         """(dotted callee for a summary look-up, kind): kind is "launch", "op", "configured",
@@ -467,7 +464,7 @@ class ContiguityAnalysis:
         head = (dotted(node) or "").partition(".")[0]
         if not head or head in env or head in info.all_params:
             return False
-        return head not in _BUILTINS or head in self._module_level
+        return head not in _BUILTINS or head in self.module_level
 
 
 def _walk_body(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
@@ -477,6 +474,32 @@ def _walk_body(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
         yield current
         if type(current) not in _NESTED_SCOPES:
             stack += children(current)
+
+
+# What reads a tensor's metadata, or makes a new tensor, and never writes through the tensor.
+_METADATA_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "is_cpu", "layout", "itemsize", "nbytes"})
+_METADATA_METHODS = frozenset({
+    "size", "stride", "dim", "numel", "nelement", "element_size", "is_contiguous", "get_device", "storage_offset",
+    "is_floating_point", "new_empty", "new_zeros", "new_ones", "new_full",
+})  # fmt: skip
+_METADATA_BUILTINS = frozenset({"len", "isinstance", "type"})
+_METADATA_FUNCTIONS = frozenset({"torch.empty_like", "torch.zeros_like", "torch.ones_like", "torch.full_like"})
+_ASSIGNED = (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)
+
+
+def _name_uses(root: cst.CSTNode, names: set[str]) -> Iterator[tuple[cst.Name, cst.CSTNode, cst.CSTNode | None]]:
+    """Each ``Name`` in ``root`` that may be a variable of ``names`` (not an attribute's or a
+    keyword's name), with its parent and grandparent. Nested scopes count: a closure may write."""
+    stack: list[tuple[cst.CSTNode, cst.CSTNode, cst.CSTNode | None]] = [(child, root, None) for child in children(root)]
+    while stack:
+        node, parent, grandparent = stack.pop()
+        if type(node) is cst.Name:
+            if node.value in names and not (
+                (type(parent) is cst.Attribute and parent.attr is node) or (type(parent) is cst.Arg and parent.keyword is node)
+            ):
+                yield node, parent, grandparent
+            continue
+        stack += [(child, node, parent) for child in children(node)]
 
 
 def _interesting(layout: Layout) -> bool:
@@ -496,6 +519,9 @@ class _FunctionFacts:
         # Locals built from ``t.stride(...)`` (``strides = [t.stride(0) * t.element_size()]``):
         # local -> the roots ``t`` whose strides they carry, for a raw ``.data_ptr()`` handed along.
         self._stride_locals: dict[str, frozenset[str]] = {}
+        # Parameter -> (id of the ``Name``, callee, argument) where it is handed on as it is to a
+        # function whose summary may show it only reads through it (``record_read_only``).
+        self._handed: dict[str, list[tuple[int, str, ArgKey]]] = {}
 
     def summary(self):
         return self.ctx.summary(self.info.qualname, self.info.params)
@@ -509,6 +535,48 @@ class _FunctionFacts:
         for part in _header_parts(statement):
             for call in _calls_in(part):
                 self._call(call, env, part)
+
+    def record_read_only(self) -> None:
+        """After the walk: a parameter handed on (``_handed``) and otherwise used only to read its
+        metadata is only read through here if the callees only read through it
+        (``FunctionSummary.read_only_if``). Any other use (a view of it, a method, an
+        assignment, a custom op) may write through it or let it escape."""
+        if not self._handed:
+            return
+        handed = {node_id for uses in self._handed.values() for node_id, _, _ in uses}
+        candidates = set(self._handed)
+        for name, parent, grandparent in _name_uses(self.info.node.body, candidates):
+            if id(name) not in handed and not self._reads_metadata(parent, grandparent):
+                candidates.discard(name.value)
+        summary = self.summary()
+        for param in candidates:
+            summary.read_only_if[param] = tuple((callee, key) for _, callee, key in self._handed[param])
+
+    def _reads_metadata(self, parent: cst.CSTNode, grandparent: cst.CSTNode | None) -> bool:
+        """Does this use of a name only read the tensor's metadata (``p.shape``, ``p.stride(0)``,
+        ``p is None``, ``len(p)``), never writing through it nor letting it escape?"""
+        kind = type(parent)
+        if kind is cst.Attribute:
+            if type(grandparent) is cst.Call and grandparent.func is parent:
+                return parent.attr.value in _METADATA_METHODS
+            return parent.attr.value in _METADATA_ATTRIBUTES and type(grandparent) not in _ASSIGNED
+        if kind is cst.Comparison or kind is cst.ComparisonTarget:
+            comparison = parent if kind is cst.Comparison else grandparent
+            return type(comparison) is cst.Comparison and all(
+                type(target.operator) in (cst.Is, cst.IsNot) for target in comparison.comparisons
+            )
+        if kind is cst.Arg and not parent.star and type(grandparent) is cst.Call:
+            written = dotted(grandparent.func)
+            if written in _METADATA_BUILTINS:
+                return written not in self.analysis.module_level  # not a function of the file's own
+            return (self.analysis.names.resolve(grandparent.func) or "") in _METADATA_FUNCTIONS
+        return False
+
+    def _note_handed(self, value: cst.BaseExpression, callee: str, key: ArgKey, env) -> None:
+        if type(value) is cst.Name and value.value in self.info.params:
+            layout = env.get(value.value)
+            if layout is not None and layout.source == "param":  # not rebound on the way here
+                self._handed.setdefault(value.value, []).append((id(value), callee, key))
 
     def _note_stride_local(self, statement: cst.CSTNode) -> None:
         if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
@@ -606,10 +674,11 @@ class _FunctionFacts:
         else:
             sink, reason = "`{callee}`", ""
         local = kind in ("op", "configured")
-        read_only = analysis.kernel_read_only.get(callee or "") if kind == "launch" else None
         for arg, key in _call_arguments(call):
             if arg.star:
                 continue
+            if not local and callee is not None and key is not None:
+                self._note_handed(arg.value, callee, key, env)
             # ``f(t.data_ptr())``: the raw address of ``t`` is handed over.
             for pointer_call in _data_ptr_calls(arg.value):
                 receiver = pointer_call.func.value  # type: ignore[union-attr]
@@ -636,14 +705,8 @@ class _FunctionFacts:
                 if (not aware and _interesting(layout)) or (aware and kind == "launch" and layout.size1):
                     analysis.uses.append(SinkUse(
                         self.info, call, part, layout, None if local else callee, key, sink, reason,
-                        strides, stride_aware=aware, read_only=self._read_only(callee, key, read_only), note=note,
+                        strides, stride_aware=aware, note=note,
                     ))  # fmt: skip
-
-    def _read_only(self, callee: str | None, key: ArgKey | None, read_only: set[str] | None) -> bool:
-        if not read_only or callee is None or key is None:
-            return False
-        summary = self.ctx.summaries.get(callee)
-        return summary is not None and summary.param_for(key) in read_only
 
     def _record_param(self, layout: Layout, callee, key, kind: str, reason: str, call: cst.Call) -> None:
         if not layout.params or layout.cast is not None or layout.kind != UNKNOWN:
@@ -846,11 +909,12 @@ def fix_target(use: SinkUse) -> cst.BaseExpression | None:
     return None
 
 
-def append_contiguous(node: cst.BaseExpression, unsafe: bool = False):
-    """A fix plan that appends `.contiguous()` to ``node``."""
+def append_contiguous(node: cst.BaseExpression):
+    """A fix plan that appends `.contiguous()` to ``node``: unsafe, as the sink may write through
+    it (``project.ProjectIndex.resolve`` makes it safe where the callee only reads)."""
     from sync_lint.fixes import make_fix
 
     def plan(editor):
-        return make_fix("Add `.contiguous()`", "unsafe" if unsafe else "safe", editor.insert_after(node, ".contiguous()"))
+        return make_fix("Add `.contiguous()`", "unsafe", editor.insert_after(node, ".contiguous()"))
 
     return plan

@@ -4,6 +4,8 @@ Per file, analyses record for each function (keyed by its dotted qualified name)
 - which parameters reach a contiguity-requiring sink (``needs_contiguous``), or a place that
   needs only a unit stride in the last dim (``needs_unit_stride``: ``assert p.stride(-1) == 1``,
   ``p.view(dtype)``), directly or by being passed on to another function (``forwards``), and
+- which parameters it only reads through (``read_only_if``), so that a ``.contiguous()`` copy
+  handed to it in their place changes nothing but the layout, and
 - whether it performs an undeclared GPU->CPU sync (``sync``), directly or by calling another
   function that does (``sync_calls``).
 Rules yield a ``PendingCall`` for each call whose verdict depends on the callee's summary.
@@ -54,6 +56,11 @@ class FunctionSummary:
     # why calling this function syncs ("`.tolist()` at line 12"), or None
     sync: str | None = None
     sync_calls: list[SyncCall] = field(default_factory=list)
+    # param -> the callee arguments it is handed to, for a param this function uses in no other
+    # way than to read its metadata (``p.shape``, ``p is None``) or, in a Triton kernel, to load
+    # through it: the function only reads through ``param`` if each of those callees only reads
+    # through its argument (none: it reads through it itself). Closed project-wide.
+    read_only_if: dict[str, tuple[tuple[str, ArgKey], ...]] = field(default_factory=dict)
 
     def need_contiguous(self, param: str, reason: str) -> None:
         self.needs_unit_stride.pop(param, None)
@@ -93,3 +100,6 @@ class PendingCall:
     callee: str
     arg: ArgKey | None
     diagnostic: Diagnostic
+    # The diagnostic's unsafe ``.contiguous()`` fix is safe if the callee only reads through
+    # ``arg`` (``FunctionSummary.read_only_if``): the copy then reaches nothing else.
+    fix_safe_if_read_only: bool = False

@@ -354,7 +354,9 @@ def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[R
             facts.diagnostics.append(diagnostic)
         else:
             condition = finding.if_callee
-            facts.pending.append(PendingCall(condition.kind, condition.callee, condition.arg, diagnostic))
+            facts.pending.append(
+                PendingCall(condition.kind, condition.callee, condition.arg, diagnostic, condition.fix_safe_if_read_only)
+            )
     if not planned:  # no fix at all rather than some: the whole file's lint plans them all
         facts.diagnostics = [replace(d, fix=None) if d.fix is not None else d for d in facts.diagnostics]
         facts.pending = [replace(p, diagnostic=replace(p.diagnostic, fix=None)) for p in facts.pending]

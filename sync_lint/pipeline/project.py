@@ -6,7 +6,9 @@ call in file A into a kernel wrapper or a syncing helper in file B is judged by 
 
 from __future__ import annotations
 
-from sync_lint.analysis.summaries import FunctionSummary, PendingCall
+from dataclasses import replace
+
+from sync_lint.analysis.summaries import ArgKey, FunctionSummary, PendingCall
 from sync_lint.diagnostics import Diagnostic
 from sync_lint.pipeline.lint_file import FileFacts
 
@@ -23,7 +25,10 @@ class ProjectIndex:
             self.defined.update(facts.functions)
             if facts.module_name:
                 self.module_imports[facts.module_name] = facts.imports
+        # id(summary) -> the parameters that function is known only to read through.
+        self._read_only: dict[int, set[str]] = {}
         self._close()
+        self._close_read_only()
 
     def summarised_callees(self) -> tuple[frozenset[str], list[tuple[str, str, str]]]:
         """What a call must name to reach a function whose summary can make it a finding.
@@ -106,6 +111,27 @@ class ProjectIndex:
                             changed = True
                             break
 
+    def _close_read_only(self) -> None:
+        """A parameter is only read through when each callee argument it is handed to is
+        (``FunctionSummary.read_only_if``), starting from the kernels that load through theirs.
+        Proven sets only grow, so this ends; a cycle of forwards proves nothing."""
+        changed = True
+        while changed:
+            changed = False
+            for summary in self.functions.values():
+                proven = self._read_only.setdefault(id(summary), set())
+                for param, handed_to in summary.read_only_if.items():
+                    if param not in proven and all(self.only_reads(callee, arg) for callee, arg in handed_to):
+                        proven.add(param)
+                        changed = True
+
+    def only_reads(self, callee_name: str, arg: ArgKey | None) -> bool:
+        """Is ``callee_name`` known only to read through its argument ``arg``?"""
+        callee = self.lookup(callee_name)
+        if callee is None or arg is None:
+            return False
+        return callee.param_for(arg) in self._read_only.get(id(callee), ())
+
     def reason(self, kind: str, callee_name: str, arg) -> str | None:
         """Why a call of ``callee_name`` (argument ``arg``) is a finding of ``kind``; None: it is not."""
         callee = self.lookup(callee_name)
@@ -123,4 +149,7 @@ class ProjectIndex:
         d = pending.diagnostic
         short = pending.callee.rsplit(".", 1)[-1]
         message = d.message.replace("{reason}", reason).replace("{callee}", short)
-        return Diagnostic(d.path, d.line, d.col, d.end_line, d.end_col, d.code, message, d.fix)
+        fix = d.fix
+        if fix is not None and pending.fix_safe_if_read_only and self.only_reads(pending.callee, pending.arg):
+            fix = replace(fix, applicability="safe")
+        return Diagnostic(d.path, d.line, d.col, d.end_line, d.end_col, d.code, message, fix)

@@ -35,12 +35,16 @@ def reported_uses(analysis: ContiguityAnalysis, verdict: Callable, seen: set[int
 
 def sink_finding(use: SinkUse, message: str, fixable: bool = True) -> Finding:
     target = fix_target(use) if fixable else None
+    condition = None
+    if use.callee is not None:
+        condition = CalleeCondition(callee_need(use), use.callee, use.key, fix_safe_if_read_only=target is use.arg)
     return Finding(
         node=target if target is not None else use.arg,
         message=message,
-        # Safe only where the copy reaches nothing but a sink that only reads it: not where the fix
-        # goes on the cast or view upstream (``idx = None if c is None else bt[:, 1].to(...)``),
-        # whose other uses would get the copy too.
-        fix=append_contiguous(target, unsafe=not use.read_only or target is not use.arg) if target is not None else None,
-        if_callee=CalleeCondition(callee_need(use), use.callee, use.key) if use.callee is not None else None,
+        # Unsafe: the sink may write through the argument, and the writes would go to the copy.
+        # Safe once the callee's summary shows that it only reads through it (``PendingCall``),
+        # if the fix is on the argument itself: not on the cast or view upstream (``idx = None if
+        # c is None else bt[:, 1].to(...)``), whose other uses would get the copy too.
+        fix=append_contiguous(target) if target is not None else None,
+        if_callee=condition,
     )

@@ -35,6 +35,7 @@ class CalleeCondition:
     kind: str
     callee: str
     arg: int | str | None = None
+    fix_safe_if_read_only: bool = False  # see ``PendingCall``
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from sync_lint.rules._gpu1xx_text import CONTIGUOUS_FIX_SAFETY
 from sync_lint.rules.base import Finding, Rule
 from sync_lint.rules.triggers import (
     ALONE_SINK_TRIGGERS,
@@ -55,10 +56,7 @@ class CastAsContiguityFix(Rule):
     )
     fix_safety = (
         "Appends `.contiguous()` to the argument, which copies only when the tensor is not contiguous and never "
-        "changes values. Safe only where the sink is a Triton kernel of the same file that loads through that "
-        "argument and neither stores through it nor hands it to another function. Elsewhere (a custom op, a "
-        "kernel or wrapper of another file, `.view(dtype)`, a raw `.data_ptr()`) unsafe: the callee may write "
-        "through the argument (a custom op's `out`), and the writes would go to the copy."
+        "changes values. " + CONTIGUOUS_FIX_SAFETY
     )
     fix_applicability = "unsafe"
     triggers = CAST_TRIGGERS + SUMMARY_TRIGGERS

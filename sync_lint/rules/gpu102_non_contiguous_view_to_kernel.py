@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from sync_lint.rules._gpu1xx_text import CONTIGUOUS_FIX_SAFETY
 from sync_lint.rules.base import Finding, Rule
 from sync_lint.rules.triggers import (
     ALONE_SINK_TRIGGERS,
@@ -62,11 +63,7 @@ class NonContiguousViewToKernel(Rule):
         "copy_blocks_kernel[(n,)](slots.contiguous(), cache)"
     )
     fix_safety = (
-        "Appends `.contiguous()` to the argument (a copy with the same values). Safe only where the sink is a "
-        "Triton kernel of the same file that loads through that argument and neither stores through it nor hands "
-        "it to another function. Elsewhere (a custom op, a kernel or wrapper of another file, `.view(dtype)`, a "
-        "raw `.data_ptr()`) unsafe: the callee may write through the argument (a custom op's `out`), and the "
-        "writes would go to the copy."
+        "Appends `.contiguous()` to the argument (a copy with the same values). " + CONTIGUOUS_FIX_SAFETY
     )
     fix_applicability = "unsafe"
     triggers = VIEW_TRIGGERS + SUMMARY_TRIGGERS

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from sync_lint.rules._gpu1xx_text import CONTIGUOUS_FIX_SAFETY
 from sync_lint.rules.base import Finding, Rule
 from sync_lint.rules.triggers import (
     ALONE_SINK_TRIGGERS,
@@ -46,11 +47,8 @@ class ContiguityLostAfterFix(Rule):
     )
     fix_safety = (
         "For a view after `.contiguous()`: appends `.contiguous()` to the sink argument (the earlier call is then"
-        " redundant and may be removed by hand). Safe only where the sink is a Triton kernel of the same file "
-        "that loads through that argument and neither stores through it nor hands it to another function. "
-        "Elsewhere (a custom op, a kernel or wrapper of another file, `.view(dtype)`, a raw `.data_ptr()`) "
-        "unsafe: the callee may write through the argument (a custom op's `out`), and the writes would go to the "
-        "copy. No fix for the size-1 case: `.contiguous()` does not change those strides."
+        " redundant and may be removed by hand). " + CONTIGUOUS_FIX_SAFETY
+        + " No fix for the size-1 case: `.contiguous()` does not change those strides."
     )
     fix_applicability = "unsafe"
     triggers = CONTIGUOUS_TRIGGERS + SUMMARY_TRIGGERS
