@@ -26,6 +26,15 @@ class Option:
     doc: str
 
 
+# The matrix-multiply custom ops, by name: a GEMM reads each operand through its leading dimension,
+# which order it wants is op-specific (CUTLASS's scaled mm takes its weight column-major, as
+# ``b.t()``) and checked at the call, so a transposed operand is most often intended and
+# ``.contiguous()`` would break it. A view handed to one is not reported (``strided-sinks``).
+MATRIX_MULTIPLY_OPS = (
+    "torch.ops.*.*gemm*", "torch.ops.*.*matmul*", "torch.ops.*.*bmm*",
+    "torch.ops.*.mm", "torch.ops.*.mm_*", "torch.ops.*.*_mm", "torch.ops.*.*_mm_*",
+)  # fmt: skip
+
 OPTIONS: dict[str, Option] = {
     # Rule selection (ruff's names and meaning).
     "select": Option(list, ["GPU"], "Rule codes or prefixes to enable (`GPU`, `GPU1`, `GPU201`, `ALL`)."),
@@ -47,11 +56,13 @@ OPTIONS: dict[str, Option] = {
     ),
     "strided-sinks": Option(
         list,
-        [],
+        list(MATRIX_MULTIPLY_OPS),
         "Dotted names or fnmatch globs of functions, custom ops and kernels that accept tensors of any strides "
-        "(`vllm._custom_ops.cutlass_scaled_mm`, `torch.ops._C.cutlass_*`): a view handed to one is not reported. "
-        "Wins over `contiguous-sinks` and the custom-op rule.",
+        "(`vllm._custom_ops.cutlass_scaled_mm`, `torch.ops._C.machete_*`): a view handed to one is not reported. "
+        "Wins over `contiguous-sinks` and the custom-op rule. The default names the matrix-multiply custom ops "
+        "(`gemm`, `matmul`, `bmm`, `mm` in the op's name), whose operand order is op-specific and checked.",
     ),
+    "extend-strided-sinks": Option(list, [], "Names or globs added to `strided-sinks`."),
     "hot-class-patterns": Option(list, ["*MetadataBuilder"], "Classes whose methods are hot (fnmatch globs)."),
     "hot-method-patterns": Option(
         list,

@@ -601,7 +601,7 @@ ALL_GEMM_FINDINGS = [
 
 def test_strided_sinks_are_not_contiguity_sinks(tmp_path: Path):
     package = _gemm_project(tmp_path)
-    assert _gemm_findings(package) == ALL_GEMM_FINDINGS
+    assert _gemm_findings(package, strided_sinks=[]) == ALL_GEMM_FINDINGS
     # The wrapper by name: its calls are not judged (the azp wrapper, not named, still is).
     named_wrapper = _gemm_findings(package, strided_sinks=["engine._custom_ops.cutlass_scaled_mm"])
     assert named_wrapper == [f for f in ALL_GEMM_FINDINGS if f[1] != 8]
@@ -614,10 +614,36 @@ def test_strided_sinks_are_not_contiguity_sinks(tmp_path: Path):
     ]
 
 
-def test_strided_sinks_default_is_empty_and_read_from_pyproject(tmp_path: Path):
+def test_the_matrix_multiply_ops_are_strided_sinks_by_default(tmp_path: Path):
+    """A GEMM's operand order is op-specific and checked at the call (CUTLASS's scaled mm wants
+    its weight column-major, ``b.T``): by default the ops named as matrix multiplies are not
+    judged; the others are, and ``extend-strided-sinks`` adds to the default."""
+    package = _gemm_project(tmp_path)
+    assert _gemm_findings(package) == [("cutlass.py", 16, "GPU103"), ("cutlass.py", 17, "GPU102")]
+    assert _gemm_findings(package, extend_strided_sinks=["torch.ops._C.machete_*"]) == [("cutlass.py", 17, "GPU102")]
+
+
+@pytest.mark.parametrize(("op", "matrix_multiply"), [
+    ("torch.ops._C.cutlass_scaled_mm", True), ("torch.ops._C.cutlass_scaled_mm_azp", True),
+    ("torch.ops._C.bmm_cpu", True), ("torch.ops.vllm.xpu_fp8_bmm", True), ("torch.ops._xpu_C.fp8_gemm", True),
+    ("torch.ops._C.dsv3_fused_a_gemm", True), ("torch.ops.symm_mem.fused_matmul_reduce_scatter", True),
+    ("torch.ops._C.create_onednn_mm_handler", True), ("torch.ops.aten.mm", True),
+    ("torch.ops._C.silu_and_mul", False), ("torch.ops._C.all_reduce_comm", False), ("torch.ops._C.rms_norm", False),
+    ("torch.ops._C.fused_moe_gemm_like", True), ("torch.ops._C.reshape_and_cache_flash", False),
+    ("torch.ops._C.comm_mma_layout", False), ("engine.ops.gemm", False),  # only `torch.ops` custom ops
+])  # fmt: skip
+def test_which_ops_the_default_names_as_matrix_multiplies(op, matrix_multiply):
+    import fnmatch
+
+    from sync_lint.config import MATRIX_MULTIPLY_OPS
+
+    assert any(fnmatch.fnmatchcase(op, glob) for glob in MATRIX_MULTIPLY_OPS) == matrix_multiply
+
+
+def test_strided_sinks_default_and_read_from_pyproject(tmp_path: Path):
     from sync_lint import config
 
-    assert config.OPTIONS["strided-sinks"].default == []
+    assert config.OPTIONS["strided-sinks"].default == list(config.MATRIX_MULTIPLY_OPS)
     package = _gemm_project(tmp_path)
     (tmp_path / "pyproject.toml").write_text('[tool.sync-lint]\nstrided-sinks = ["torch.ops._C.cutlass_scaled_mm"]\n')
     settings = config.load(None, start=tmp_path)

@@ -272,7 +272,7 @@ class ContiguityAnalysis:
         self.functions = ctx.functions()
         self._offsets = self.lines.def_offsets(self.functions)
         self._configured = tuple(ctx.settings["contiguous-sinks"])
-        self._strided = tuple(ctx.settings["strided-sinks"])
+        self._strided = (*ctx.settings["strided-sinks"], *ctx.settings["extend-strided-sinks"])
         self.module_level = self._module_level_names()
         kernels = [info for info in self.functions if is_triton_kernel(info)]
         for info in kernels:

@@ -30,7 +30,7 @@ class CastAsContiguityFix(Rule):
         "tensor, with no `.contiguous()` in between: a Triton kernel that reads the argument as `ptr + offset`, "
         "a `torch.ops` custom op, a function that checks `is_contiguous()` (in any checked file), "
         "`.view(dtype)`, a raw `.data_ptr()`, or a sink named in `contiguous-sinks`; never a callee named in "
-        "`strided-sinks`. A function that checks only `p.stride(-1) == 1` (or calls `p.view(dtype)`, or hands "
+        "`strided-sinks` (by default the matrix-multiply custom ops, such as `torch.ops._C.cutlass_scaled_mm`: a GEMM's operand order is its own, checked at the call). A function that checks only `p.stride(-1) == 1` (or calls `p.view(dtype)`, or hands "
         "`p.data_ptr()` on with `p`'s strides) needs "
         "no more than stride 1 in the last dim, so it counts only for a view whose last dim is strided (a "
         "transpose, a column select), not for a column-range slice `x[:, :k]`. A cast of a source known to be "

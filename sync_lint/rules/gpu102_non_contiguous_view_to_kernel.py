@@ -30,7 +30,7 @@ class NonContiguousViewToKernel(Rule):
         "with no cast and no `.contiguous()`, to a Triton kernel that reads it as `ptr + offset`, a `torch.ops` "
         "custom op, a function that checks `is_contiguous()` or passes it on to such a sink (in any checked "
         "file), `.view(dtype)`, a raw `.data_ptr()`, or a sink named in `contiguous-sinks`; never a callee named "
-        "in `strided-sinks`. A `.view(dtype)` to a dtype of the same element size (`float8_e4m3fn` to `uint8`, "
+        "in `strided-sinks` (by default the matrix-multiply custom ops, such as `torch.ops._C.cutlass_scaled_mm`: a GEMM's operand order is its own, checked at the call). A `.view(dtype)` to a dtype of the same element size (`float8_e4m3fn` to `uint8`, "
         "`int32` to `float32`, `bfloat16` to `float16`) works on any strides and is no sink where the source's "
         "dtype is known (a factory's `dtype=`, a cast, an earlier `.view(dtype)`, the test of the conditional "
         "expression that takes the view: `t.view(torch.uint8) if t.element_size() == 1 else t`, of an "
@@ -73,6 +73,10 @@ class NonContiguousViewToKernel(Rule):
     trigger_options = ("contiguous-sinks",)
     alias_trigger_targets = ("torch.ops",)
     valid = (
+        # A GEMM takes its weight in the order it wants (CUTLASS's scaled mm: column-major).
+        ("import torch\n\n"
+        "def gemm(a, b, out):\n"
+        "    torch.ops._C.cutlass_scaled_mm(out, a, b.t())\n"),
         ("import torch\n\n"
         "def launch(x, out, n):\n"
         "    torch.ops._C.silu(out, x[:n])          # a prefix of rows stays contiguous\n"
@@ -160,8 +164,8 @@ class NonContiguousViewToKernel(Rule):
         "    slots = block_table[:, 0]\n"
         "    col_kernel[(out.numel(),)](slots, out)  # expect: GPU102\n"),
         ("import torch\n\n"
-        "def gemm(a, b, out):\n"
-        "    torch.ops._C.cutlass_mm(out, a, b.t())  # expect: GPU102\n"),
+        "def norm(x, weight, out):\n"
+        "    torch.ops._C.rms_norm(out, x.t(), weight, 1e-6)  # expect: GPU102\n"),
         # One head of a [tokens, heads, dim] cache: unit last stride, but rows `heads * dim` apart.
         ("import torch\n\n"
         "def gather_head(kv, out, tokens, heads, dim, h):\n"

@@ -31,7 +31,7 @@ class ContiguityLostAfterFix(Rule):
         "`w.t().contiguous().t()` (the same transpose on both sides of `.contiguous()`: `T`, `mT`, "
         "`transpose(0, 1)`) is the idiom for a column-major copy, made on purpose for an op that wants one "
         "(a GEMM's weight), and is not reported; appending `.contiguous()` would undo it. A callee named in "
-        "`strided-sinks` is never a sink."
+        "`strided-sinks` (by default the matrix-multiply custom ops, such as `torch.ops._C.cutlass_scaled_mm`: a GEMM's operand order is its own, checked at the call) is never a sink."
     )
     why = (
         "The view op after `.contiguous()` makes a strided view again, so the kernel reads `ptr + i` "
@@ -77,9 +77,9 @@ class ContiguityLostAfterFix(Rule):
         "def run(block_table, out):\n"
         "    col_kernel[(out.numel(),)](block_table.contiguous()[:, 0], out)  # expect: GPU103\n"),
         ("import torch\n\n"
-        "def gemm(a, b, out):\n"
-        "    b = b.contiguous()\n"
-        "    torch.ops._C.cutlass_mm(out, a, b.t())  # expect: GPU103\n"),
+        "def norm(x, weight, out):\n"
+        "    x = x.contiguous()\n"
+        "    torch.ops._C.rms_norm(out, x.t(), weight, 1e-6)  # expect: GPU103\n"),
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
