@@ -103,8 +103,8 @@ KV_CACHE_ARGUMENTS = [
     ("kc.permute(0, 2, 1, -1)", False, True),
     ("kc.transpose(-3, -2)", False, True),
     ("kc.swapaxes(-4, -2)", False, True),
-    ("torch.empty(2, 3, 4, 5).transpose(1, 2)", False, True),  # the dims are known: 1 and 2 are not the last
-    ("torch.empty(2, 3, 4, 5).movedim(0, 2)", False, True),
+    ("kc.view(2, 3, 4, 5).transpose(1, 2)", False, True),  # the dims are known: 1 and 2 are not the last
+    ("kc.view(2, 3, 4, 5).movedim(0, 2)", False, True),
     ("kc.permute(0, 2, 1, 3).transpose(-1, -2)", True, True),
     ("kc.permute(0, 1, 3, 2)", True, True),
     ("kc.permute(3, 2, 1, 0)", True, True),
@@ -570,7 +570,7 @@ def test_same_size_view_in_a_wrapper_needs_nothing_of_its_parameter():
     def caller(w):
         as_bytes(w.t())
         fp8_bytes(w.t())
-        raw_bytes(torch.empty(4, 8, dtype=torch.float8_e4m3fn).t())  # the callee cannot know the dtype
+        raw_bytes(w.t())  # the callee cannot know the dtype
     """
     assert findings(source) == [(20, "GPU102")]
 

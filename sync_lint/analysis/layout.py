@@ -94,6 +94,12 @@ class Layout:
     stride_of: str | None = None  # for ``t.stride(...)`` scalars: the root name of ``t``
     maybe_none: bool = False
     elements: tuple[Layout, ...] | None = None  # for TUPLE
+    # A buffer just allocated (``torch.empty``, ``zeros``, ``*_like``, ``x.new_empty``).
+    allocated: bool = False
+    # A permutation of such a buffer: a layout chosen on purpose (``torch.empty(k, m).t()`` is
+    # how a column-major buffer is made for a consumer that wants one), not a view handed on by
+    # mistake. Still strided: ``.view(dtype)`` judges it; the kernels and ops it is made for do not.
+    chosen: bool = False
 
     @property
     def is_view(self) -> bool:
@@ -153,6 +159,8 @@ _TORCH_FACTORIES = {
     "count_nonzero",
 }  # fmt: skip
 _TORCH_LIKE = {"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like"}
+_ALLOCATING = {"empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like",
+               "new_empty", "new_zeros", "new_ones", "new_full"}  # fmt: skip
 _TORCH_VIEW_FUNCTIONS = _PERMUTING | _BROADCASTING | _GAPPING | _DIM0_OK | {"reshape", "flatten", "squeeze", "unsqueeze"}
 _SCALAR_BUILTINS = {"int", "len", "float", "round", "abs", "min", "max", "sum", "range", "divmod", "pow"}
 _OTHER_BUILTINS = {"str", "list", "tuple", "dict", "set", "sorted", "isinstance", "bool", "repr", "getattr", "hasattr", "print"}
@@ -374,7 +382,8 @@ def join(a: Layout, b: Layout) -> Layout:
         return Layout(first.kind, dtype=first.dtype if first.dtype == second.dtype else None, maybe_none=maybe_none,
                       made_contiguous=first.made_contiguous if first.made_contiguous is second.made_contiguous else None,
                       stride_of=strides.pop() if len(strides) == 1 else None, size1=size1,
-                      ndim=first.ndim if first.ndim == second.ndim else None)
+                      ndim=first.ndim if first.ndim == second.ndim else None,
+                      allocated=first.allocated and second.allocated)
     if first.kind == FRESH:
         return Layout(UNKNOWN, maybe_none=maybe_none)  # a tensor on one path, a number on another
     return Layout(OTHER, maybe_none=maybe_none)
@@ -390,6 +399,7 @@ def _join_views(a: Layout, b: Layout, maybe_none: bool, size1: bool) -> Layout:
     - ``cast`` (GPU101: strided unless the cast converts) only if every view path has one, and
       ``refixed`` (GPU103) only if every view path has one: a plain view on some path is strided
       whatever the author did on the other (GPU102);
+    - ``chosen`` (a layout made on purpose) only if on every view path;
     - ``dtype`` (which decides whether a later cast certainly converts) and ``base_root`` (the
       strides a launch must receive to be stride-aware) only if the same on every view path: a
       path that holds no view is contiguous whatever a cast or a launch does with it; ``ndim``
@@ -422,7 +432,7 @@ def _join_views(a: Layout, b: Layout, maybe_none: bool, size1: bool) -> Layout:
         cast=shown.cast if has_cast else None, refixed=shown.refixed if has_refix else None,
         inner_unit=a.inner_unit and b.inner_unit, vector=any(view.vector for view in views),
         dtype=dtypes.pop() if len(dtypes) == 1 else None, base_root=roots.pop() if len(roots) == 1 else None,
-        ndim=a.ndim if a.ndim == b.ndim else None,
+        ndim=a.ndim if a.ndim == b.ndim else None, chosen=all(view.chosen for view in views),
         params=frozenset(), source=None, made_contiguous=None, maybe_none=maybe_none, size1=size1,
     )  # fmt: skip
 
@@ -502,11 +512,11 @@ class LayoutDomain:
         return None
 
     def _view(self, base: Layout, kind: str, what: str, origin: cst.CSTNode, base_node: cst.BaseExpression,
-              inner_unit: bool = True, vector: bool = False, ndim: int | None = None) -> Layout:
+              inner_unit: bool = True, vector: bool = False, ndim: int | None = None, chosen: bool = False) -> Layout:
         return Layout(
             kind, what=what, origin=origin, dtype=base.dtype,
             refixed=base.made_contiguous or (base.refixed if base.is_view else None),
-            inner_unit=inner_unit, vector=vector, base_root=root_name(base_node), ndim=ndim,
+            inner_unit=inner_unit, vector=vector, base_root=root_name(base_node), ndim=ndim, chosen=chosen,
         )  # fmt: skip
 
     def _size_count(self, sizes: list, env) -> int | None:
@@ -605,7 +615,7 @@ class LayoutDomain:
                 return UNKNOWN_LAYOUT
             unit_last = self._unit_stride_checked(node.value, _dim_made_last(attr, [], base.ndim), base.ndim, env)
             return self._view(base, PERMUTED, f"a transpose of `{self.text(node.value)}`", node, node.value,
-                              inner_unit=unit_last, ndim=base.ndim)
+                              inner_unit=unit_last, ndim=base.ndim, chosen=base.allocated)
         if attr in ("shape", "dtype", "device", "ndim", "layout", "is_cuda"):
             return OTHER_LAYOUT
         if attr == "data":
@@ -757,7 +767,7 @@ class LayoutDomain:
     def _torch_function(self, node: cst.Call, name: str, env) -> Layout:
         if name in _TORCH_FACTORIES:
             dtype = self.dtype_of(self._keyword(node, "dtype"))
-            return Layout(FRESH, dtype=dtype, ndim=self._factory_ndim(node, name, env))
+            return Layout(FRESH, dtype=dtype, ndim=self._factory_ndim(node, name, env), allocated=name in _ALLOCATING)
         if name in _TORCH_LIKE:
             source = self.evaluate(node.args[0].value, env) if node.args else UNKNOWN_LAYOUT
             # ``dtype=`` given: the dtype it names, else unknown (``dtype=out_dtype``), never the source's.
@@ -767,9 +777,9 @@ class LayoutDomain:
                 return Layout(FRESH, dtype=dtype, ndim=source.ndim)
             if source.kind == PERMUTED:
                 return replace(source, dtype=dtype, cast=None, made_contiguous=None)
-            if source.kind in (UNKNOWN, TUPLE):
-                return UNKNOWN_LAYOUT
-            return Layout(FRESH, dtype=dtype, ndim=source.ndim)
+            if source.kind in (UNKNOWN, TUPLE):  # it keeps the source's strides, unknown here
+                return Layout(UNKNOWN, allocated=name in _ALLOCATING)
+            return Layout(FRESH, dtype=dtype, ndim=source.ndim, allocated=name in _ALLOCATING)
         if name in _TORCH_VIEW_FUNCTIONS and node.args and node.args[0].keyword is None and not node.args[0].star:
             return self._method(node, name, node.args[0].value, env, args=node.args[1:])
         if name == "where" and len(node.args) == 3:
@@ -833,7 +843,7 @@ class LayoutDomain:
                 made_last is not None and self._unit_stride_checked(receiver, made_last, ndim, env)
             )
             return self._view(base, PERMUTED, f"{what} of `{self.text(receiver)}`", node, receiver,
-                              inner_unit=inner_unit, ndim=ndim)
+                              inner_unit=inner_unit, ndim=ndim, chosen=base.allocated)
         if method in _BROADCASTING:
             sizes = self._broadcast_sizes(method, args)
             # An expanded dim has stride 0: the last dim keeps the base's stride only where its
@@ -877,7 +887,7 @@ class LayoutDomain:
                                what=f"{base.what}, reshaped (`.{method}()` keeps it a view)")
             return Layout(UNKNOWN, ndim=ndim) if ndim is not None else UNKNOWN_LAYOUT
         if method in _FRESH_METHODS:
-            return Layout(FRESH, dtype=self._fresh_dtype(node, method, base.dtype, positional))
+            return Layout(FRESH, dtype=self._fresh_dtype(node, method, base.dtype, positional), allocated=method in _ALLOCATING)
         if method in _ELEMENTWISE_METHODS:
             return self._elementwise(base, *(self.evaluate(a, env) for a in positional))
         if method.endswith("_") and not method.endswith("__"):

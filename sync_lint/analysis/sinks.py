@@ -698,6 +698,8 @@ class _FunctionFacts:
                                     "a raw address is read as dense memory", need=lambda layout: True)
             for part in split_branches(arg.value):
                 layout = self.domain.evaluate(part, env)
+                if layout.chosen:
+                    continue  # a buffer permuted on purpose for the callee (``Layout.chosen``)
                 aware = self._stride_aware(part, layout, strides)
                 if not aware:
                     self._record_param(layout, callee, key, kind, reason, call)
