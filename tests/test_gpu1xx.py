@@ -217,6 +217,27 @@ def f(x, out):
     assert codes(source) == [(15, "GPU102")]
 
 
+def test_strides_read_from_a_local_tuple_make_a_launch_stride_aware():
+    """``strides = x.stride()`` then ``strides[0]`` (vLLM's fp8 KV-cache dequant wrapper) hands
+    the kernel ``x``'s strides as surely as ``x.stride(0)`` does; another tensor's do not."""
+    source = KERNEL + """
+def wrapper(x, out):
+    strides = x.stride()
+    _k[(4,)](x, out, strides[0], N=4)
+
+
+def other_strides(x, y, out):
+    strides = y.stride()
+    _k[(4,)](x, out, strides[0], N=4)
+
+
+def caller(x, y, out):
+    wrapper(x.t(), out)
+    other_strides(x.t(), y, out)
+"""
+    assert codes(source) == [(source.count("\n"), "GPU102")]
+
+
 def test_store_through_argument_makes_the_fix_unsafe():
     source = KERNEL + """
 def f(x, out):

@@ -751,9 +751,9 @@ class _FunctionFacts:
                     root = root_name(inner.func.value)
                     if root:
                         roots.add(root)
-            if isinstance(arg.value, cst.Name):
-                layout = env.get(arg.value.value)
-                if layout is not None and layout.kind == SCALAR and layout.stride_of:
+            if type(arg.value) is cst.Name or type(arg.value) is cst.Subscript:  # ``s0``, ``strides[0]``
+                layout = self.domain.evaluate(arg.value, env)
+                if layout.kind == SCALAR and layout.stride_of:
                     roots.add(layout.stride_of)
         return frozenset(roots)
 
