@@ -238,6 +238,54 @@ def caller(x, y, out):
     assert codes(source) == [(source.count("\n"), "GPU102")]
 
 
+SCALE_KERNELS = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _first(p):
+    return tl.load(p)
+
+
+@triton.jit
+def _at(p, i):
+    return tl.load(p + i)
+
+
+@triton.jit
+def _scaled(x_ptr, scale_ptr, out_ptr):
+    i = tl.program_id(0)
+    tl.store(out_ptr + i, tl.load(x_ptr + i) * tl.load(scale_ptr))
+
+
+@triton.jit
+def _scaled_by_helper(x_ptr, scale_ptr, out_ptr):
+    i = tl.program_id(0)
+    tl.store(out_ptr + i, tl.load(x_ptr + i) * _first(scale_ptr))
+
+
+@triton.jit
+def _scaled_per_row(x_ptr, scale_ptr, out_ptr):
+    i = tl.program_id(0)
+    tl.store(out_ptr + i, tl.load(x_ptr + i) * _at(scale_ptr, i))
+"""
+
+
+@pytest.mark.parametrize(("launch", "reported"), [
+    ("_scaled[(4,)](x, scale.expand(4, 8), out)", False),  # only the first element is read
+    ("_scaled_by_helper[(4,)](x, scale.expand(4, 8), out)", False),
+    ("_scaled[(4,)](x.t(), scale, out)", True),  # the data is read as `ptr + i`
+    ("_scaled_per_row[(4,)](x, scale.expand(4, 8), out)", True),  # so is the scale here
+])  # fmt: skip
+def test_a_pointer_read_without_an_offset_needs_no_layout(launch, reported):
+    """``tl.load(scale_ptr)`` reads the element the pointer points at, whatever the strides:
+    vLLM's unified attention reads its per-tensor ``k_scale`` so, handed ``k_scale.expand(shape)``."""
+    assert torch.ones(1).expand(4, 8).stride() == (0, 0)  # element 0 is the scale itself
+    source = SCALE_KERNELS + f"\n\ndef f(x, scale, out):\n    {launch}\n"
+    assert bool(codes(source)) == reported
+
+
 def test_store_through_argument_makes_the_fix_unsafe():
     source = KERNEL + """
 def f(x, out):
@@ -836,7 +884,8 @@ def _store_kernel(src_ptr, dst_ptr):
 
 @triton.jit
 def _copy_row(ptr, out_ptr):
-    tl.store(out_ptr, tl.load(ptr))
+    offs = tl.arange(0, 4)
+    tl.store(out_ptr + offs, tl.load(ptr + offs))
 
 
 @triton.jit

@@ -345,10 +345,14 @@ class ContiguityAnalysis:
                 pointer = self._pointer_argument(call)
                 if pointer is None:
                     continue
+                # ``tl.load(scale_ptr)``: the bare parameter is the address of the first element,
+                # whatever the strides (a stride-0 ``scale.expand(n)`` is read right): no need.
+                bare = type(pointer) is cst.Name and pointer.value in params
                 for param in self._pointer_sources(pointer, derived) & set(params):
                     summary = summary or self.ctx.summary(info.qualname, info.params)
                     verb = _POINTER_CALLS[short]
-                    summary.need_contiguous(param, f"{verb} as `ptr + offset` by the Triton kernel `{info.name}`")
+                    if not bare:
+                        summary.need_contiguous(param, f"{verb} as `ptr + offset` by the Triton kernel `{info.name}`")
                     (loaded if verb == "read" else not_read_only).add(param)
                 continue
             if name.startswith("triton.") and short not in _BLOCK_POINTERS:

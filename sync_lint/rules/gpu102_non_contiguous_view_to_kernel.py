@@ -38,6 +38,8 @@ class NonContiguousViewToKernel(Rule):
         "raise ...`), while `t` is not rebound); of an unknown dtype it is one. Views that keep contiguity (`x[i]`, `x[:n]`, `x[1:]`, `x[i, :k]`, `x[:1, 0]`) and "
         "launches that also pass the strides (the argument's, or those of the parameter a local stands for: "
         "`ptr = x` then `x.stride()`) are not reported. "
+        "Nor is a tensor whose kernel only reads or writes the element its pointer points at "
+        "(`tl.load(scale_ptr)`, as for a per-tensor scale handed as `scale.expand(n, h)`). "
         "Nor is a permutation of a buffer just allocated (`torch.empty(k, n).t()`, "
         "`x.new_empty(k, n).permute(1, 0)`: the usual way to make a column-major buffer for the kernel or op "
         "it is handed to), a layout chosen on purpose; `.view(dtype)` still judges it. A function that checks only `p.stride(-1) == 1`, "
