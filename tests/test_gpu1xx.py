@@ -286,6 +286,29 @@ def test_a_pointer_read_without_an_offset_needs_no_layout(launch, reported):
     assert bool(codes(source)) == reported
 
 
+@pytest.mark.parametrize(("wrapper", "reported"), [
+    # None or contiguous after the `if`: never the argument as passed
+    ("if bias is not None:\n        bias = bias.contiguous()", False),
+    ("if None is not bias:\n        bias = bias.contiguous()", False),
+    ("if bias is None:\n        pass\n    else:\n        bias = bias.contiguous()", False),
+    # the argument itself reaches the kernel on the path that does not test None
+    ("if bias is None:\n        bias = torch.zeros(4)", True),
+    ("if out is not None:\n        bias = bias.contiguous()", True),
+    ("if bias is not None and out is not None:\n        bias = bias.contiguous()", True),
+])  # fmt: skip
+def test_a_name_tested_against_none_is_none_on_that_branch(wrapper, reported):
+    source = KERNEL + f"""
+def add_bias(x, bias, out):
+    {wrapper}
+    _k[(4,)](bias, out, 1, N=4)
+
+
+def caller(x, b, out):
+    add_bias(x, b.expand(4), out)
+"""
+    assert bool(codes(source)) == reported
+
+
 def test_store_through_argument_makes_the_fix_unsafe():
     source = KERNEL + """
 def f(x, out):

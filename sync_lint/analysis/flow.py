@@ -56,6 +56,8 @@ class Domain(Protocol[V]):
 
     def unknown(self) -> V: ...
 
+    # Optional method ``none() -> V``, the value of ``None``: the walker then narrows a name
+    # tested ``x is None`` / ``x is not None`` to it on the branch where the test says so.
     # Optional attribute ``names``, the file's ``NameTable``: the walker resolves ``sys.exit``,
     # ``contextlib.suppress``... through the file's imports with it; without it, as written.
 
@@ -104,6 +106,24 @@ def _irrefutable(pattern: cst.MatchPattern) -> bool:
     return False
 
 
+def _none_test(test: cst.BaseExpression) -> tuple[str, bool] | None:
+    """``x is None`` -> ``("x", True)``, ``x is not None`` (or ``None is not x``) -> ``("x",
+    False)``: the key the test narrows, and whether it holds None where the test is true."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    target = test.comparisons[0]
+    operator = type(target.operator)
+    if operator is not cst.Is and operator is not cst.IsNot:
+        return None
+    left, right = test.left, target.comparator
+    if type(left) is cst.Name and left.value == "None":
+        left, right = right, left
+    if not (type(right) is cst.Name and right.value == "None"):
+        return None
+    key = target_key(left)
+    return (key, operator is cst.Is) if key is not None else None
+
+
 def target_key(target: cst.BaseExpression) -> str | None:
     """The environment key a target binds: ``x`` or ``self.x`` (other targets are not tracked)."""
     kind = type(target)
@@ -118,6 +138,7 @@ class Walker(Generic[V]):
     def __init__(self, domain: Domain[V], on_statement: StatementHook | None = None) -> None:
         self.domain = domain
         self._names = getattr(domain, "names", None)  # the file's NameTable, where the domain has one
+        self._none = getattr(domain, "none", None)  # the value of None, where the domain has one
         self._hook = on_statement or (lambda node, env: None)
         self._quiet = 0  # > 0 while walking a loop body the first time: no hooks then
         self._dead = 0  # > 0 while walking unreachable code: its path ends record nothing
@@ -238,6 +259,17 @@ class Walker(Generic[V]):
                 for stale in [k for k in env if k.startswith(prefix)]:
                     del env[stale]
 
+    def _narrowed(self, test: cst.BaseExpression, env: Env) -> tuple[Env, Env]:
+        """The environments an ``if`` starts its two branches with: where its test says a
+        tracked name is None, it is None there (``if x is not None: x = x.contiguous()`` leaves
+        ``x`` None or contiguous, never the parameter as passed)."""
+        then_env, else_env = dict(env), dict(env)
+        narrowed = _none_test(test) if self._none is not None else None
+        if narrowed is not None and narrowed[0] in env:
+            key, none_when_true = narrowed
+            (then_env if none_when_true else else_env)[key] = self._none()
+        return then_env, else_env
+
     def statement(self, node: cst.CSTNode, env: Env) -> Env:
         kind = type(node)
         if kind is cst.SimpleStatementLine:
@@ -248,12 +280,13 @@ class Walker(Generic[V]):
             return env
         if kind is cst.If:
             self.on_statement(node, env)
+            then_start, else_start = self._narrowed(node.test, env)
             self.conditions.append((node.test, env, True))
             try:
-                then_env = self._suite(node.body, dict(env))
+                then_env = self._suite(node.body, then_start)
             finally:
                 self.conditions.pop()
-            else_env = self.statement(node.orelse, dict(env)) if type(node.orelse) is cst.If else self._suite(node.orelse, dict(env))
+            else_env = self.statement(node.orelse, else_start) if type(node.orelse) is cst.If else self._suite(node.orelse, else_start)
             if node.orelse is None and _ended(then_env) and not _ended(else_env):
                 self.conditions.append((node.test, env, False))  # a guard: the rest runs only when false
             return self.join_envs(then_env, else_env)

@@ -110,6 +110,7 @@ UNKNOWN_LAYOUT = Layout(UNKNOWN)
 FRESH_LAYOUT = Layout(FRESH)
 SCALAR_LAYOUT = Layout(SCALAR)
 OTHER_LAYOUT = Layout(OTHER)
+NONE_LAYOUT = Layout(NONE)
 
 # -- names the domain recognises ------------------------------------------------------------
 
@@ -473,6 +474,9 @@ class LayoutDomain:
 
     def join(self, a: Layout, b: Layout) -> Layout:
         return join(a, b)
+
+    def none(self) -> Layout:
+        return NONE_LAYOUT
 
     def element(self, value: Layout, index: int) -> Layout:
         if value.kind == TUPLE and value.elements is not None and 0 <= index < len(value.elements):
