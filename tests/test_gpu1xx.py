@@ -309,6 +309,31 @@ def caller(x, b, out):
     assert bool(codes(source)) == reported
 
 
+@pytest.mark.parametrize(("check", "reported"), [
+    ("assert x.stride(0) == y.stride(0)", False),  # the launch steps through y by x's strides, equal
+    ("assert x.stride(0) == y.stride(0) == z.stride(0)", False),
+    ("assert x.stride()[1:] == y.stride()[1:]", False),
+    ("if x.stride(0) != y.stride(0):\n        raise ValueError('strides differ')", False),
+    ("assert x.stride(0) == 8", True),  # says nothing of y
+    ("assert x.stride(0) >= y.stride(0)", True),
+    ("if x.stride(0) == y.stride(0):\n        pass", True),  # not a check: both paths go on
+    ("assert x.stride(0) == y.stride(0)\n    y = y[:, :2]", True),  # y is another tensor at the launch
+])  # fmt: skip
+def test_a_check_that_strides_are_equal_makes_the_launch_stride_aware_for_both(check, reported):
+    """vLLM's fused recurrent KDA wrapper asserts ``q.stride(1) == k.stride(1) == v.stride(1)``
+    and hands the kernel ``q.stride(1)`` alone, for all three."""
+    source = KERNEL + f"""
+def wrapper(x, y, z, out):
+    {check}
+    _k[(4,)](y, out, x.stride(0), N=4)
+
+
+def caller(a, out):
+    wrapper(a, a[:, :4], a, out)
+"""
+    assert bool(codes(source)) == reported
+
+
 def test_store_through_argument_makes_the_fix_unsafe():
     source = KERNEL + """
 def f(x, out):

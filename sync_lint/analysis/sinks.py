@@ -759,7 +759,19 @@ class _FunctionFacts:
                 layout = self.domain.evaluate(arg.value, env)
                 if layout.kind == SCALAR and layout.stride_of:
                     roots.add(layout.stride_of)
-        return frozenset(roots)
+        return frozenset(roots | self._equal_strides(roots, env)) if roots else frozenset()
+
+    def _equal_strides(self, roots: set[str], env) -> set[str]:
+        """Tensors whose strides a check where the walk is says equal those of ``roots``
+        (``assert q.stride(1) == k.stride(1) == v.stride(1)``, or the code below ``if
+        q.stride(1) != k.stride(1): raise``), while none of them is rebound: a launch handed
+        ``q.stride(1)`` steps through ``k`` and ``v`` right too."""
+        found: set[str] = set()
+        for test, before, holds in self.domain.conditions:
+            equal = _stride_equalities(test, holds)
+            if equal and not equal.isdisjoint(roots | found) and all(before.get(r) is env.get(r) for r in equal):
+                found |= equal
+        return found
 
     @staticmethod
     def _stride_aware(part: cst.BaseExpression, layout: Layout, strides: frozenset[str]) -> bool:
@@ -774,6 +786,26 @@ class _FunctionFacts:
         # None on the other), launched with that parameter's strides: every parameter the value
         # may be must have its strides passed.
         return bool(layout.params) and layout.cast is None and layout.params <= strides
+
+
+def _stride_equalities(test: cst.BaseExpression, holds: bool) -> set[str]:
+    """The roots of the stride reads a test says are all equal where it has the truth ``holds``:
+    ``a.stride(1) == b.stride(1) == c.stride(1)`` true, ``a.stride(1) != b.stride(1)`` false
+    (empty for any other test)."""
+    if type(test) is not cst.Comparison:
+        return set()
+    operators = {type(target.operator) for target in test.comparisons}
+    if not (operators == {cst.Equal} and holds or operators == {cst.NotEqual} and not holds and len(test.comparisons) == 1):
+        return set()
+    roots = set()
+    for operand in (test.left, *(target.comparator for target in test.comparisons)):
+        call = operand.value if type(operand) is cst.Subscript else operand  # ``q.stride()[2:]``
+        if not (type(call) is cst.Call and type(call.func) is cst.Attribute and call.func.attr.value == "stride"):
+            continue  # a number (``== (K, 1)``) says nothing of another tensor
+        root = root_name(call.func.value)
+        if root:
+            roots.add(root)
+    return roots if len(roots) > 1 else set()
 
 
 def _stride_roots(node: cst.CSTNode) -> frozenset[str]:
