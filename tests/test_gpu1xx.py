@@ -266,6 +266,13 @@ def _scaled_by_helper(x_ptr, scale_ptr, out_ptr):
 
 
 @triton.jit
+def _scaled_moved(x_ptr, scale_ptr, out_ptr):
+    i = tl.program_id(0)
+    scale_ptr += i
+    tl.store(out_ptr + i, tl.load(x_ptr + i) * tl.load(scale_ptr))
+
+
+@triton.jit
 def _scaled_per_row(x_ptr, scale_ptr, out_ptr):
     i = tl.program_id(0)
     tl.store(out_ptr + i, tl.load(x_ptr + i) * _at(scale_ptr, i))
@@ -277,6 +284,7 @@ def _scaled_per_row(x_ptr, scale_ptr, out_ptr):
     ("_scaled_by_helper[(4,)](x, scale.expand(4, 8), out)", False),
     ("_scaled[(4,)](x.t(), scale, out)", True),  # the data is read as `ptr + i`
     ("_scaled_per_row[(4,)](x, scale.expand(4, 8), out)", True),  # so is the scale here
+    ("_scaled_moved[(4,)](x, scale.expand(4, 8), out)", True),  # and here: `scale_ptr += i` first
 ])  # fmt: skip
 def test_a_pointer_read_without_an_offset_needs_no_layout(launch, reported):
     """``tl.load(scale_ptr)`` reads the element the pointer points at, whatever the strides:
@@ -312,6 +320,7 @@ def caller(x, b, out):
 @pytest.mark.parametrize(("check", "reported"), [
     ("assert x.stride(0) == y.stride(0)", False),  # the launch steps through y by x's strides, equal
     ("assert x.stride(0) == y.stride(0) == z.stride(0)", False),
+    ("assert y.stride(0) == z.stride(0)\n    assert z.stride(0) == x.stride(0)", False),  # in two steps
     ("assert x.stride()[1:] == y.stride()[1:]", False),
     ("if x.stride(0) != y.stride(0):\n        raise ValueError('strides differ')", False),
     ("assert x.stride(0) == 8", True),  # says nothing of y

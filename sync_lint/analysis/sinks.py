@@ -336,6 +336,7 @@ class ContiguityAnalysis:
             if not changed:
                 break
         summary = None
+        moved = {target for target, _ in assignments}
         loaded: set[str] = set()
         not_read_only: set[str] = set()  # stored through, or handed to another function
         for call in calls:
@@ -345,9 +346,10 @@ class ContiguityAnalysis:
                 pointer = self._pointer_argument(call)
                 if pointer is None:
                     continue
-                # ``tl.load(scale_ptr)``: the bare parameter is the address of the first element,
-                # whatever the strides (a stride-0 ``scale.expand(n)`` is read right): no need.
-                bare = type(pointer) is cst.Name and pointer.value in params
+                # ``tl.load(scale_ptr)``: the parameter as passed (never moved: ``scale_ptr += i``)
+                # is the address of the first element, whatever the strides (a stride-0
+                # ``scale.expand(n)`` is read right): no need.
+                bare = type(pointer) is cst.Name and pointer.value in params and pointer.value not in moved
                 for param in self._pointer_sources(pointer, derived) & set(params):
                     summary = summary or self.ctx.summary(info.qualname, info.params)
                     verb = _POINTER_CALLS[short]
@@ -766,12 +768,19 @@ class _FunctionFacts:
         (``assert q.stride(1) == k.stride(1) == v.stride(1)``, or the code below ``if
         q.stride(1) != k.stride(1): raise``), while none of them is rebound: a launch handed
         ``q.stride(1)`` steps through ``k`` and ``v`` right too."""
-        found: set[str] = set()
-        for test, before, holds in self.domain.conditions:
-            equal = _stride_equalities(test, holds)
-            if equal and not equal.isdisjoint(roots | found) and all(before.get(r) is env.get(r) for r in equal):
-                found |= equal
-        return found
+        classes = [
+            equal for test, before, holds in self.domain.conditions
+            if (equal := _stride_equalities(test, holds)) and all(before.get(r) is env.get(r) for r in equal)
+        ]  # fmt: skip
+        found = set(roots)
+        grown = True
+        while grown:  # ``a == b`` and ``b == c``, in either order: ``a``'s strides step through ``c``
+            grown = False
+            for equal in classes:
+                if not equal <= found and not equal.isdisjoint(found):
+                    found |= equal
+                    grown = True
+        return found - roots
 
     @staticmethod
     def _stride_aware(part: cst.BaseExpression, layout: Layout, strides: frozenset[str]) -> bool:
