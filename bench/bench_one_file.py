@@ -10,7 +10,8 @@ For each file, in this process, ``Linter.run([file])`` three times with isolated
 - default: the rules chosen by the text gate and the syntax scout, and only the functions of
   the file that can matter to it alone parsed (``prefilter.one_file_plan``);
 - unplanned: the same rules, the file parsed whole;
-- plain: every rule whose triggers occur, the scout answering "may", the file parsed whole.
+- plain: every rule whose triggers occur, the scout answering "may" (a hot scope, a sink, a
+  custom op that is a sink), the file parsed whole.
 It prints the files whose findings or fixes differ (there must be none), how many files and lines each
 path parsed, and the CPU seconds of each path, also by file size.
 """
@@ -62,13 +63,15 @@ def measure(tree: Path, files: list[Path]) -> dict:
     results: dict[str, dict] = {}
     for label in ("default", "unplanned", "plain"):
         counter = Counter()
-        saved = (prefilter.one_file_plan, scout.Scout.may_have_hot_scope, scout.Scout.may_call_a_sink)
+        saved = (prefilter.one_file_plan, scout.Scout.may_have_hot_scope, scout.Scout.may_call_a_sink,
+                 scout.Scout.custom_ops_take_any_strides)
         lint_file._parse_and_check = counter.wrap(original_parse)
         if label in ("unplanned", "plain"):
             prefilter.one_file_plan = lambda active, text, file_scout: None
         if label == "plain":
             scout.Scout.may_have_hot_scope = lambda self: True
             scout.Scout.may_call_a_sink = lambda self, words: True
+            scout.Scout.custom_ops_take_any_strides = lambda self: False
         found = {}
         cpu: dict[str, float] = {}
         started = time.process_time()
@@ -79,7 +82,8 @@ def measure(tree: Path, files: list[Path]) -> dict:
                 cpu[str(path)] = time.process_time() - before
         finally:
             lint_file._parse_and_check = original_parse
-            prefilter.one_file_plan, scout.Scout.may_have_hot_scope, scout.Scout.may_call_a_sink = saved
+            (prefilter.one_file_plan, scout.Scout.may_have_hot_scope, scout.Scout.may_call_a_sink,
+             scout.Scout.custom_ops_take_any_strides) = saved
         results[label] = {
             "found": found, "per_file": cpu, "cpu": time.process_time() - started, "files": counter.files, "lines": counter.lines,
         }

@@ -33,6 +33,7 @@ class Option:
 MATRIX_MULTIPLY_OPS = (
     "torch.ops.*.*gemm*", "torch.ops.*.*matmul*", "torch.ops.*.*bmm*",
     "torch.ops.*.mm", "torch.ops.*.mm_*", "torch.ops.*.*_mm", "torch.ops.*.*_mm_*",
+    "torch.ops.*.mm.*", "torch.ops.*.*_mm.*",  # an overload: ``torch.ops._C.cutlass_scaled_mm.default``
 )  # fmt: skip
 
 OPTIONS: dict[str, Option] = {

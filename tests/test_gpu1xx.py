@@ -753,6 +753,7 @@ def test_the_matrix_multiply_ops_are_strided_sinks_by_default(tmp_path: Path):
     ("torch.ops._C.bmm_cpu", True), ("torch.ops.vllm.xpu_fp8_bmm", True), ("torch.ops._xpu_C.fp8_gemm", True),
     ("torch.ops._C.dsv3_fused_a_gemm", True), ("torch.ops.symm_mem.fused_matmul_reduce_scatter", True),
     ("torch.ops._C.create_onednn_mm_handler", True), ("torch.ops.aten.mm", True),
+    ("torch.ops._C.cutlass_scaled_mm.default", True), ("torch.ops.aten.mm.out", True),
     ("torch.ops._C.silu_and_mul", False), ("torch.ops._C.all_reduce_comm", False), ("torch.ops._C.rms_norm", False),
     ("torch.ops._C.fused_moe_gemm_like", True), ("torch.ops._C.reshape_and_cache_flash", False),
     ("torch.ops._C.comm_mma_layout", False), ("engine.ops.gemm", False),  # only `torch.ops` custom ops

@@ -149,3 +149,38 @@ def test_word_patterns_match_as_a_leading_word_boundary_would():
         fast = word(literal, rest)
         slow = re.compile(rf"\b{literal}{rest}")
         assert [bool(fast.search(s)) for s in samples] == [bool(slow.search(s)) for s in samples], literal
+
+
+GEMM_ONLY = "import torch\n\n\ndef apply(x, w, out):\n    torch.ops._C.cutlass_scaled_mm(out, x, w.t())\n"
+
+
+def test_a_file_whose_custom_ops_all_take_any_strides_is_checked_alone_without_libcst(tmp_path):
+    """Its only custom ops are `strided-sinks` (by default the matrix multiplies): no GPU1xx
+    rule can report in it on its own, so pre-commit's run of it parses nothing."""
+    path = tmp_path / "gemm.py"
+    path.write_text(GEMM_ONLY)
+    probe = (
+        "import sys\n"
+        "from sync_lint.cli import main\n"
+        f"status = main(['check', '--no-cache', '--isolated', {str(path)!r}])\n"
+        "print(status, 'libcst' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["0", "False"], done.stderr
+
+
+def test_a_custom_op_written_outside_a_strided_call_still_needs_the_parse():
+    from sync_lint.pipeline.runner import Linter
+
+    def rules_alone(text: str, **options) -> list[str]:
+        return [r.code for r in Linter(make_settings(**options)).scope_of([text]).rules if r.code.startswith("GPU1")]
+
+    assert rules_alone(GEMM_ONLY) == []
+    other_op = GEMM_ONLY + "    torch.ops._C.silu_and_mul(out, x[:, 0])\n"
+    alias = GEMM_ONLY.replace("def apply", "GEMM = torch.ops._C.other\n\n\ndef apply")
+    comment = GEMM_ONLY + "    # torch.ops._C.silu_and_mul(out, x) was here\n"
+    judged = GEMM_ONLY  # with the matrix multiplies judged as sinks too
+    for text, options in ((other_op, {}), (alias, {}), (comment, {}), (judged, {"strided_sinks": []})):
+        assert rules_alone(text, **options) == ["GPU101", "GPU102", "GPU103"], text
+    assert [d.code for d in lint_text(other_op)] == ["GPU102"]
+    assert [d.code for d in lint_text(judged, strided_sinks=[])] == ["GPU102"]

@@ -60,8 +60,14 @@ def rules_that_can_report(
             return False
         if rule.reports_only_in_hot_scopes and not scout_says("may_have_hot_scope"):
             return False
-        if rule.reports_only_at_sinks and rule.alone_triggers and not _any_in(_unscouted(rule.alone_triggers), text):
-            return scout_says("may_call_a_sink", sink_words(rule))
+        if rule.reports_only_at_sinks and rule.alone_triggers:
+            unscouted = [trigger for trigger in _unscouted(rule.alone_triggers) if _any_in((trigger,), text)]
+            # ``torch.ops`` is a sink wherever it is called, unless each call is a strided sink
+            # (a file of GEMM calls: ``torch.ops._C.cutlass_scaled_mm(out, a, b.t())``).
+            if unscouted == ["torch.ops"] and scout_says("custom_ops_take_any_strides"):
+                unscouted = []
+            if not unscouted:
+                return scout_says("may_call_a_sink", sink_words(rule))
         return True
 
     return [rule for rule in rules if may_report(rule)]

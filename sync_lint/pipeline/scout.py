@@ -155,6 +155,24 @@ class Scout:
         # defined there (under an ``if``) whose callers would not be.
         return None if None in found else found
 
+    def custom_ops_take_any_strides(self) -> bool:
+        """Whether every ``torch.ops`` written in the file is the callee of a call that
+        ``strided-sinks`` names (by default the matrix-multiply ops): then no custom op here is a
+        sink. False when one is written anywhere else (an alias ``ops = torch.ops._C``, a
+        comment, ``torch.ops.load_library``), or the file does not parse."""
+        names = self._names_of_tree()
+        if names is None:
+            return False
+        globs = (*self.settings["strided-sinks"], *self.settings["extend-strided-sinks"])
+        called = 0
+        for call in names.of(ast.Call):
+            written = ast_dotted(call.func)
+            if written is not None and written.startswith("torch.ops."):
+                if not any(fnmatch.fnmatchcase(written, glob) for glob in globs):
+                    return False
+                called += 1
+        return called == self.text.count("torch.ops")
+
     def may_call_a_sink(self, sink_words: re.Pattern) -> bool:
         """Whether a GPU1xx rule could report in this file on its own: at a ``.view(dtype)`` (one
         argument that may name a torch dtype), or at a call of a function (a launch of a kernel)
