@@ -99,14 +99,20 @@ def test_one_file_run_without_a_trigger_does_not_import_libcst(tmp_path):
     helper = tmp_path / "helper.py"  # sync words, no hot scope: nothing to find on its own
     helper.write_text("def host_lens(t):\n    return t.tolist()\n")
     for path in (plain, helper):
-        probe = (
-            "import sys\n"
-            "from sync_lint.cli import main\n"
-            f"status = main(['check', '--no-cache', '--isolated', {str(path)!r}])\n"
-            "print(status, 'libcst' in sys.modules)\n"
-        )
-        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-        assert done.stdout.split() == ["0", "False"], (path, done.stdout, done.stderr)
+        assert check_alone(path) == ["0", "False"], path
+
+
+def check_alone(path: Path) -> list[str]:
+    """``sync-lint check`` of one file in a fresh interpreter: its exit status, and whether
+    libcst was imported (most of a one-file run's time when it is)."""
+    probe = (
+        "import sys\n"
+        "from sync_lint.cli import main\n"
+        f"status = main(['check', '--no-cache', '--isolated', {str(path)!r}])\n"
+        "print(status, 'libcst' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return done.stdout.split()
 
 
 def test_an_alias_of_torch_ops_is_a_sink_word():
@@ -159,14 +165,7 @@ def test_a_file_whose_custom_ops_all_take_any_strides_is_checked_alone_without_l
     rule can report in it on its own, so pre-commit's run of it parses nothing."""
     path = tmp_path / "gemm.py"
     path.write_text(GEMM_ONLY)
-    probe = (
-        "import sys\n"
-        "from sync_lint.cli import main\n"
-        f"status = main(['check', '--no-cache', '--isolated', {str(path)!r}])\n"
-        "print(status, 'libcst' in sys.modules)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["0", "False"], done.stderr
+    assert check_alone(path) == ["0", "False"]
 
 
 def test_a_custom_op_written_outside_a_strided_call_still_needs_the_parse():
