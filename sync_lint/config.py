@@ -219,6 +219,13 @@ def enabled_codes(settings: Settings, preview_codes: set[str], known: list[str])
     return enabled
 
 
+def is_strided_sink(settings: Settings, name: str) -> bool:
+    """Does ``strided-sinks`` (with ``extend-strided-sinks``) name this dotted callee?"""
+    return any(
+        fnmatch.fnmatchcase(name, glob) for glob in (*settings["strided-sinks"], *settings["extend-strided-sinks"])
+    )
+
+
 def ignored_for_file(settings: Settings, path: str) -> list[str]:
     """Codes disabled for one file by ``per-file-ignores``."""
     table = settings["per-file-ignores"]

@@ -52,6 +52,7 @@ from sync_lint.analysis.layout import (
 from sync_lint.analysis.names import dotted
 from sync_lint.analysis.nodes import children
 from sync_lint.analysis.summaries import ArgKey, Forward
+from sync_lint.config import is_strided_sink
 from sync_lint.patterns import definition_of
 
 _TRITON_DECORATORS = ("triton.jit", "triton.autotune", "triton.heuristics", "triton.runtime.jit")
@@ -272,7 +273,6 @@ class ContiguityAnalysis:
         self.functions = ctx.functions()
         self._offsets = self.lines.def_offsets(self.functions)
         self._configured = tuple(ctx.settings["contiguous-sinks"])
-        self._strided = (*ctx.settings["strided-sinks"], *ctx.settings["extend-strided-sinks"])
         self.module_level = self._module_level_names()
         kernels = [info for info in self.functions if is_triton_kernel(info)]
         for info in kernels:
@@ -431,7 +431,7 @@ class ContiguityAnalysis:
         """(dotted callee for a summary look-up, kind): kind is "launch", "op", "configured",
         "call" or "" (nothing to look up)."""
         callee, kind = self._callee_of(call, info, env)
-        if callee is not None and self._strided and any(fnmatch.fnmatchcase(callee, p) for p in self._strided):
+        if callee is not None and is_strided_sink(self.ctx.settings, callee):
             return None, ""  # ``strided-sinks``: it takes any strides (a column-major GEMM operand)
         return callee, kind
 

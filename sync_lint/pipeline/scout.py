@@ -21,7 +21,7 @@ import fnmatch
 import re
 
 from sync_lint.analysis.dtypes import DTYPES
-from sync_lint.config import Settings
+from sync_lint.config import Settings, is_strided_sink
 from sync_lint.pipeline.source import split_lines
 
 
@@ -163,12 +163,11 @@ class Scout:
         names = self._names_of_tree()
         if names is None:
             return False
-        globs = (*self.settings["strided-sinks"], *self.settings["extend-strided-sinks"])
         called = 0
         for call in names.of(ast.Call):
             written = ast_dotted(call.func)
             if written is not None and written.startswith("torch.ops."):
-                if not any(fnmatch.fnmatchcase(written, glob) for glob in globs):
+                if not is_strided_sink(self.settings, written):
                     return False
                 called += 1
         return called == self.text.count("torch.ops")
