@@ -370,3 +370,64 @@ def test_the_outline_hands_its_cut_and_rules_to_the_lint(package):
             handed += 1
             assert list(kept.cuts) == MaskPlan(text, split_lines(text)).units
     assert handed >= 3
+
+
+MASKED_SOURCE = '''import torch
+
+
+class Layer:
+    def kept(self, x):
+        return x[:, 0]
+
+    def masked(self, x):
+        y = x + 1
+
+        # a comment
+        return y
+    def one_line(self, x): return x
+
+
+def masked_too(x):
+    """A docstring."""
+    return x
+z = masked_too(1)
+'''
+
+
+@pytest.mark.parametrize("ending", ["\n", "\r\n", "\r"])
+def test_masked_text_keeps_lines_and_columns_and_holds_no_blank_lines_for_libcst(ending):
+    """A masked unit is one ``pass`` continued by backslashes over its lines: the code kept
+    parses at the lines and columns it has in the file, and libcst builds no ``EmptyLine`` for
+    the masked lines (three objects each: most of what masking a line cost before)."""
+    import ast
+
+    import libcst as cst
+
+    text = MASKED_SOURCE.replace("\n", ending).rstrip(ending)  # the last line without an ending too
+    units = MaskPlan(text, split_lines(text))
+    units.keep_units([i for i in units.functions() if units.units[i].name == "kept"])
+    masked = units.masked_text()
+    assert len(split_lines(masked)) == len(split_lines(text))
+    def places(source: str) -> dict[str, tuple[int, int]]:
+        """Functions and assigned names -> (line, column) of their statement."""
+        found = {}
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef):
+                found[node.name] = (node.lineno, node.col_offset)
+            elif isinstance(node, ast.Assign):
+                found[ast.unparse(node.targets[0])] = (node.lineno, node.col_offset)
+        return found
+
+    assert places(masked) == {key: places(text)[key] for key in ("kept", "z")}
+    module = cst.parse_module(masked)
+    empty_lines = []
+
+    class Collect(cst.CSTVisitor):
+        def visit_EmptyLine(self, node):
+            empty_lines.append(node)
+
+    module.visit(Collect())
+    masked_lines = {i for index in units.functions() if not units.keep[index]
+                    for i in range(units.units[index].first, units.units[index].last)}  # fmt: skip
+    blank_elsewhere = [i for i, line in enumerate(split_lines(text)) if not line.strip() and i not in masked_lines]
+    assert len(masked_lines) == 11 and len(empty_lines) == len(blank_elsewhere) == 3
