@@ -404,6 +404,139 @@ def test_checked_boundaries_need_contiguity(tmp_path: Path, check: str, flagged:
     assert found == ([("caller.py", 5, "GPU102")] if flagged else [])
 
 
+SHARED_STRIDE_KERNELS = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _load_tile(base, head, tokens, head_stride: tl.constexpr, token_stride: tl.constexpr):
+    offsets = head * head_stride + tokens[:, None] * token_stride + tl.arange(0, 128)[None, :]
+    return tl.load(base + offsets)
+
+
+@triton.jit
+def _amax_qkv(q, k, v, out, head_stride: tl.constexpr, token_stride: tl.constexpr, block: tl.constexpr):
+    head = tl.program_id(0)
+    tokens = tl.program_id(1) * block + tl.arange(0, block)
+    q_tile = _load_tile(q, head, tokens, head_stride, token_stride)
+    k_tile = _load_tile(k, head, tokens, head_stride, token_stride)
+    v_tile = _load_tile(v, head, tokens, head_stride, token_stride)
+    tl.store(out + head, tl.max(q_tile) + tl.max(k_tile) + tl.max(v_tile))
+
+
+@triton.jit
+def _rows(x_ptr, y_ptr, out_ptr, stride_x):
+    row = tl.program_id(0)
+    cols = tl.arange(0, 128)
+    x_ptr += row * stride_x
+    tl.store(out_ptr + row * 128 + cols, tl.load(x_ptr + cols) + tl.load(y_ptr + row * stride_x + cols))
+
+
+@triton.jit
+def _pair(a, b, stride):
+    i = tl.program_id(0)
+    return tl.load(a + i * stride) + tl.load(b + i)
+
+
+@triton.jit
+def _pair_kernel(q, k, out, stride):
+    tl.store(out + tl.program_id(0), _pair(q, k, stride))
+
+
+@triton.jit
+def _gather_rows(cache_ptr, positions_ptr, out_ptr, positions_stride, rd: tl.constexpr):
+    pid = tl.program_id(0)
+    t = tl.load(positions_ptr + 0 * positions_stride + pid)
+    cols = tl.arange(0, rd)
+    tl.store(out_ptr + pid * rd + cols, tl.load(cache_ptr + t * rd + cols))
+"""
+
+SHARED_STRIDE_HOSTS = """
+import torch
+
+def prepare(q, k, v, out):
+    head_stride = q.stride(0)
+    token_stride = q.stride(1)
+    _amax_qkv[(q.shape[0], 4)](q, k, v, out, head_stride=head_stride, token_stride=token_stride, block=64)
+
+
+def add_rows(x, y, out):
+    _rows[(x.shape[0],)](x, y, out, x.stride(0))
+
+
+def two_ways(q, r, k, out):
+    _rows[(4,)](q, k, out, q.stride(0))
+    _rows[(4,)](r, k, out, r.stride(0))
+
+
+def prepare_fresh(k, v, out):
+    q = torch.empty(k.shape, dtype=k.dtype)
+    _amax_qkv[(q.shape[0], 4)](q, k, v, out, head_stride=q.stride(0), token_stride=q.stride(1), block=64)
+
+
+def pair(q, k, out):
+    _pair_kernel[(q.shape[0],)](q, k, out, q.stride(0))
+
+
+def gather_rows(cache, positions, out):
+    _gather_rows[(out.shape[0],)](cache, positions, out, positions.stride(0), rd=128)
+"""
+
+
+@pytest.mark.parametrize(("call", "reported"), [
+    # k and v are read with q's strides, through a jit helper (SGLang's fp8 attention prologue):
+    # they must have q's layout, which the same permute gives them, and `.contiguous()` would
+    # break that
+    ("prepare(q.permute(1, 0, 2), k.permute(1, 0, 2), v.permute(1, 0, 2), out)", False),
+    ("prepare(q.permute(1, 0, 2), k.permute(0, 2, 1), v.permute(1, 0, 2), out)", True),  # another view
+    ("prepare(q, k.permute(1, 0, 2), v, out)", True),  # q's strides may be a dense tensor's
+    ("prepare_fresh(k.permute(1, 0, 2), v, out)", True),  # read with a fresh tensor's strides
+    ("add_rows(x[:, :128], y[:, :128], out)", False),  # y's rows are stepped with x's row stride
+    ("add_rows(x, y[:, :128], out)", True),
+    ("add_rows(x, y, out[:, 0])", True),  # out is written as `ptr + row * 128 + col`
+    ("two_ways(x[:, :128], x[:, 128:], y[:, :128], out)", True),  # two tensors' strides: only dense is safe
+    ("add_rows(x[:, 128:], y[:, :128], out)", False),  # any column range keeps the row stride
+    ("pair(q, k.t(), out)", True),  # the helper steps through k without the stride it gets
+    ("pair(q.t(), k, out)", False),  # q's own strides are handed: stride-aware
+    # the index loaded through positions' strides is data: the cache is still read as `ptr + i`
+    ("gather_rows(x[:, :128], y, out)", True),
+])  # fmt: skip
+def test_a_pointer_stepped_with_another_tensors_strides_needs_those_not_contiguity(call, reported):
+    source = SHARED_STRIDE_KERNELS + SHARED_STRIDE_HOSTS + f"\n\ndef caller(q, k, v, x, y, out):\n    {call}\n"
+    assert bool(codes(source)) == reported
+
+
+def test_a_pointer_stepped_with_another_tensors_strides_across_files(tmp_path: Path):
+    """The kernels in one module, the launches in another, the calls in a third: the offsets
+    recorded in the kernel's summary decide at the launch, as in one file."""
+    package = tmp_path / "engine"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "kernels.py").write_text(textwrap.dedent(SHARED_STRIDE_KERNELS))
+    (package / "hosts.py").write_text("from engine.kernels import _amax_qkv, _pair_kernel, _rows\n"
+                                      + textwrap.dedent(SHARED_STRIDE_HOSTS))  # fmt: skip
+    (package / "model.py").write_text(textwrap.dedent(
+        """
+        from engine.hosts import add_rows, pair, prepare
+
+
+        def step(q, k, v, x, y, out):
+            prepare(q.permute(1, 0, 2), k.permute(1, 0, 2), v.permute(1, 0, 2), out)
+            prepare(q, k.permute(1, 0, 2), v, out)
+            add_rows(x[:, :128], y[:, :128], out)
+            add_rows(x, y, out[:, 0])
+            pair(q, k.t(), out)
+        """
+    ))
+    for fast in (True, False):
+        linter = Linter(make_settings(), fast=fast)
+        found = [(Path(d.path).name, d.line, d.code, d.message)
+                 for d in linter.run([str(p) for p in package.glob("*.py")], jobs=1).diagnostics]  # fmt: skip
+        assert [f[:3] for f in found] == [("model.py", 7, "GPU102"), ("model.py", 9, "GPU102"), ("model.py", 10, "GPU102")]
+        assert "stepped through by `_amax_qkv` (line 8) with the strides of `q`, which is not handed the same view" in found[0][3]
+
+
 def test_summaries_cross_files_through_an_unparsed_shim(tmp_path: Path):
     package = tmp_path / "engine"
     (package / "ops").mkdir(parents=True)

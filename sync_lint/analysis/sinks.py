@@ -50,8 +50,8 @@ from sync_lint.analysis.layout import (
     root_name,
 )  # fmt: skip
 from sync_lint.analysis.names import dotted
-from sync_lint.analysis.nodes import children
-from sync_lint.analysis.summaries import ArgKey, Forward
+from sync_lint.analysis.nodes import children, one_line
+from sync_lint.analysis.summaries import ArgKey, Forward, FunctionSummary
 from sync_lint.config import is_strided_sink
 from sync_lint.patterns import definition_of
 
@@ -84,7 +84,44 @@ class SinkUse:
     reason: str  # why the local sink needs it, for summaries ("passed to the custom op `...`")
     strides_passed: frozenset[str]  # root names whose strides the same call receives
     stride_aware: bool = False  # the call also receives this argument's strides
+    # The call's arguments that are views (``PendingCall.arg_views``).
+    arg_views: tuple[tuple[ArgKey, str], ...] = ()
     note: str = ""  # for a local sink: what it does with a strided tensor (for the message)
+
+
+@dataclass(frozen=True)
+class _HelperCall:
+    """A kernel's call of a jit helper that hands on its pointer parameter ``param`` as ``key``;
+    ``arguments``: each argument key with the kernel parameters its value is built from."""
+
+    summary: FunctionSummary  # the calling kernel's
+    param: str
+    helper: str
+    key: ArgKey
+    arguments: list[tuple[ArgKey, set[str]]]
+
+
+def _built_from(node: cst.CSTNode, built_from: dict[str, set[str]], names) -> set[str]:
+    """The parameters an expression of a kernel is built from (``built_from``: name -> its
+    parameters), through any operator; attribute and keyword names are not variables. A value
+    loaded from memory is data, not built from the address it is loaded at: an index read
+    through ``positions_ptr + i * positions_stride`` steps through another pointer by itself."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        kind = type(current)
+        if kind is cst.Name:
+            found |= built_from.get(current.value, set())
+        elif kind is cst.Attribute or kind is cst.Arg:  # not ``.attr`` nor ``keyword=``
+            stack.append(current.value)
+        elif kind is cst.Call:
+            name = names.resolve(current.func) or ""
+            if not (name.startswith("triton.language.") and name.rsplit(".", 1)[-1] in _POINTER_CALLS):
+                stack += children(current)
+        elif kind not in _NESTED_SCOPES:
+            stack += children(current)
+    return found
 
 
 class LineFinder:
@@ -262,6 +299,45 @@ def _call_arguments(call: cst.Call) -> Iterator[tuple[cst.Arg, ArgKey | None]]:
             position += 1
 
 
+_VIEW_METHODS = frozenset({
+    "t", "transpose", "permute", "movedim", "moveaxis", "swapaxes", "swapdims", "expand", "expand_as",
+    "broadcast_to", "select", "narrow", "unfold", "diagonal", "as_strided", "view", "reshape", "unsqueeze",
+    "squeeze", "flatten", "unflatten",
+})  # fmt: skip
+
+
+def _arg_views(module: cst.Module, call: cst.Call) -> tuple[tuple[ArgKey, str], ...]:
+    """Each argument of ``call`` that is a view written on its base, with the view as written
+    after the base (``k.permute(1, 0, 2)`` -> ``"permute(1, 0, 2)"``), a subscript by what it does
+    to the strides (``x[:, :n]`` -> ``"[:, :]"``): equal views of tensors of one shape have
+    equal strides."""
+    found = []
+    for arg, key in _call_arguments(call):
+        value = arg.value
+        if key is None:
+            continue
+        if type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in _VIEW_METHODS:
+            written = (("" if a.keyword is None else a.keyword.value + "=") + one_line(module, a.value) for a in value.args)
+            found.append((key, value.func.attr.value + "(" + ", ".join(written) + ")"))
+        elif type(value) is cst.Attribute and value.attr.value in ("T", "mT", "mH", "H"):
+            found.append((key, value.attr.value))
+        elif type(value) is cst.Subscript:
+            found.append((key, "[" + ", ".join(_stride_effect(module, element.slice) for element in value.slice) + "]"))
+    return tuple(found)
+
+
+def _stride_effect(module: cst.Module, part: cst.BaseSlice) -> str:
+    """What one subscript element does to the strides: an index drops its dim, a range keeps
+    the dim's stride whatever its bounds (``x[:, :64]`` and ``x[:, 64:]`` step alike), a step
+    multiplies it. ``None`` and ``...`` add or span dims."""
+    if type(part) is cst.Slice:
+        return ":" if part.step is None else "::" + one_line(module, part.step)
+    value = part.value if type(part) is cst.Index else None
+    if type(value) is cst.Name and value.value == "None" or type(value) is cst.Ellipsis:
+        return one_line(module, value)
+    return "i"
+
+
 class ContiguityAnalysis:
     """Sink uses and function summaries of one file (``ctx.get(ContiguityAnalysis)``)."""
 
@@ -275,8 +351,10 @@ class ContiguityAnalysis:
         self._configured = tuple(ctx.settings["contiguous-sinks"])
         self.module_level = self._module_level_names()
         kernels = [info for info in self.functions if is_triton_kernel(info)]
+        helper_calls: list[_HelperCall] = []
         for info in kernels:
-            self._kernel_summary(info)
+            helper_calls += self._kernel_summary(info)
+        self._strides_through_helpers(helper_calls)
         plain = [info for info in self.functions if not is_triton_kernel(info)]
         attributes = class_attributes(ctx, plain, self._domain)
         for info in plain:
@@ -309,12 +387,18 @@ class ContiguityAnalysis:
         return self.ctx.positions()[node].start.line if node is not None else 0
 
     # -- Triton kernels ---------------------------------------------------------------------
-    def _kernel_summary(self, info: FunctionInfo) -> None:
+    def _kernel_summary(self, info: FunctionInfo) -> list[_HelperCall]:
+        """The kernel's needs, and its calls of jit helpers that hand on a pointer parameter
+        (for ``_strides_through_helpers``)."""
         params = [
             p.name.value for p in (*info.node.params.posonly_params, *info.node.params.params)
             if p.annotation is None or "constexpr" not in (code_of(self.ctx.module, p.annotation.annotation))
         ]  # fmt: skip
         derived: dict[str, set[str]] = {p: {p} for p in params}
+        # Every parameter (constexpr ones too) a local's value is built from, through any operator.
+        every_param = {p.name.value for p in (*info.node.params.posonly_params, *info.node.params.params,
+                                               *info.node.params.kwonly_params)}  # fmt: skip
+        built_from: dict[str, set[str]] = {p: {p} for p in every_param}
         assignments: list[tuple[str, cst.BaseExpression]] = []
         calls: list[cst.Call] = []
         for node in _walk_body(info.node):
@@ -333,9 +417,14 @@ class ContiguityAnalysis:
                 if not sources <= derived.setdefault(target, set()):
                     derived[target] |= sources
                     changed = True
+                made_of = _built_from(value, built_from, self.names)
+                if not made_of <= built_from.setdefault(target, set()):
+                    built_from[target] |= made_of
+                    changed = True
             if not changed:
                 break
         summary = None
+        helper_calls: list[_HelperCall] = []
         moved = {target for target, _ in assignments}
         loaded: set[str] = set()
         not_read_only: set[str] = set()  # stored through, or handed to another function
@@ -350,11 +439,13 @@ class ContiguityAnalysis:
                 # is the address of the first element, whatever the strides (a stride-0
                 # ``scale.expand(n)`` is read right): no need.
                 bare = type(pointer) is cst.Name and pointer.value in params and pointer.value not in moved
+                offsets = _built_from(pointer, built_from, self.names)
                 for param in self._pointer_sources(pointer, derived) & set(params):
                     summary = summary or self.ctx.summary(info.qualname, info.params)
                     verb = _POINTER_CALLS[short]
                     if not bare:
                         summary.need_contiguous(param, f"{verb} as `ptr + offset` by the Triton kernel `{info.name}`")
+                        summary.add_offset_params(param, offsets - {param})
                     (loaded if verb == "read" else not_read_only).add(param)
                 continue
             if name.startswith("triton.") and short not in _BLOCK_POINTERS:
@@ -365,13 +456,38 @@ class ContiguityAnalysis:
                 not_read_only |= self._pointer_sources(arg.value, derived) & set(params)
             if name:
                 # A jit helper called with a pointer: its summary decides what the pointer needs.
+                arguments = [(key, _built_from(arg.value, built_from, self.names)) for arg, key in _call_arguments(call)
+                             if key is not None]  # fmt: skip
                 for arg, key in _call_arguments(call):
                     if isinstance(arg.value, cst.Name) and arg.value.value in params and key is not None:
                         summary = summary or self.ctx.summary(info.qualname, info.params)
                         summary.forwards.append(Forward(arg.value.value, name, key, self.line(call, info)))
+                        helper_calls.append(_HelperCall(summary, arg.value.value, name, key, arguments))
         if summary is not None:  # made at the first load or store through a parameter
             for param in loaded - not_read_only:
                 summary.read_only_if[param] = ()
+        return helper_calls
+
+    def _strides_through_helpers(self, helper_calls: list[_HelperCall]) -> None:
+        """A pointer handed to a jit helper of this file is stepped through with the parameters
+        the helper's offsets for it are built from: what the kernel passes there (``_load_tile(k,
+        head_stride, token_stride)``) is what the kernel steps through its own pointer with. To a
+        fixpoint, for helpers that call helpers; one in another file is not followed."""
+        changed = True
+        while changed:
+            changed = False
+            for helper_call in helper_calls:
+                helper = self.ctx.summaries.get(helper_call.helper)
+                if helper is None or helper is helper_call.summary:
+                    continue
+                read_with = helper.offset_params.get(helper.param_for(helper_call.key) or "", frozenset())
+                made_of = set().union(*(
+                    params for key, params in helper_call.arguments if helper.param_for(key) in read_with
+                )) - {helper_call.param}  # fmt: skip
+                known = helper_call.summary.offset_params.get(helper_call.param, frozenset())
+                if not made_of <= known:
+                    helper_call.summary.add_offset_params(helper_call.param, made_of)
+                    changed = True
 
     @staticmethod
     def _pointer_argument(call: cst.Call) -> cst.BaseExpression | None:
@@ -669,6 +785,8 @@ class _FunctionFacts:
         if not kind:
             return
         strides = self._strides_passed(call, env)
+        stride_roots = self._stride_roots_bound(call, env) if strides and kind == "launch" else ()
+        arg_views = None  # made for the first use recorded: a signature renders code
         short = callee.rsplit(".", 1)[-1] if callee else ""
         note = ""
         if kind == "op":
@@ -708,22 +826,26 @@ class _FunctionFacts:
                     continue  # a buffer permuted on purpose for the callee (``Layout.chosen``)
                 aware = self._stride_aware(part, layout, strides)
                 if not aware:
-                    self._record_param(layout, callee, key, kind, reason, call)
+                    self._record_param(layout, callee, key, kind, reason, call, stride_roots)
                 # Stride-aware uses matter only for GPU103's size-1 case (strides read).
                 if (not aware and _interesting(layout)) or (aware and kind == "launch" and layout.size1):
+                    if arg_views is None:
+                        arg_views = () if local else _arg_views(self.ctx.module, call)
                     analysis.uses.append(SinkUse(
                         self.info, call, part, layout, None if local else callee, key, sink, reason,
-                        strides, stride_aware=aware, note=note,
+                        strides, stride_aware=aware, note=note, arg_views=arg_views,
                     ))  # fmt: skip
 
-    def _record_param(self, layout: Layout, callee, key, kind: str, reason: str, call: cst.Call) -> None:
+    def _record_param(self, layout: Layout, callee, key, kind: str, reason: str, call: cst.Call,
+                      stride_roots: tuple[tuple[ArgKey, str], ...]) -> None:
         if not layout.params or layout.cast is not None or layout.kind != UNKNOWN:
             return
         for param in layout.params:
             if kind in ("op", "configured"):
                 self.summary().need_contiguous(param, reason)
             elif callee is not None and key is not None:
-                self.summary().forwards.append(Forward(param, callee, key, self.analysis.line(call, self.info)))
+                line = self.analysis.line(call, self.info)
+                self.summary().forwards.append(Forward(param, callee, key, line, stride_roots))
 
     def _receiver_sink(self, receiver: cst.BaseExpression, call: cst.Call, env, sink: str, reason: str, note: str,
                        need, unit_stride: bool = False, layout: Layout | None = None) -> None:
@@ -762,6 +884,22 @@ class _FunctionFacts:
                 if layout.kind == SCALAR and layout.stride_of:
                     roots.add(layout.stride_of)
         return frozenset(roots | self._equal_strides(roots, env)) if roots else frozenset()
+
+    def _stride_roots_bound(self, call: cst.Call, env) -> tuple[tuple[ArgKey, str], ...]:
+        """The arguments of a launch that carry one tensor's strides (``q.stride(0)``, a local
+        holding it, ``strides[1]`` of ``strides = q.stride()``), with its root name."""
+        found = []
+        for arg, key in _call_arguments(call):
+            if key is None:
+                continue
+            roots = set(_stride_roots(arg.value))
+            if type(arg.value) in (cst.Name, cst.Subscript):
+                of = self.domain.evaluate(arg.value, env).stride_of
+                if of:
+                    roots.add(of)
+            if len(roots) == 1:
+                found.append((key, roots.pop()))
+        return tuple(found)
 
     def _equal_strides(self, roots: set[str], env) -> set[str]:
         """Tensors whose strides a check where the walk is says equal those of ``roots``

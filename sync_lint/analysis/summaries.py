@@ -31,6 +31,9 @@ class Forward:
     callee: str
     arg: ArgKey
     line: int
+    # A launch's arguments bound to some tensor's strides, with that tensor's root name
+    # (``head_stride=q.stride(0)``: ``("head_stride", "q")``); empty for other calls.
+    stride_roots: tuple[tuple[ArgKey, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,10 +64,24 @@ class FunctionSummary:
     # through it: the function only reads through ``param`` if each of those callees only reads
     # through its argument (none: it reads through it itself). Closed project-wide.
     read_only_if: dict[str, tuple[tuple[str, ArgKey], ...]] = field(default_factory=dict)
+    # Triton kernels: pointer param -> the other parameters its load and store offsets are built
+    # from (``q + h * head_stride + t * token_stride``): a launch that binds one of them to the
+    # strides of another tensor steps through this pointer with that tensor's strides.
+    offset_params: dict[str, frozenset[str]] = field(default_factory=dict)
+    # param -> (other param, why): a kernel steps through ``param`` with the strides of
+    # ``other``, so the two must have the same layout, contiguous or not (SGLang's fp8 attention
+    # hands ``q``, ``k``, ``v`` all ``permute(1, 0, 2)``-ed and ``q``'s strides alone). A call
+    # passing both the same view of their bases needs nothing; otherwise ``param`` needs
+    # contiguity, as if read with its own strides (``ProjectIndex.reason``). Closed project-wide.
+    same_strides_as: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def need_contiguous(self, param: str, reason: str) -> None:
         self.needs_unit_stride.pop(param, None)
         self.needs_contiguous.setdefault(param, reason)
+
+    def add_offset_params(self, param: str, params: set[str] | frozenset[str]) -> None:
+        if params:
+            self.offset_params[param] = self.offset_params.get(param, frozenset()) | params
 
     def need_unit_stride(self, param: str, reason: str) -> None:
         if param not in self.needs_contiguous:
@@ -103,3 +120,6 @@ class PendingCall:
     # The diagnostic's unsafe ``.contiguous()`` fix is safe if the callee only reads through
     # ``arg`` (``FunctionSummary.read_only_if``): the copy then reaches nothing else.
     fix_safe_if_read_only: bool = False
+    # The call's arguments that are views, with the view written after their base
+    # (``k.permute(1, 0, 2)``: ``"permute(1, 0, 2)"``), for ``FunctionSummary.same_strides_as``.
+    arg_views: tuple[tuple[ArgKey, str], ...] = ()

@@ -242,7 +242,9 @@ def _parse_and_check(
             index = ProjectIndex([facts])
             findings = [
                 (rule, f) for rule, f in findings
-                if f.if_callee is None or index.reason(f.if_callee.kind, f.if_callee.callee, f.if_callee.arg) is not None
+                if f.if_callee is None or index.reason(
+                    f.if_callee.kind, f.if_callee.callee, f.if_callee.arg, f.if_callee.arg_views
+                ) is not None
             ]
         masked = text is not source.text
         # Masking keeps the lines and columns of the code it keeps, so a masked file's findings
@@ -355,7 +357,8 @@ def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[R
         else:
             condition = finding.if_callee
             facts.pending.append(
-                PendingCall(condition.kind, condition.callee, condition.arg, diagnostic, condition.fix_safe_if_read_only)
+                PendingCall(condition.kind, condition.callee, condition.arg, diagnostic, condition.fix_safe_if_read_only,
+                            condition.arg_views)
             )
     if not planned:  # no fix at all rather than some: the whole file's lint plans them all
         facts.diagnostics = [replace(d, fix=None) if d.fix is not None else d for d in facts.diagnostics]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sync_lint.analysis.summaries import ArgKey, FunctionSummary, PendingCall
+from sync_lint.analysis.summaries import ArgKey, Forward, FunctionSummary, PendingCall
 from sync_lint.diagnostics import Diagnostic
 from sync_lint.pipeline.lint_file import FileFacts
 
@@ -40,7 +40,8 @@ class ProjectIndex:
         functions: set[str] = set()
         methods: list[tuple[str, str, str]] = []
         for qualname, summary in self.functions.items():
-            if not (summary.needs_contiguous or summary.needs_unit_stride or summary.sync is not None):
+            if not (summary.needs_contiguous or summary.needs_unit_stride or summary.same_strides_as
+                    or summary.sync is not None):
                 continue
             owner, _, short = qualname.rpartition(".")
             if owner in self.module_imports or not owner:
@@ -77,7 +78,8 @@ class ProjectIndex:
 
         A parameter passed on to a contiguity need needs contiguity; passed on only to a
         unit-last-stride need, a unit last stride; contiguity wins (each parameter only ever
-        moves up: no need -> unit stride -> contiguous, so this terminates)."""
+        moves up: no need -> unit stride -> contiguous, and ``same_strides_as`` entries are only
+        added, so this terminates)."""
         changed = True
         while changed:
             changed = False
@@ -90,7 +92,24 @@ class ProjectIndex:
                         continue
                     callee_param = callee.param_for(forward.arg)
                     short = forward.callee.rsplit(".", 1)[-1]
-                    if callee_param in callee.needs_contiguous:
+                    shared = _stepped_with(summary, forward, callee, callee_param)
+                    known = summary.same_strides_as.get(forward.param)
+                    if shared is not None and (known is None or known[0] == shared[0]):
+                        if known is None:  # the first call found says why
+                            summary.same_strides_as[forward.param] = shared
+                            changed = True
+                        continue
+                    if shared is not None:  # stepped through with two tensors' strides: only dense is safe
+                        summary.need_contiguous(forward.param, shared[1])
+                        changed = True
+                        continue
+                    if callee_param in callee.same_strides_as:  # the other tensor is not a parameter here
+                        summary.need_contiguous(forward.param, (
+                            f"passed on to `{short}` (line {forward.line}), where it is "
+                            f"{callee.same_strides_as[callee_param][1]}"
+                        ))  # fmt: skip
+                        changed = True
+                    elif callee_param in callee.needs_contiguous:
                         summary.need_contiguous(forward.param, (
                             f"passed on to `{short}` (line {forward.line}), where it is "
                             f"{callee.needs_contiguous[callee_param]}"
@@ -132,18 +151,27 @@ class ProjectIndex:
             return False
         return callee.param_for(arg) in self._read_only.get(id(callee), ())
 
-    def reason(self, kind: str, callee_name: str, arg) -> str | None:
-        """Why a call of ``callee_name`` (argument ``arg``) is a finding of ``kind``; None: it is not."""
+    def reason(self, kind: str, callee_name: str, arg, arg_views: tuple[tuple[ArgKey, str], ...] = ()) -> str | None:
+        """Why a call of ``callee_name`` (argument ``arg``; ``arg_views``: the call's arguments
+        that are views, ``PendingCall.arg_views``) is a finding of ``kind``; None: it is not."""
         callee = self.lookup(callee_name)
         if callee is None:
             return None
         if kind in ("contiguity", "unit-stride"):
             param = callee.param_for(arg) if arg is not None else None
-            return callee.need_of(param, unit_stride_counts=kind == "unit-stride")
+            need = callee.need_of(param, unit_stride_counts=kind == "unit-stride")
+            if need is not None or param not in callee.same_strides_as:
+                return need
+            # Stepped through with another argument's strides: fine where that one is the same view.
+            other, why = callee.same_strides_as[param]
+            views = {callee.param_for(key): view for key, view in arg_views}
+            if views.get(param) is not None and views.get(param) == views.get(other):
+                return None
+            return f"{why}, which is not handed the same view"
         return callee.sync
 
     def resolve(self, pending: PendingCall) -> Diagnostic | None:
-        reason = self.reason(pending.kind, pending.callee, pending.arg)
+        reason = self.reason(pending.kind, pending.callee, pending.arg, pending.arg_views)
         if reason is None:
             return None
         d = pending.diagnostic
@@ -153,3 +181,30 @@ class ProjectIndex:
         if fix is not None and pending.fix_safe_if_read_only and self.only_reads(pending.callee, pending.arg):
             fix = replace(fix, applicability="safe")
         return Diagnostic(d.path, d.line, d.col, d.end_line, d.end_col, d.code, message, fix)
+
+
+def _stepped_with(summary: FunctionSummary, forward: Forward, callee: FunctionSummary,
+                  callee_param: str | None) -> tuple[str, str] | None:
+    """The other parameter of ``summary``'s function whose strides the callee steps through
+    ``forward.param`` with (``FunctionSummary.same_strides_as``), and why; None: not so.
+
+    A launch: the kernel's offsets for the pointer use an argument bound to the strides of one
+    other tensor, a parameter here (``_k[grid](q, k, s=q.stride(0))``). A function: the callee
+    steps through its parameter with another's, and this call hands that one a parameter too."""
+    if callee_param is None:
+        return None
+    short = forward.callee.rsplit(".", 1)[-1]
+    offsets = callee.offset_params.get(callee_param)
+    if offsets and forward.stride_roots:
+        roots = {root for key, root in forward.stride_roots if callee.param_for(key) in offsets} - {forward.param}
+        if len(roots) == 1 and (root := roots.pop()) in summary.params:
+            return root, f"stepped through by `{short}` (line {forward.line}) with the strides of `{root}`"
+        return None
+    shared = callee.same_strides_as.get(callee_param)
+    if shared is None:
+        return None
+    other, why = shared
+    for sibling in summary.forwards:
+        if sibling.callee == forward.callee and sibling.line == forward.line and callee.param_for(sibling.arg) == other:
+            return sibling.param, f"passed on to `{short}` (line {forward.line}), where it is {why}"
+    return None

@@ -37,7 +37,8 @@ def sink_finding(use: SinkUse, message: str, fixable: bool = True) -> Finding:
     target = fix_target(use) if fixable else None
     condition = None
     if use.callee is not None:
-        condition = CalleeCondition(callee_need(use), use.callee, use.key, fix_safe_if_read_only=target is use.arg)
+        condition = CalleeCondition(callee_need(use), use.callee, use.key, fix_safe_if_read_only=target is use.arg,
+                                    arg_views=use.arg_views)
     return Finding(
         node=target if target is not None else use.arg,
         message=message,

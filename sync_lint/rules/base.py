@@ -36,6 +36,7 @@ class CalleeCondition:
     callee: str
     arg: int | str | None = None
     fix_safe_if_read_only: bool = False  # see ``PendingCall``
+    arg_views: tuple[tuple[int | str, str], ...] = ()  # see ``PendingCall``
 
 
 @dataclass

@@ -110,6 +110,20 @@ class NonContiguousViewToKernel(Rule):
         "    conv_kernel[(out.numel(),)](conv_state, idx, out, s_seq, s_dim, s_idx)\n\n"
         "def run(cache, block_table, out):\n"
         "    conv_update(cache.transpose(-1, -2), block_table[:, 0], out)\n"),
+        # `k` is stepped through with `q`'s strides: the two need one layout, which the same
+        # slice of one buffer gives them (a dense `k` would be read wrong).
+        ("import triton\n"
+        "import triton.language as tl\n\n"
+        "@triton.jit\n"
+        "def add_kernel(q_ptr, k_ptr, out_ptr, stride_row):\n"
+        "    row = tl.program_id(0)\n"
+        "    cols = tl.arange(0, 64)\n"
+        "    q = tl.load(q_ptr + row * stride_row + cols)\n"
+        "    tl.store(out_ptr + row * 64 + cols, q + tl.load(k_ptr + row * stride_row + cols))\n\n"
+        "def add_heads(q, k, out):\n"
+        "    add_kernel[(q.shape[0],)](q, k, out, q.stride(0))\n\n"
+        "def run(qkv, out):\n"
+        "    add_heads(qkv[:, :64], qkv[:, 64:128], out)\n"),
         # A callee that checks only the last stride takes a column-range slice.
         ("def encode(tensor_2d):\n"
         "    if tensor_2d.stride(-1) != 1:\n"
