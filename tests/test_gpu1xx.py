@@ -465,6 +465,14 @@ def add_rows(x, y, out):
     _rows[(x.shape[0],)](x, y, out, x.stride(0))
 
 
+def outer(q, k, v, out):  # hands all three on: the caller's views decide
+    prepare(q, k, v, out)
+
+
+def outer_fresh(k, v, out):  # k is stepped with a fresh tensor's strides, two calls down
+    prepare(torch.empty(k.shape), k, v, out)
+
+
 def two_ways(q, r, k, out):
     _rows[(4,)](q, k, out, q.stride(0))
     _rows[(4,)](r, k, out, r.stride(0))
@@ -492,6 +500,9 @@ def gather_rows(cache, positions, out):
     ("prepare(q.permute(1, 0, 2), k.permute(0, 2, 1), v.permute(1, 0, 2), out)", True),  # another view
     ("prepare(q, k.permute(1, 0, 2), v, out)", True),  # q's strides may be a dense tensor's
     ("prepare_fresh(k.permute(1, 0, 2), v, out)", True),  # read with a fresh tensor's strides
+    ("outer(q.permute(1, 0, 2), k.permute(1, 0, 2), v.permute(1, 0, 2), out)", False),
+    ("outer(q, k.permute(1, 0, 2), v, out)", True),
+    ("outer_fresh(k.permute(1, 0, 2), v, out)", True),
     ("add_rows(x[:, :128], y[:, :128], out)", False),  # y's rows are stepped with x's row stride
     ("add_rows(x, y[:, :128], out)", True),
     ("add_rows(x, y, out[:, 0])", True),  # out is written as `ptr + row * 128 + col`

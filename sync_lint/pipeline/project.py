@@ -100,7 +100,7 @@ class ProjectIndex:
                             changed = True
                         continue
                     if shared is not None:  # stepped through with two tensors' strides: only dense is safe
-                        summary.need_contiguous(forward.param, shared[1])
+                        summary.need_contiguous(forward.param, f"{shared[1]}, and elsewhere with those of `{known[0]}`")
                         changed = True
                         continue
                     if callee_param in callee.same_strides_as:  # the other tensor is not a parameter here
