@@ -473,6 +473,11 @@ def outer_fresh(k, v, out):  # k is stepped with a fresh tensor's strides, two c
     prepare(torch.empty(k.shape), k, v, out)
 
 
+def add_dense_rows(x, y, out):  # y is stepped with the strides of a dense copy of x
+    x = x.contiguous()
+    _rows[(x.shape[0],)](x, y, out, x.stride(0))
+
+
 def two_ways(q, r, k, out):
     _rows[(4,)](q, k, out, q.stride(0))
     _rows[(4,)](r, k, out, r.stride(0))
@@ -508,6 +513,7 @@ def gather_rows(cache, positions, out):
     ("add_rows(x, y, out[:, 0])", True),  # out is written as `ptr + row * 128 + col`
     ("two_ways(x[:, :128], x[:, 128:], y[:, :128], out)", True),  # two tensors' strides: only dense is safe
     ("add_rows(x[:, 128:], y[:, :128], out)", False),  # any column range keeps the row stride
+    ("add_dense_rows(x[:, :128], y[:, :128], out)", True),
     ("pair(q, k.t(), out)", True),  # the helper steps through k without the stride it gets
     ("pair(q.t(), k, out)", False),  # q's own strides are handed: stride-aware
     # the index loaded through positions' strides is data: the cache is still read as `ptr + i`

@@ -456,12 +456,14 @@ class ContiguityAnalysis:
                 not_read_only |= self._pointer_sources(arg.value, derived) & set(params)
             if name:
                 # A jit helper called with a pointer: its summary decides what the pointer needs.
-                arguments = [(key, _built_from(arg.value, built_from, self.names)) for arg, key in _call_arguments(call)
-                             if key is not None]  # fmt: skip
+                arguments = None  # what each argument is built from, once a pointer is handed on
                 for arg, key in _call_arguments(call):
                     if isinstance(arg.value, cst.Name) and arg.value.value in params and key is not None:
                         summary = summary or self.ctx.summary(info.qualname, info.params)
                         summary.forwards.append(Forward(arg.value.value, name, key, self.line(call, info)))
+                        if arguments is None:
+                            arguments = [(k, _built_from(a.value, built_from, self.names))
+                                         for a, k in _call_arguments(call) if k is not None]  # fmt: skip
                         helper_calls.append(_HelperCall(summary, arg.value.value, name, key, arguments))
         if summary is not None:  # made at the first load or store through a parameter
             for param in loaded - not_read_only:
@@ -887,7 +889,9 @@ class _FunctionFacts:
 
     def _stride_roots_bound(self, call: cst.Call, env) -> tuple[tuple[ArgKey, str], ...]:
         """The arguments of a launch that carry one tensor's strides (``q.stride(0)``, a local
-        holding it, ``strides[1]`` of ``strides = q.stride()``), with its root name."""
+        holding it, ``strides[1]`` of ``strides = q.stride()``), with its root name: the name of
+        a parameter only while it is the tensor as passed (not after ``q = q.contiguous()``),
+        else "" (another tensor's strides: ``ProjectIndex`` then asks for contiguity)."""
         found = []
         for arg, key in _call_arguments(call):
             if key is None:
@@ -898,7 +902,11 @@ class _FunctionFacts:
                 if of:
                     roots.add(of)
             if len(roots) == 1:
-                found.append((key, roots.pop()))
+                root = roots.pop()
+                layout = env.get(root)
+                as_passed = (layout is not None and layout.kind == UNKNOWN and layout.cast is None
+                             and layout.params == frozenset({root}))  # fmt: skip
+                found.append((key, root if as_passed else ""))
         return tuple(found)
 
     def _equal_strides(self, roots: set[str], env) -> set[str]:
