@@ -434,6 +434,14 @@ def _rows(x_ptr, y_ptr, out_ptr, stride_x):
 
 
 @triton.jit
+def _rows_and_flat(x_ptr, y_ptr, out_ptr, stride_x):
+    row = tl.program_id(0)
+    cols = tl.arange(0, 128)
+    stepped = tl.load(x_ptr + row * stride_x + cols) + tl.load(y_ptr + row * stride_x + cols)
+    tl.store(out_ptr + row * 128 + cols, stepped + tl.load(y_ptr + row * 128 + cols))  # y read dense too
+
+
+@triton.jit
 def _pair(a, b, stride):
     i = tl.program_id(0)
     return tl.load(a + i * stride) + tl.load(b + i)
@@ -471,6 +479,10 @@ def outer(q, k, v, out):  # hands all three on: the caller's views decide
 
 def outer_fresh(k, v, out):  # k is stepped with a fresh tensor's strides, two calls down
     prepare(torch.empty(k.shape), k, v, out)
+
+
+def add_rows_and_flat(x, y, out):
+    _rows_and_flat[(x.shape[0],)](x, y, out, x.stride(0))
 
 
 def add_dense_rows(x, y, out):  # y is stepped with the strides of a dense copy of x
@@ -514,6 +526,7 @@ def gather_rows(cache, positions, out):
     ("two_ways(x[:, :128], x[:, 128:], y[:, :128], out)", True),  # two tensors' strides: only dense is safe
     ("add_rows(x[:, 128:], y[:, :128], out)", False),  # any column range keeps the row stride
     ("add_dense_rows(x[:, :128], y[:, :128], out)", True),
+    ("add_rows_and_flat(x[:, :128], y[:, :128], out)", True),  # one of y's reads assumes it dense
     ("pair(q, k.t(), out)", True),  # the helper steps through k without the stride it gets
     ("pair(q.t(), k, out)", False),  # q's own strides are handed: stride-aware
     # the index loaded through positions' strides is data: the cache is still read as `ptr + i`

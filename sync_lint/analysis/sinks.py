@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import libcst as cst
 
@@ -94,11 +94,20 @@ class _HelperCall:
     """A kernel's call of a jit helper that hands on its pointer parameter ``param`` as ``key``;
     ``arguments``: each argument key with the kernel parameters its value is built from."""
 
-    summary: FunctionSummary  # the calling kernel's
     param: str
     helper: str
     key: ArgKey
     arguments: list[tuple[ArgKey, set[str]]]
+
+
+@dataclass
+class _KernelAccesses:
+    """How a kernel steps through its pointer parameters: the parameters each direct load or
+    store's offset is built from, and its jit-helper calls (``ContiguityAnalysis._offset_params``)."""
+
+    summary: FunctionSummary | None = None
+    direct: dict[str, list[frozenset[str]]] = field(default_factory=dict)
+    through_helpers: list[_HelperCall] = field(default_factory=list)
 
 
 def _built_from(node: cst.CSTNode, built_from: dict[str, set[str]], names) -> set[str]:
@@ -351,10 +360,8 @@ class ContiguityAnalysis:
         self._configured = tuple(ctx.settings["contiguous-sinks"])
         self.module_level = self._module_level_names()
         kernels = [info for info in self.functions if is_triton_kernel(info)]
-        helper_calls: list[_HelperCall] = []
-        for info in kernels:
-            helper_calls += self._kernel_summary(info)
-        self._strides_through_helpers(helper_calls)
+        accesses = [self._kernel_summary(info) for info in kernels]
+        self._offset_params(accesses)
         plain = [info for info in self.functions if not is_triton_kernel(info)]
         attributes = class_attributes(ctx, plain, self._domain)
         for info in plain:
@@ -387,9 +394,8 @@ class ContiguityAnalysis:
         return self.ctx.positions()[node].start.line if node is not None else 0
 
     # -- Triton kernels ---------------------------------------------------------------------
-    def _kernel_summary(self, info: FunctionInfo) -> list[_HelperCall]:
-        """The kernel's needs, and its calls of jit helpers that hand on a pointer parameter
-        (for ``_strides_through_helpers``)."""
+    def _kernel_summary(self, info: FunctionInfo) -> _KernelAccesses:
+        """The kernel's needs, and how it steps through its pointers (for ``_offset_params``)."""
         params = [
             p.name.value for p in (*info.node.params.posonly_params, *info.node.params.params)
             if p.annotation is None or "constexpr" not in (code_of(self.ctx.module, p.annotation.annotation))
@@ -424,7 +430,7 @@ class ContiguityAnalysis:
             if not changed:
                 break
         summary = None
-        helper_calls: list[_HelperCall] = []
+        accesses = _KernelAccesses()
         moved = {target for target, _ in assignments}
         loaded: set[str] = set()
         not_read_only: set[str] = set()  # stored through, or handed to another function
@@ -445,7 +451,7 @@ class ContiguityAnalysis:
                     verb = _POINTER_CALLS[short]
                     if not bare:
                         summary.need_contiguous(param, f"{verb} as `ptr + offset` by the Triton kernel `{info.name}`")
-                        summary.add_offset_params(param, offsets - {param})
+                        accesses.direct.setdefault(param, []).append(frozenset(offsets - {param}))
                     (loaded if verb == "read" else not_read_only).add(param)
                 continue
             if name.startswith("triton.") and short not in _BLOCK_POINTERS:
@@ -464,32 +470,43 @@ class ContiguityAnalysis:
                         if arguments is None:
                             arguments = [(k, _built_from(a.value, built_from, self.names))
                                          for a, k in _call_arguments(call) if k is not None]  # fmt: skip
-                        helper_calls.append(_HelperCall(summary, arg.value.value, name, key, arguments))
-        if summary is not None:  # made at the first load or store through a parameter
+                        accesses.through_helpers.append(_HelperCall(arg.value.value, name, key, arguments))
+        accesses.summary = summary  # made at the first load or store through a parameter
+        if summary is not None:
             for param in loaded - not_read_only:
                 summary.read_only_if[param] = ()
-        return helper_calls
+        return accesses
 
-    def _strides_through_helpers(self, helper_calls: list[_HelperCall]) -> None:
-        """A pointer handed to a jit helper of this file is stepped through with the parameters
-        the helper's offsets for it are built from: what the kernel passes there (``_load_tile(k,
-        head_stride, token_stride)``) is what the kernel steps through its own pointer with. To a
-        fixpoint, for helpers that call helpers; one in another file is not followed."""
+    def _offset_params(self, kernels: list[_KernelAccesses]) -> None:
+        """``FunctionSummary.offset_params`` of each kernel of the file: for each pointer, the
+        parameters that every access through it builds its offset from. An access through a jit
+        helper of this file counts with what the kernel passes for the parameters the helper's
+        offsets use (``_load_tile(k, head, tokens, head_stride, token_stride)``); one through a
+        helper elsewhere, with none. To a fixpoint: the sets only grow, as helpers' do."""
         changed = True
         while changed:
             changed = False
-            for helper_call in helper_calls:
-                helper = self.ctx.summaries.get(helper_call.helper)
-                if helper is None or helper is helper_call.summary:
+            for kernel in kernels:
+                summary = kernel.summary
+                if summary is None:
                     continue
-                read_with = helper.offset_params.get(helper.param_for(helper_call.key) or "", frozenset())
-                made_of = set().union(*(
-                    params for key, params in helper_call.arguments if helper.param_for(key) in read_with
-                )) - {helper_call.param}  # fmt: skip
-                known = helper_call.summary.offset_params.get(helper_call.param, frozenset())
-                if not made_of <= known:
-                    helper_call.summary.add_offset_params(helper_call.param, made_of)
-                    changed = True
+                for param in {*kernel.direct, *(call.param for call in kernel.through_helpers)}:
+                    every = list(kernel.direct.get(param, ()))
+                    for call in kernel.through_helpers:
+                        if call.param == param:
+                            every.append(self._helper_offsets(call, summary))
+                    found = frozenset.intersection(*every)
+                    if found != summary.offset_params.get(param, frozenset()):
+                        summary.offset_params[param] = found
+                        changed = True
+
+    def _helper_offsets(self, call: _HelperCall, caller: FunctionSummary) -> frozenset[str]:
+        helper = self.ctx.summaries.get(call.helper)
+        if helper is None or helper is caller:
+            return frozenset()
+        read_with = helper.offset_params.get(helper.param_for(call.key) or "", frozenset())
+        made_of = set().union(*(params for key, params in call.arguments if helper.param_for(key) in read_with))
+        return frozenset(made_of - {call.param})
 
     @staticmethod
     def _pointer_argument(call: cst.Call) -> cst.BaseExpression | None:

@@ -64,9 +64,9 @@ class FunctionSummary:
     # through it: the function only reads through ``param`` if each of those callees only reads
     # through its argument (none: it reads through it itself). Closed project-wide.
     read_only_if: dict[str, tuple[tuple[str, ArgKey], ...]] = field(default_factory=dict)
-    # Triton kernels: pointer param -> the other parameters its load and store offsets are built
-    # from (``q + h * head_stride + t * token_stride``): a launch that binds one of them to the
-    # strides of another tensor steps through this pointer with that tensor's strides.
+    # Triton kernels: pointer param -> the other parameters that the offset of every load and
+    # store through it is built from (``q + h * head_stride + t * token_stride``): a launch that
+    # binds one of them to the strides of another tensor steps through this pointer with those.
     offset_params: dict[str, frozenset[str]] = field(default_factory=dict)
     # param -> (other param, why): a kernel steps through ``param`` with the strides of
     # ``other``, so the two must have the same layout, contiguous or not (SGLang's fp8 attention
@@ -78,10 +78,6 @@ class FunctionSummary:
     def need_contiguous(self, param: str, reason: str) -> None:
         self.needs_unit_stride.pop(param, None)
         self.needs_contiguous.setdefault(param, reason)
-
-    def add_offset_params(self, param: str, params: set[str] | frozenset[str]) -> None:
-        if params:
-            self.offset_params[param] = self.offset_params.get(param, frozenset()) | params
 
     def need_unit_stride(self, param: str, reason: str) -> None:
         if param not in self.needs_contiguous:
