@@ -154,11 +154,13 @@ def sync_statement(draw) -> str:
 @st.composite
 def launch_statement(draw) -> str:
     args = [draw(st.sampled_from(TENSORS)) + draw(st.sampled_from(SLICES)) for _ in range(2)]
-    form = draw(st.sampled_from(["kernel", "wrapper", "reshape"]))
+    form = draw(st.sampled_from(["kernel", "wrapper", "reshape", "shared strides"]))
     if form == "kernel":
         return f"_copy_kernel[(4,)]({args[0]}, {args[1]}, 128, BLOCK=128)"
     if form == "wrapper":
         return f"launch_copy({args[0]}, {args[1]})"
+    if form == "shared strides":  # one tensor stepped through with the other's strides
+        return f"launch_rows({args[0]}, {args[1]}, {draw(st.sampled_from(TENSORS))})"
     return f"y = {args[0]}.reshape(-1).contiguous()\nlaunch_copy(y, {args[1]})"
 
 
@@ -179,6 +181,22 @@ def _copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
 
 def launch_copy(src, dst):
     _copy_kernel[(triton.cdiv(src.numel(), 128),)](src, dst, src.numel(), BLOCK=128)
+
+
+@triton.jit
+def _load_row(ptr, row, stride, BLOCK: tl.constexpr):
+    return tl.load(ptr + row * stride + tl.arange(0, BLOCK))
+
+
+@triton.jit
+def _rows_kernel(x_ptr, y_ptr, out_ptr, stride_x, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    total = _load_row(x_ptr, row, stride_x, BLOCK) + _load_row(y_ptr, row, stride_x, BLOCK)
+    tl.store(out_ptr + row * BLOCK + tl.arange(0, BLOCK), total)
+
+
+def launch_rows(x, y, out):
+    _rows_kernel[(x.shape[0],)](x, y, out, x.stride(0), BLOCK=128)
 
 
 def sync_helper(x):
