@@ -518,6 +518,9 @@ def gather_rows(cache, positions, out):
     ("prepare(q, k.permute(1, 0, 2), v, out)", True),  # q's strides may be a dense tensor's
     ("prepare_fresh(k.permute(1, 0, 2), v, out)", True),  # read with a fresh tensor's strides
     ("outer(q.permute(1, 0, 2), k.permute(1, 0, 2), v.permute(1, 0, 2), out)", False),
+    # names bound to the views stand for them
+    ("qp = q.permute(1, 0, 2)\n    kp = k.permute(1, 0, 2)\n    prepare(qp, kp, v.permute(1, 0, 2), out)", False),
+    ("qp = q.permute(1, 0, 2)\n    kp = k.permute(0, 2, 1)\n    prepare(qp, kp, v.permute(1, 0, 2), out)", True),
     ("outer(q, k.permute(1, 0, 2), v, out)", True),
     ("outer_fresh(k.permute(1, 0, 2), v, out)", True),
     ("add_rows(x[:, :128], y[:, :128], out)", False),  # y's rows are stepped with x's row stride
@@ -826,10 +829,15 @@ def test_launch_with_the_strides_of_another_tensor_than_the_alias_still_reports(
 
     def forward(base_f32, out, nb, bs, b):
         k_scale_cache = torch.as_strided(base_f32, size=(nb, bs), stride=(b, 1))
+        v_scale_cache = torch.as_strided(base_f32, size=(nb, bs), stride=(1, b))
         either(out, k_scale_cache, k_scale_cache, True)  # expect: GPU102
         other(out, k_scale_cache)  # expect: GPU102
+        either(out, k_scale_cache, v_scale_cache, False)  # expect: GPU102
     """
-    assert codes(source) == [(21, "GPU102"), (21, "GPU102"), (22, "GPU102")]
+    # `either` steps through `v_scale_cache` with `k_scale_cache`'s strides: the first call hands
+    # both one tensor (only its `k_scale_cache` is reported: which path runs is not followed),
+    # the third a `v_scale_cache` with other strides.
+    assert codes(source) == [(22, "GPU102"), (23, "GPU102"), (24, "GPU102"), (24, "GPU102")]
 
 
 def _gemm_project(tmp_path: Path) -> Path:

@@ -315,24 +315,34 @@ _VIEW_METHODS = frozenset({
 })  # fmt: skip
 
 
-def _arg_views(module: cst.Module, call: cst.Call) -> tuple[tuple[ArgKey, str], ...]:
-    """Each argument of ``call`` that is a view written on its base, with the view as written
-    after the base (``k.permute(1, 0, 2)`` -> ``"permute(1, 0, 2)"``), a subscript by what it does
-    to the strides (``x[:, :n]`` -> ``"[:, :]"``): equal views of tensors of one shape have
-    equal strides."""
+def _arg_views(module: cst.Module, call: cst.Call, layout_of) -> tuple[tuple[ArgKey, str], ...]:
+    """Each argument of ``call`` that is a view of its base, with the view as written after the
+    base (``k.permute(1, 0, 2)`` -> ``"permute(1, 0, 2)"``), a subscript by what it does to the
+    strides (``x[:, :n]`` -> ``"[:, :]"``): equal views of tensors of one shape have equal
+    strides. A name stands for the view it was bound to (``layout_of``: its ``Layout``)."""
     found = []
     for arg, key in _call_arguments(call):
-        value = arg.value
         if key is None:
             continue
-        if type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in _VIEW_METHODS:
-            written = (("" if a.keyword is None else a.keyword.value + "=") + one_line(module, a.value) for a in value.args)
-            found.append((key, value.func.attr.value + "(" + ", ".join(written) + ")"))
-        elif type(value) is cst.Attribute and value.attr.value in ("T", "mT", "mH", "H"):
-            found.append((key, value.attr.value))
-        elif type(value) is cst.Subscript:
-            found.append((key, "[" + ", ".join(_stride_effect(module, element.slice) for element in value.slice) + "]"))
+        value = arg.value
+        if type(value) is cst.Name:
+            layout = layout_of(value)
+            value = layout.origin if layout.kind in VIEWS and layout.origin is not None else value
+        view = _view_written(module, value)
+        if view is not None:
+            found.append((key, view))
     return tuple(found)
+
+
+def _view_written(module: cst.Module, value: cst.CSTNode) -> str | None:
+    if type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in _VIEW_METHODS:
+        written = (("" if a.keyword is None else a.keyword.value + "=") + one_line(module, a.value) for a in value.args)
+        return value.func.attr.value + "(" + ", ".join(written) + ")"
+    if type(value) is cst.Attribute and value.attr.value in ("T", "mT", "mH", "H"):
+        return value.attr.value
+    if type(value) is cst.Subscript:
+        return "[" + ", ".join(_stride_effect(module, element.slice) for element in value.slice) + "]"
+    return None
 
 
 def _stride_effect(module: cst.Module, part: cst.BaseSlice) -> str:
@@ -849,7 +859,9 @@ class _FunctionFacts:
                 # Stride-aware uses matter only for GPU103's size-1 case (strides read).
                 if (not aware and _interesting(layout)) or (aware and kind == "launch" and layout.size1):
                     if arg_views is None:
-                        arg_views = () if local else _arg_views(self.ctx.module, call)
+                        arg_views = () if local else _arg_views(
+                            self.ctx.module, call, lambda name: self.domain.evaluate(name, env)
+                        )
                     analysis.uses.append(SinkUse(
                         self.info, call, part, layout, None if local else callee, key, sink, reason,
                         strides, stride_aware=aware, note=note, arg_views=arg_views,
