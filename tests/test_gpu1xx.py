@@ -516,6 +516,9 @@ def gather_rows(cache, positions, out):
     ("prepare(q.permute(1, 0, 2), k.permute(1, 0, 2), v.permute(1, 0, 2), out)", False),
     ("prepare(q.permute(1, 0, 2), k.permute(0, 2, 1), v.permute(1, 0, 2), out)", True),  # another view
     ("prepare(q, k.permute(1, 0, 2), v, out)", True),  # q's strides may be a dense tensor's
+    # one tensor handed as q and k: one layout, whatever it is
+    ("kc = k.float()\n    prepare(kc, kc, v, out)", False),
+    ("kc = k.float()\n    prepare(q, kc, v, out)", True),  # the cast is no contiguity fix
     ("prepare_fresh(k.permute(1, 0, 2), v, out)", True),  # read with a fresh tensor's strides
     ("outer(q.permute(1, 0, 2), k.permute(1, 0, 2), v.permute(1, 0, 2), out)", False),
     # names bound to the views stand for them

@@ -319,7 +319,8 @@ def _arg_views(module: cst.Module, call: cst.Call, layout_of) -> tuple[tuple[Arg
     """Each argument of ``call`` that is a view of its base, with the view as written after the
     base (``k.permute(1, 0, 2)`` -> ``"permute(1, 0, 2)"``), a subscript by what it does to the
     strides (``x[:, :n]`` -> ``"[:, :]"``): equal views of tensors of one shape have equal
-    strides. A name stands for the view it was bound to (``layout_of``: its ``Layout``)."""
+    strides. A name stands for the view it was bound to (``layout_of``: its ``Layout``); one
+    bound to no view is itself (``"=k"``): handed as two arguments, it has their one layout."""
     found = []
     for arg, key in _call_arguments(call):
         if key is None:
@@ -327,7 +328,10 @@ def _arg_views(module: cst.Module, call: cst.Call, layout_of) -> tuple[tuple[Arg
         value = arg.value
         if type(value) is cst.Name:
             layout = layout_of(value)
-            value = layout.origin if layout.kind in VIEWS and layout.origin is not None else value
+            if layout.kind not in VIEWS or layout.origin is None:
+                found.append((key, "=" + value.value))
+                continue
+            value = layout.origin
         view = _view_written(module, value)
         if view is not None:
             found.append((key, view))
