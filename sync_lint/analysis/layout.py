@@ -121,7 +121,7 @@ _CAST_METHODS = {
     "bool": "torch.bool", "byte": "torch.uint8", "char": "torch.int8", "cuda": None,
 }  # fmt: skip
 _PERMUTING = {"t", "transpose", "permute", "movedim", "moveaxis", "swapaxes", "swapdims"}
-_PERMUTING_ATTRS = {"T", "mT", "H", "mH"}
+PERMUTING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
 _BROADCASTING = {"expand", "expand_as", "broadcast_to"}
 _GAPPING = {"unfold", "diagonal", "as_strided"}
 _DIM0_OK = {"select", "narrow"}  # contiguous when taken along dim 0
@@ -162,6 +162,9 @@ _TORCH_FACTORIES = {
 _TORCH_LIKE = {"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like", "randint_like"}
 _ALLOCATING = {"empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like", "full_like",
                "new_empty", "new_zeros", "new_ones", "new_full"}  # fmt: skip
+# Every method whose result may share the receiver's storage with other strides (``sinks``
+# compares two arguments' views by them).
+VIEW_METHODS = frozenset(_PERMUTING | _BROADCASTING | _GAPPING | _DIM0_OK | _SHAPE_KEEPING | _RESHAPING)
 _TORCH_VIEW_FUNCTIONS = _PERMUTING | _BROADCASTING | _GAPPING | _DIM0_OK | {"reshape", "flatten", "squeeze", "unsqueeze"}
 _SCALAR_BUILTINS = {"int", "len", "float", "round", "abs", "min", "max", "sum", "range", "divmod", "pow"}
 _OTHER_BUILTINS = {"str", "list", "tuple", "dict", "set", "sorted", "isinstance", "bool", "repr", "getattr", "hasattr", "print"}
@@ -252,7 +255,7 @@ def _transpose_key(node: cst.BaseExpression) -> object:
     """Which transpose ``node`` takes: ``t()``, ``T`` and ``H`` (the same for 2-D), ``mT`` and
     ``mH``, or ``transpose``/``swapaxes``/``swapdims`` of two literal dims (either order); None
     for anything else."""
-    if isinstance(node, cst.Attribute) and node.attr.value in _PERMUTING_ATTRS:
+    if isinstance(node, cst.Attribute) and node.attr.value in PERMUTING_ATTRIBUTES:
         return "mT" if node.attr.value in ("mT", "mH") else "T"
     if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
         return None
@@ -613,7 +616,7 @@ class LayoutDomain:
         if key is not None and key in env:
             return env[key]
         attr = node.attr.value
-        if attr in _PERMUTING_ATTRS:
+        if attr in PERMUTING_ATTRIBUTES:
             base = self.evaluate(node.value, env)
             if base.kind in (SCALAR, OTHER, NONE, TUPLE) or _transposed_back(base, node):
                 return UNKNOWN_LAYOUT

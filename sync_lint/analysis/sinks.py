@@ -40,8 +40,10 @@ from sync_lint.analysis.dtypes import element_size
 from sync_lint.analysis.flow import Walker, target_key
 from sync_lint.analysis.functions import FunctionInfo
 from sync_lint.analysis.layout import (
+    PERMUTING_ATTRIBUTES,
     SCALAR,
     UNKNOWN,
+    VIEW_METHODS,
     VIEWS,
     Layout,
     LayoutDomain,
@@ -308,13 +310,6 @@ def _call_arguments(call: cst.Call) -> Iterator[tuple[cst.Arg, ArgKey | None]]:
             position += 1
 
 
-_VIEW_METHODS = frozenset({
-    "t", "transpose", "permute", "movedim", "moveaxis", "swapaxes", "swapdims", "expand", "expand_as",
-    "broadcast_to", "select", "narrow", "unfold", "diagonal", "as_strided", "view", "reshape", "unsqueeze",
-    "squeeze", "flatten", "unflatten",
-})  # fmt: skip
-
-
 def _arg_views(module: cst.Module, call: cst.Call, layout_of) -> tuple[tuple[ArgKey, str], ...]:
     """Each argument of ``call`` that is a view of its base, with the view as written after the
     base (``k.permute(1, 0, 2)`` -> ``"permute(1, 0, 2)"``), a subscript by what it does to the
@@ -339,10 +334,10 @@ def _arg_views(module: cst.Module, call: cst.Call, layout_of) -> tuple[tuple[Arg
 
 
 def _view_written(module: cst.Module, value: cst.CSTNode) -> str | None:
-    if type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in _VIEW_METHODS:
+    if type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value in VIEW_METHODS:
         written = (("" if a.keyword is None else a.keyword.value + "=") + one_line(module, a.value) for a in value.args)
         return value.func.attr.value + "(" + ", ".join(written) + ")"
-    if type(value) is cst.Attribute and value.attr.value in ("T", "mT", "mH", "H"):
+    if type(value) is cst.Attribute and value.attr.value in PERMUTING_ATTRIBUTES:
         return value.attr.value
     if type(value) is cst.Subscript:
         return "[" + ", ".join(_stride_effect(module, element.slice) for element in value.slice) + "]"
@@ -817,8 +812,9 @@ class _FunctionFacts:
         callee, kind = analysis.callee_of(call, self.info, env)
         if not kind:
             return
-        strides = self._strides_passed(call, env)
-        stride_roots = self._stride_roots_bound(call, env) if strides and kind == "launch" else ()
+        carried = self._strides_carried(call, env)
+        strides = self._strides_passed(carried, env)
+        stride_roots = self._stride_roots_bound(carried, env) if strides and kind == "launch" else ()
         arg_views = None  # made for the first use recorded: a signature renders code
         short = callee.rsplit(".", 1)[-1] if callee else ""
         note = ""
@@ -906,40 +902,39 @@ class _FunctionFacts:
                    if isinstance(arg.value, cst.Name)]  # fmt: skip
         return strides.union(*carried)
 
-    def _strides_passed(self, call: cst.Call, env) -> frozenset[str]:
-        roots: set[str] = set()
-        for arg in call.args:
-            for inner in _calls_in(arg.value):
-                if isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "stride":
-                    root = root_name(inner.func.value)
-                    if root:
-                        roots.add(root)
-            if type(arg.value) is cst.Name or type(arg.value) is cst.Subscript:  # ``s0``, ``strides[0]``
-                layout = self.domain.evaluate(arg.value, env)
-                if layout.kind == SCALAR and layout.stride_of:
-                    roots.add(layout.stride_of)
-        return frozenset(roots | self._equal_strides(roots, env)) if roots else frozenset()
-
-    def _stride_roots_bound(self, call: cst.Call, env) -> tuple[tuple[ArgKey, str], ...]:
-        """The arguments of a launch that carry one tensor's strides (``q.stride(0)``, a local
-        holding it, ``strides[1]`` of ``strides = q.stride()``), with its root name: the name of
-        a parameter only while it is the tensor as passed (not after ``q = q.contiguous()``),
-        else "" (another tensor's strides: ``ProjectIndex`` then asks for contiguity)."""
+    def _strides_carried(self, call: cst.Call, env) -> list[tuple[ArgKey | None, frozenset[str]]]:
+        """Each argument of a call with the roots of the tensors whose strides it carries:
+        ``q.stride(0)``, a local holding one (``s0``), ``strides[1]`` of ``strides = q.stride()``."""
         found = []
         for arg, key in _call_arguments(call):
-            if key is None:
+            roots = _stride_roots(arg.value)
+            if type(arg.value) is cst.Name or type(arg.value) is cst.Subscript:
+                layout = self.domain.evaluate(arg.value, env)
+                if layout.kind == SCALAR and layout.stride_of:
+                    roots |= {layout.stride_of}
+            if roots:
+                found.append((key, roots))
+        return found
+
+    def _strides_passed(self, carried: list[tuple[ArgKey | None, frozenset[str]]], env) -> frozenset[str]:
+        roots = set().union(*(roots for _, roots in carried))
+        return frozenset(roots | self._equal_strides(roots, env)) if roots else frozenset()
+
+    @staticmethod
+    def _stride_roots_bound(carried: list[tuple[ArgKey | None, frozenset[str]]], env) -> tuple[tuple[ArgKey, str], ...]:
+        """The arguments of a launch that carry one tensor's strides, with its root name: the
+        name of a parameter only while it is the tensor as passed (not after ``q =
+        q.contiguous()``), else "" (another tensor's strides: ``ProjectIndex`` then asks for
+        contiguity)."""
+        found = []
+        for key, roots in carried:
+            if key is None or len(roots) != 1:
                 continue
-            roots = set(_stride_roots(arg.value))
-            if type(arg.value) in (cst.Name, cst.Subscript):
-                of = self.domain.evaluate(arg.value, env).stride_of
-                if of:
-                    roots.add(of)
-            if len(roots) == 1:
-                root = roots.pop()
-                layout = env.get(root)
-                as_passed = (layout is not None and layout.kind == UNKNOWN and layout.cast is None
-                             and layout.params == frozenset({root}))  # fmt: skip
-                found.append((key, root if as_passed else ""))
+            (root,) = roots
+            layout = env.get(root)
+            as_passed = (layout is not None and layout.kind == UNKNOWN and layout.cast is None
+                         and layout.params == frozenset({root}))  # fmt: skip
+            found.append((key, root if as_passed else ""))
         return tuple(found)
 
     def _equal_strides(self, roots: set[str], env) -> set[str]:
