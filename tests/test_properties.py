@@ -154,11 +154,14 @@ def sync_statement(draw) -> str:
 @st.composite
 def launch_statement(draw) -> str:
     args = [draw(st.sampled_from(TENSORS)) + draw(st.sampled_from(SLICES)) for _ in range(2)]
-    form = draw(st.sampled_from(["kernel", "wrapper", "reshape", "shared strides"]))
+    form = draw(st.sampled_from(["kernel", "wrapper", "reshape", "shared strides", "flag"]))
     if form == "kernel":
         return f"_copy_kernel[(4,)]({args[0]}, {args[1]}, 128, BLOCK=128)"
     if form == "wrapper":
         return f"launch_copy({args[0]}, {args[1]})"
+    if form == "flag":  # the wrapper copies its source itself only under a flag
+        flag = draw(st.sampled_from(["", ", dense=True", ", dense=False", ", True", ", dense=n > 2", ", **{}"]))
+        return f"launch_copy_dense({args[0]}, {args[1]}{flag})"
     if form == "shared strides":  # one tensor stepped through with the other's strides
         return f"launch_rows({args[0]}, {args[1]}, {draw(st.sampled_from(TENSORS))})"
     return f"y = {args[0]}.reshape(-1).contiguous()\nlaunch_copy(y, {args[1]})"
@@ -181,6 +184,12 @@ def _copy_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
 
 def launch_copy(src, dst):
     _copy_kernel[(triton.cdiv(src.numel(), 128),)](src, dst, src.numel(), BLOCK=128)
+
+
+def launch_copy_dense(src, dst, dense=False):
+    if dense:
+        src = src.contiguous()
+    launch_copy(src, dst)
 
 
 @triton.jit

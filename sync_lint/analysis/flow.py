@@ -24,6 +24,12 @@ values that held at the end, but nothing they do reaches live code.
 ``on_statement(node, env)`` is called for every simple statement and every compound statement
 header (``if`` test, ``for`` iterable, ``with`` items...) with the environment that holds
 before it; rules inspect expressions there.
+
+A walk may *assume* the truth of names (``assume``: name -> (its value at the start, truth)): an
+``if name:`` / ``if not name:`` whose name still holds that value takes only the branch the
+assumption selects, and the other is not walked at all (no hooks), nor is code after a path's
+end (dead, maybe only by the assumption). It is how a summary learns
+that a need arises only where a flag parameter is false (``sinks.ContiguityAnalysis``).
 """
 
 from __future__ import annotations
@@ -135,8 +141,10 @@ def target_key(target: cst.BaseExpression) -> str | None:
 
 
 class Walker(Generic[V]):
-    def __init__(self, domain: Domain[V], on_statement: StatementHook | None = None) -> None:
+    def __init__(self, domain: Domain[V], on_statement: StatementHook | None = None,
+                 assume: Mapping[str, tuple[V, bool]] | None = None) -> None:
         self.domain = domain
+        self._assume = assume or {}
         self._names = getattr(domain, "names", None)  # the file's NameTable, where the domain has one
         self._none = getattr(domain, "none", None)  # the value of None, where the domain has one
         self._hook = on_statement or (lambda node, env: None)
@@ -194,7 +202,10 @@ class Walker(Generic[V]):
 
     def _unreachable(self, statements, env: Env, step) -> None:
         """Dead code after the end of a path: walked (hooks see it, with the values at the end)
-        but what it binds or where its own paths end goes nowhere."""
+        but what it binds or where its own paths end goes nowhere. Not under an assumption: the
+        code after a branch it takes may be dead only by the assumption, and must record nothing."""
+        if self._assume:
+            return
         self._dead += 1
         try:
             live = dict(env)
@@ -270,6 +281,19 @@ class Walker(Generic[V]):
             (then_env if none_when_true else else_env)[key] = self._none()
         return then_env, else_env
 
+    def _assumed_truth(self, test: cst.BaseExpression, env: Env) -> bool | None:
+        """The truth ``assume`` gives ``test`` (``flag`` or ``not flag``, with ``flag`` not rebound
+        since the start); None: the test is not one of those."""
+        negated = False
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+            test, negated = test.expression, True
+        if type(test) is not cst.Name or test.value not in self._assume:
+            return None
+        start, truth = self._assume[test.value]
+        if env.get(test.value) != start:
+            return None
+        return truth != negated
+
     def statement(self, node: cst.CSTNode, env: Env) -> Env:
         kind = type(node)
         if kind is cst.SimpleStatementLine:
@@ -280,6 +304,15 @@ class Walker(Generic[V]):
             return env
         if kind is cst.If:
             self.on_statement(node, env)
+            truth = self._assumed_truth(node.test, env) if self._assume else None
+            if truth is False:
+                return self.statement(node.orelse, env) if type(node.orelse) is cst.If else self._suite(node.orelse, env)
+            if truth is True:
+                self.conditions.append((node.test, env, True))
+                try:
+                    return self._suite(node.body, dict(env))
+                finally:
+                    self.conditions.pop()
             then_start, else_start = self._narrowed(node.test, env)
             self.conditions.append((node.test, env, True))
             try:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
@@ -53,9 +53,10 @@ from sync_lint.analysis.layout import (
 )  # fmt: skip
 from sync_lint.analysis.names import dotted
 from sync_lint.analysis.nodes import children, one_line
-from sync_lint.analysis.summaries import ArgKey, Forward, FunctionSummary
+from sync_lint.analysis.summaries import ArgKey, CallFlags, Forward, FunctionSummary
 from sync_lint.config import is_strided_sink
 from sync_lint.patterns import definition_of
+from sync_lint.pipeline.profile import span
 
 _TRITON_DECORATORS = ("triton.jit", "triton.autotune", "triton.heuristics", "triton.runtime.jit")
 _POINTER_CALLS = {"load": "read", "store": "written", "atomic_add": "updated", "atomic_max": "updated",
@@ -88,6 +89,7 @@ class SinkUse:
     stride_aware: bool = False  # the call also receives this argument's strides
     # The call's arguments that are views (``PendingCall.arg_views``).
     arg_views: tuple[tuple[ArgKey, str], ...] = ()
+    flags: CallFlags = ()  # the call's arguments that may be flags (``PendingCall.flags``)
     note: str = ""  # for a local sink: what it does with a strided tensor (for the message)
 
 
@@ -308,6 +310,103 @@ def _call_arguments(call: cst.Call) -> Iterator[tuple[cst.Arg, ArgKey | None]]:
         yield arg, position
         if position is not None:
             position += 1
+
+
+def _call_flags(call: cst.Call, env, params: tuple[str, ...]) -> CallFlags:
+    """The arguments of ``call`` that may bind a flag (``summaries.CallFlags``): a literal
+    ``True`` / ``False``, a parameter of the calling function not rebound on the way, or an
+    unpacked ``*args`` / ``**kwargs``."""
+    found: list[tuple[ArgKey, bool | str]] = []
+    for arg, key in _call_arguments(call):
+        value = arg.value
+        if arg.star:
+            found.append((arg.star, arg.star))
+            continue
+        if key is None or type(value) is not cst.Name:
+            continue
+        name = value.value
+        if name == "True" or name == "False":
+            found.append((key, name == "True"))
+        elif name in params:
+            layout = env.get(name)
+            if layout is not None and layout.source == "param" and layout.params == frozenset({name}):
+                found.append((key, name))
+    return tuple(found)
+
+
+def _flag_tests(body: cst.BaseSuite, params: tuple[str, ...], needy: set[str]) -> list[tuple[str, bool]]:
+    """``(flag, truth)`` for each ``if flag:`` / ``if not flag:`` of the function (``flag`` a
+    parameter) whose branch taken at that truth assigns a parameter in ``needy`` or returns."""
+    found: list[tuple[str, bool]] = []
+    for statement in _statements(body):
+        if type(statement) is not cst.If:
+            continue
+        test, truth = statement.test, True
+        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+            test, truth = test.expression, False
+        if type(test) is not cst.Name or test.value not in params:
+            continue
+        for branch, taken_at in ((statement.body, truth), (statement.orelse, not truth)):
+            if branch is not None and (test.value, taken_at) not in found and _rebinds_or_leaves(branch, needy):
+                found.append((test.value, taken_at))
+    return found
+
+
+def _statements(block: cst.CSTNode | None) -> Iterator[cst.CSTNode]:
+    """Every statement of a block and of the blocks nested in it (an ``elif`` is a statement of
+    its own; the small statements of a one-line suite are statements), not those of nested
+    functions or classes, without descending into expressions."""
+    if block is None:
+        return
+    if type(block) is cst.If:
+        statements = [block]
+    else:
+        body = getattr(block, "body", ())
+        if not isinstance(body, (list, tuple)):
+            yield from _statements(body)  # an ``Else`` / ``Finally`` / handler around its block
+            return
+        statements = body
+    for statement in statements:
+        yield statement
+        if type(statement) in _NESTED_SCOPES or type(statement) is cst.SimpleStatementLine:
+            continue
+        yield from _statements(getattr(statement, "body", None))
+        yield from _statements(getattr(statement, "orelse", None))
+        for handler in getattr(statement, "handlers", ()):
+            yield from _statements(handler)
+        yield from _statements(getattr(statement, "finalbody", None))
+
+
+def _rebinds_or_leaves(block: cst.CSTNode, names: set[str]) -> bool:
+    """Does a block assign one of ``names`` (``x = ...``, ``x, y = ...``, ``x: T = ...``,
+    ``x += ...``) or hold a ``return`` / ``raise`` (what follows may then not see the name as
+    it was)?"""
+    for statement in _statements(block):
+        for small in statement.body if type(statement) is cst.SimpleStatementLine else (statement,):
+            kind = type(small)
+            if kind is cst.Return or kind is cst.Raise:
+                return True
+            if kind is cst.Assign:
+                targets = [target.target for target in small.targets]
+            elif kind is cst.AnnAssign or kind is cst.AugAssign:
+                targets = [small.target]
+            else:
+                continue
+            for target in targets:
+                elements = [e.value for e in target.elements] if type(target) in (cst.Tuple, cst.List) else [target]
+                if any(type(element) is cst.Name and element.value in names for element in elements):
+                    return True
+    return False
+
+
+def _flag_defaults(node: cst.FunctionDef) -> dict[str, bool]:
+    """The parameters that default to a literal ``True`` or ``False``."""
+    params = node.params
+    return {
+        param.name.value: param.default.value == "True"
+        for param in (*params.posonly_params, *params.params, *params.kwonly_params)
+        if type(param.default) is cst.Name and param.default.value in ("True", "False")
+    }
 
 
 def _arg_views(module: cst.Module, call: cst.Call, layout_of) -> tuple[tuple[ArgKey, str], ...]:
@@ -553,12 +652,23 @@ class ContiguityAnalysis:
 
     # -- Python functions -------------------------------------------------------------------
     def _function(self, info: FunctionInfo, class_env: dict[str, Layout]) -> None:
+        facts = self._walk(info, class_env)
+        facts.record_read_only()
+        summary = self.ctx.summaries.get(info.qualname)
+        if summary is not None:
+            self._flag_conditions(info, class_env, summary)
+
+    def _walk(self, info: FunctionInfo, class_env: dict[str, Layout], assume: tuple[str, bool] | None = None,
+              scratch: FunctionSummary | None = None) -> _FunctionFacts:
+        """Walk one function, recording into its summary and ``uses``; with ``assume`` (a flag
+        parameter's truth), into ``scratch`` only, for ``_flag_conditions``."""
         domain = self._domain(info)
         env: dict[str, Layout] = dict(class_env)
         for param in info.params:
             env[param] = Layout(UNKNOWN, params=frozenset({param}), source="param")
-        facts = _FunctionFacts(self, info, domain)
-        walker = Walker(domain, facts.on_statement)
+        facts = _FunctionFacts(self, info, domain, scratch)
+        assumed = {assume[0]: (env[assume[0]], assume[1])} if assume is not None else None
+        walker = Walker(domain, facts.on_statement, assumed)
         # What asserts and guards say (of strides, element sizes) while the walk is there.
         domain.conditions = walker.conditions
         body = info.node.body
@@ -569,7 +679,33 @@ class ContiguityAnalysis:
                 walker.walk([cst.SimpleStatementLine(body=body.body)], env)
         finally:
             domain.conditions = ()
-        facts.record_read_only()
+        return facts
+
+    def _flag_conditions(self, info: FunctionInfo, class_env: dict[str, Layout], summary: FunctionSummary) -> None:
+        """Needs that arise only where a flag parameter is false (or true): ``if use_l2norm: q =
+        l2norm(q.contiguous())`` before ``q`` reaches a kernel. For each flag an ``if`` tests
+        whose taken branch rebinds a parameter with a need, the function is walked again
+        assuming that truth; a need or forward of that parameter the walk no longer finds is
+        excused where a call binds the flag so (``FunctionSummary.needs_unless``,
+        ``Forward.unless``). A function without such a test costs one scan of its ifs."""
+        needy = {*summary.needs_contiguous, *summary.needs_unit_stride, *(f.param for f in summary.forwards)}
+        if not needy:
+            return
+        for flag, truth in _flag_tests(info.node.body, info.params, needy):
+            scratch = FunctionSummary(info.qualname, info.params, self.ctx.path)
+            with span("analysis ContiguityAnalysis: walks under a flag"):
+                self._walk(info, class_env, (flag, truth), scratch)
+            unless = frozenset({(flag, truth)})
+            for param in [*summary.needs_contiguous, *summary.needs_unit_stride]:
+                if param not in scratch.needs_contiguous and param not in scratch.needs_unit_stride:
+                    summary.needs_unless[param] = summary.needs_unless.get(param, frozenset()) | unless
+            still = {(f.param, f.callee, f.arg, f.line) for f in scratch.forwards}
+            summary.forwards = [
+                forward if (forward.param, forward.callee, forward.arg, forward.line) in still
+                else replace(forward, unless=forward.unless | unless)
+                for forward in summary.forwards
+            ]
+        summary.flag_defaults.update(_flag_defaults(info.node))
 
     def callee_of(self, call: cst.Call, info: FunctionInfo, env) -> tuple[str | None, str]:
         """(dotted callee for a summary look-up, kind): kind is "launch", "op", "configured",
@@ -660,11 +796,16 @@ def _interesting(layout: Layout) -> bool:
 class _FunctionFacts:
     """The walker hook for one function: records summaries and sink uses."""
 
-    def __init__(self, analysis: ContiguityAnalysis, info: FunctionInfo, domain: LayoutDomain) -> None:
+    def __init__(self, analysis: ContiguityAnalysis, info: FunctionInfo, domain: LayoutDomain,
+                 scratch: FunctionSummary | None = None) -> None:
         self.analysis = analysis
         self.ctx = analysis.ctx
         self.info = info
         self.domain = domain
+        # A walk under an assumption (``ContiguityAnalysis._flag_conditions``) records its
+        # summary apart and its sink uses nowhere.
+        self._scratch = scratch
+        self.uses: list[SinkUse] = analysis.uses if scratch is None else []
         self._seen: set[int] = set()
         # Locals built from ``t.stride(...)`` (``strides = [t.stride(0) * t.element_size()]``):
         # local -> the roots ``t`` whose strides they carry, for a raw ``.data_ptr()`` handed along.
@@ -673,7 +814,9 @@ class _FunctionFacts:
         # function whose summary may show it only reads through it (``record_read_only``).
         self._handed: dict[str, list[tuple[int, str, ArgKey]]] = {}
 
-    def summary(self):
+    def summary(self) -> FunctionSummary:
+        if self._scratch is not None:
+            return self._scratch
         return self.ctx.summary(self.info.qualname, self.info.params)
 
     def on_statement(self, statement: cst.CSTNode, env) -> None:
@@ -816,6 +959,7 @@ class _FunctionFacts:
         strides = self._strides_passed(carried, env)
         stride_roots = self._stride_roots_bound(carried, env) if strides and kind == "launch" else ()
         arg_views = None  # made for the first use recorded: a signature renders code
+        flags: CallFlags | None = None  # likewise
         short = callee.rsplit(".", 1)[-1] if callee else ""
         note = ""
         if kind == "op":
@@ -855,20 +999,24 @@ class _FunctionFacts:
                     continue  # a buffer permuted on purpose for the callee (``Layout.chosen``)
                 aware = self._stride_aware(part, layout, strides)
                 if not aware:
-                    self._record_param(layout, callee, key, kind, reason, call, stride_roots)
+                    if flags is None:
+                        flags = () if local else _call_flags(call, env, self.info.params)
+                    self._record_param(layout, callee, key, kind, reason, call, stride_roots, flags)
                 # Stride-aware uses matter only for GPU103's size-1 case (strides read).
                 if (not aware and _interesting(layout)) or (aware and kind == "launch" and layout.size1):
                     if arg_views is None:
                         arg_views = () if local else _arg_views(
                             self.ctx.module, call, lambda name: self.domain.evaluate(name, env)
                         )
-                    analysis.uses.append(SinkUse(
+                    if flags is None:
+                        flags = () if local else _call_flags(call, env, self.info.params)
+                    self.uses.append(SinkUse(
                         self.info, call, part, layout, None if local else callee, key, sink, reason,
-                        strides, stride_aware=aware, note=note, arg_views=arg_views,
+                        strides, stride_aware=aware, note=note, arg_views=arg_views, flags=flags,
                     ))  # fmt: skip
 
     def _record_param(self, layout: Layout, callee, key, kind: str, reason: str, call: cst.Call,
-                      stride_roots: tuple[tuple[ArgKey, str], ...]) -> None:
+                      stride_roots: tuple[tuple[ArgKey, str], ...], flags: CallFlags) -> None:
         if not layout.params or layout.cast is not None or layout.kind != UNKNOWN:
             return
         for param in layout.params:
@@ -876,7 +1024,7 @@ class _FunctionFacts:
                 self.summary().need_contiguous(param, reason)
             elif callee is not None and key is not None:
                 line = self.analysis.line(call, self.info)
-                self.summary().forwards.append(Forward(param, callee, key, line, stride_roots))
+                self.summary().forwards.append(Forward(param, callee, key, line, stride_roots, flags=flags))
 
     def _receiver_sink(self, receiver: cst.BaseExpression, call: cst.Call, env, sink: str, reason: str, note: str,
                        need, unit_stride: bool = False, layout: Layout | None = None) -> None:
@@ -891,7 +1039,7 @@ class _FunctionFacts:
                 else:
                     summary.need_contiguous(param, reason)
         if _interesting(layout) and (layout.kind not in VIEWS or need(layout)):
-            self.analysis.uses.append(
+            self.uses.append(
                 SinkUse(self.info, call, receiver, layout, None, None, sink, reason, frozenset(), note=note)
             )
 

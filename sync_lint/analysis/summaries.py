@@ -21,6 +21,13 @@ from sync_lint.diagnostics import Diagnostic
 
 # A callee argument: a position (0-based, ``self`` excluded for methods) or a keyword name.
 ArgKey = int | str
+# ``(flag, value)``: a parameter ``flag`` of a function bound to ``value`` (True or False) at a call.
+FlagValue = tuple[str, bool]
+# What a call binds its arguments to, where a flag may be: ``(key, True)`` / ``(key, False)`` for
+# a literal, ``(key, "name")`` for a parameter of the calling function, still as passed; and
+# ``("*", "*")`` / ``("**", "**")`` for a ``*args`` / ``**kwargs``, which may bind anything.
+CallFlags = tuple[tuple[ArgKey, "bool | str"], ...]
+UNPACKED = ("*", "**")
 
 
 @dataclass(frozen=True)
@@ -34,6 +41,10 @@ class Forward:
     # A launch's arguments bound to some tensor's strides, with that tensor's root name
     # (``head_stride=q.stride(0)``: ``("head_stride", "q")``); empty for other calls.
     stride_roots: tuple[tuple[ArgKey, str], ...] = ()
+    # The call happens only where none of these hold (``if use_l2norm: q = l2norm(q)`` before it:
+    # ``q`` reaches it only where ``use_l2norm`` is false): ``(flag parameter, value)``.
+    unless: frozenset[FlagValue] = frozenset()
+    flags: CallFlags = ()  # the call's arguments that may be flags (``CallFlags``)
 
 
 @dataclass(frozen=True)
@@ -74,14 +85,49 @@ class FunctionSummary:
     # passing both the same view of their bases needs nothing; otherwise ``param`` needs
     # contiguity, as if read with its own strides (``ProjectIndex.reason``). Closed project-wide.
     same_strides_as: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # param -> flag values any one of which, bound at a call, excuses every need of ``param``
+    # above: ``chunk(q, use_l2norm=True)`` where ``chunk`` makes ``q`` contiguous itself under
+    # that flag. Absent: the need holds whatever the call binds. Closed project-wide.
+    needs_unless: dict[str, frozenset[FlagValue]] = field(default_factory=dict)
+    flag_defaults: dict[str, bool] = field(default_factory=dict)  # params defaulting to True / False
 
-    def need_contiguous(self, param: str, reason: str) -> None:
+    def need_contiguous(self, param: str, reason: str, unless: frozenset[FlagValue] = frozenset()) -> None:
+        self._condition(param, unless)
         self.needs_unit_stride.pop(param, None)
         self.needs_contiguous.setdefault(param, reason)
 
-    def need_unit_stride(self, param: str, reason: str) -> None:
+    def need_unit_stride(self, param: str, reason: str, unless: frozenset[FlagValue] = frozenset()) -> None:
         if param not in self.needs_contiguous:
+            self._condition(param, unless)
             self.needs_unit_stride.setdefault(param, reason)
+
+    def _condition(self, param: str, unless: frozenset[FlagValue]) -> None:
+        """Another source of a need of ``param``, excused by ``unless``: the need is excused only
+        where every source is, so by the flag values they all name."""
+        if param not in self.needs_contiguous and param not in self.needs_unit_stride:
+            if unless:
+                self.needs_unless[param] = unless
+            return
+        known = self.needs_unless.get(param)
+        if known is not None:
+            narrowed = known & unless
+            if narrowed:
+                self.needs_unless[param] = narrowed
+            else:
+                del self.needs_unless[param]
+
+    def excused(self, param: str, flags: CallFlags) -> bool:
+        """Does a call binding ``flags`` (literals only count) excuse the needs of ``param``?"""
+        unless = self.needs_unless.get(param)
+        if not unless:
+            return False
+        # A default holds unless an unpacked ``*args`` / ``**kwargs`` may bind the flag.
+        bound = {} if any(key in UNPACKED for key, _ in flags) else dict(self.flag_defaults)
+        for key, value in flags:
+            name = self.param_for(key)
+            if name is not None:
+                bound[name] = value
+        return any(bound.get(flag) is value for flag, value in unless)
 
     def need_of(self, param: str | None, unit_stride_counts: bool) -> str | None:
         """Why ``param`` must be contiguous; or, if ``unit_stride_counts`` (the argument's last
@@ -119,3 +165,4 @@ class PendingCall:
     # The call's arguments that are views, with the view written after their base
     # (``k.permute(1, 0, 2)``: ``"permute(1, 0, 2)"``), for ``FunctionSummary.same_strides_as``.
     arg_views: tuple[tuple[ArgKey, str], ...] = ()
+    flags: CallFlags = ()  # the call's arguments that may be flags (``FunctionSummary.excused``)

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sync_lint.analysis.summaries import ArgKey, Forward, FunctionSummary, PendingCall
+from sync_lint.analysis.summaries import (
+    UNPACKED,
+    ArgKey,
+    CallFlags,
+    FlagValue,
+    Forward,
+    FunctionSummary,
+    PendingCall,
+)
 from sync_lint.diagnostics import Diagnostic
 from sync_lint.pipeline.lint_file import FileFacts
 
@@ -77,50 +85,23 @@ class ProjectIndex:
         """Propagate the layout needs through forwards and syncs through calls, to a fixpoint.
 
         A parameter passed on to a contiguity need needs contiguity; passed on only to a
-        unit-last-stride need, a unit last stride; contiguity wins (each parameter only ever
-        moves up: no need -> unit stride -> contiguous, and ``same_strides_as`` entries are only
-        added, so this terminates)."""
+        unit-last-stride need, a unit last stride; contiguity wins. A forward whose call binds a
+        flag that excuses the callee's need (``FunctionSummary.excused``) passes on nothing; one
+        that hands it a flag parameter of its own, or happens only where a flag is false
+        (``Forward.unless``), passes the need on excused by that flag. Each parameter only ever
+        moves up (no need -> unit stride -> contiguous; the flags excusing it only shrink, and
+        ``same_strides_as`` entries are only added), so this terminates."""
         changed = True
         while changed:
             changed = False
             for summary in self.functions.values():
                 for forward in summary.forwards:
-                    if forward.param in summary.needs_contiguous:
+                    if forward.param in summary.needs_contiguous and forward.param not in summary.needs_unless:
                         continue
                     callee = self.lookup(forward.callee)
                     if callee is None or callee is summary:
                         continue
-                    callee_param = callee.param_for(forward.arg)
-                    short = forward.callee.rsplit(".", 1)[-1]
-                    shared = _stepped_with(summary, forward, callee, callee_param)
-                    known = summary.same_strides_as.get(forward.param)
-                    if shared is not None and (known is None or known[0] == shared[0]):
-                        if known is None:  # the first call found says why
-                            summary.same_strides_as[forward.param] = shared
-                            changed = True
-                        continue
-                    if shared is not None:  # stepped through with two tensors' strides: only dense is safe
-                        summary.need_contiguous(forward.param, f"{shared[1]}, and elsewhere with those of `{known[0]}`")
-                        changed = True
-                        continue
-                    if callee_param in callee.same_strides_as:  # the other tensor is not a parameter here
-                        summary.need_contiguous(forward.param, (
-                            f"passed on to `{short}` (line {forward.line}), where it is "
-                            f"{callee.same_strides_as[callee_param][1]}"
-                        ))  # fmt: skip
-                        changed = True
-                    elif callee_param in callee.needs_contiguous:
-                        summary.need_contiguous(forward.param, (
-                            f"passed on to `{short}` (line {forward.line}), where it is "
-                            f"{callee.needs_contiguous[callee_param]}"
-                        ))  # fmt: skip
-                        changed = True
-                    elif callee_param in callee.needs_unit_stride and forward.param not in summary.needs_unit_stride:
-                        summary.need_unit_stride(forward.param, (
-                            f"passed on to `{short}` (line {forward.line}), where it is "
-                            f"{callee.needs_unit_stride[callee_param]}"
-                        ))  # fmt: skip
-                        changed = True
+                    changed |= self._pass_on(summary, forward, callee)
                 if summary.sync is None:
                     for call in summary.sync_calls:
                         callee = self.lookup(call.callee)
@@ -129,6 +110,40 @@ class ProjectIndex:
                             summary.sync = f"calls `{short}` (line {call.line}), which {callee.sync}"
                             changed = True
                             break
+
+    @staticmethod
+    def _pass_on(summary: FunctionSummary, forward: Forward, callee: FunctionSummary) -> bool:
+        """Give ``forward.param`` what ``callee`` needs of the argument it is handed as; changed?"""
+        callee_param = callee.param_for(forward.arg)
+        short = forward.callee.rsplit(".", 1)[-1]
+        shared = _stepped_with(summary, forward, callee, callee_param)
+        known = summary.same_strides_as.get(forward.param)
+        if shared is not None and (known is None or known[0] == shared[0]):
+            if known is None and forward.param not in summary.needs_contiguous:  # the first call found says why
+                summary.same_strides_as[forward.param] = shared
+                return True
+            return False
+        before = (forward.param in summary.needs_contiguous, forward.param in summary.needs_unit_stride,
+                  summary.needs_unless.get(forward.param))
+        if shared is not None:  # stepped through with two tensors' strides: only dense is safe
+            summary.need_contiguous(forward.param, f"{shared[1]}, and elsewhere with those of `{known[0]}`")
+        elif callee_param in callee.same_strides_as:  # the other tensor is not a parameter here
+            summary.need_contiguous(forward.param, (
+                f"passed on to `{short}` (line {forward.line}), where it is {callee.same_strides_as[callee_param][1]}"
+            ))  # fmt: skip
+        elif callee_param is None or callee.excused(callee_param, forward.flags):
+            return False
+        elif callee_param in callee.needs_contiguous:
+            summary.need_contiguous(forward.param, (
+                f"passed on to `{short}` (line {forward.line}), where it is {callee.needs_contiguous[callee_param]}"
+            ), _excused_here(forward, callee, callee_param))  # fmt: skip
+        elif callee_param in callee.needs_unit_stride:
+            summary.need_unit_stride(forward.param, (
+                f"passed on to `{short}` (line {forward.line}), where it is {callee.needs_unit_stride[callee_param]}"
+            ), _excused_here(forward, callee, callee_param))  # fmt: skip
+        after = (forward.param in summary.needs_contiguous, forward.param in summary.needs_unit_stride,
+                 summary.needs_unless.get(forward.param))
+        return after != before
 
     def _close_read_only(self) -> None:
         """A parameter is only read through when each callee argument it is handed to is
@@ -151,15 +166,19 @@ class ProjectIndex:
             return False
         return callee.param_for(arg) in self._read_only.get(id(callee), ())
 
-    def reason(self, kind: str, callee_name: str, arg, arg_views: tuple[tuple[ArgKey, str], ...] = ()) -> str | None:
+    def reason(self, kind: str, callee_name: str, arg, arg_views: tuple[tuple[ArgKey, str], ...] = (),
+               flags: CallFlags = ()) -> str | None:
         """Why a call of ``callee_name`` (argument ``arg``; ``arg_views``: the call's arguments
-        that are views, ``PendingCall.arg_views``) is a finding of ``kind``; None: it is not."""
+        that are views, ``PendingCall.arg_views``; ``flags``: those that may be flags,
+        ``PendingCall.flags``) is a finding of ``kind``; None: it is not."""
         callee = self.lookup(callee_name)
         if callee is None:
             return None
         if kind in ("contiguity", "unit-stride"):
             param = callee.param_for(arg) if arg is not None else None
             need = callee.need_of(param, unit_stride_counts=kind == "unit-stride")
+            if need is not None and callee.excused(param, flags):
+                return None  # ``chunk(q, use_l2norm=True)``: the callee makes ``q`` contiguous itself
             if need is not None or param not in callee.same_strides_as:
                 return need
             # Stepped through with another argument's strides: fine where that one is the same view.
@@ -171,7 +190,7 @@ class ProjectIndex:
         return callee.sync
 
     def resolve(self, pending: PendingCall) -> Diagnostic | None:
-        reason = self.reason(pending.kind, pending.callee, pending.arg, pending.arg_views)
+        reason = self.reason(pending.kind, pending.callee, pending.arg, pending.arg_views, pending.flags)
         if reason is None:
             return None
         d = pending.diagnostic
@@ -181,6 +200,16 @@ class ProjectIndex:
         if fix is not None and pending.fix_safe_if_read_only and self.only_reads(pending.callee, pending.arg):
             fix = replace(fix, applicability="safe")
         return Diagnostic(d.path, d.line, d.col, d.end_line, d.end_col, d.code, message, fix)
+
+
+def _excused_here(forward: Forward, callee: FunctionSummary, callee_param: str) -> frozenset[FlagValue]:
+    """What excuses, in the caller, the need ``forward`` passes on: the flags the call happens
+    only without (``Forward.unless``), and each flag excusing the callee's need that the call
+    hands a flag parameter of the caller (``chunk(q, use_l2norm=normalize)``: ``normalize``)."""
+    handed = {callee.param_for(key): value for key, value in forward.flags
+              if isinstance(value, str) and key not in UNPACKED}
+    translated = {(handed[flag], value) for flag, value in callee.needs_unless.get(callee_param, ()) if flag in handed}
+    return forward.unless | translated
 
 
 def _stepped_with(summary: FunctionSummary, forward: Forward, callee: FunctionSummary,

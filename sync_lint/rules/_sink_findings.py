@@ -38,7 +38,7 @@ def sink_finding(use: SinkUse, message: str, fixable: bool = True) -> Finding:
     condition = None
     if use.callee is not None:
         condition = CalleeCondition(callee_need(use), use.callee, use.key, fix_safe_if_read_only=target is use.arg,
-                                    arg_views=use.arg_views)
+                                    arg_views=use.arg_views, flags=use.flags)
     return Finding(
         node=target if target is not None else use.arg,
         message=message,

@@ -37,6 +37,7 @@ class CalleeCondition:
     arg: int | str | None = None
     fix_safe_if_read_only: bool = False  # see ``PendingCall``
     arg_views: tuple[tuple[int | str, str], ...] = ()  # see ``PendingCall``
+    flags: tuple[tuple[int | str, bool | str], ...] = ()  # see ``PendingCall``
 
 
 @dataclass

@@ -44,6 +44,11 @@ class NonContiguousViewToKernel(Rule):
         "contiguity: a call handing both the same view of their bases (`q.permute(1, 0, 2)` and "
         "`k.permute(1, 0, 2)`, or any column ranges of them) is not reported; handing the strided one beside "
         "another view, a plain tensor or a fresh one is. "
+        "A function that makes the tensor contiguous itself under a flag parameter (`if use_qk_l2norm: q = "
+        "l2norm(q.contiguous())` before the kernel, or `if not flag:`, or a branch that returns) needs nothing of "
+        "a call that passes that flag as the literal `True` (`False`), or leaves it to a default of that value; "
+        "a call passing the other value, or a value not known at the call, is reported. A wrapper that hands "
+        "the flag on from a parameter of its own carries the condition to its callers. "
         "Nor is a tensor whose kernel only reads or writes the element its pointer points at "
         "(`tl.load(scale_ptr)`, as for a per-tensor scale handed as `scale.expand(n, h)`). "
         "Nor is a permutation of a buffer just allocated (`torch.empty(k, n).t()`, "
@@ -129,6 +134,19 @@ class NonContiguousViewToKernel(Rule):
         "    add_kernel[(q.shape[0],)](q, k, out, q.stride(0))\n\n"
         "def run(qkv, out):\n"
         "    add_heads(qkv[:, :64], qkv[:, 64:128], out)\n"),
+        # The callee copies `q` itself when the flag is set.
+        ("import triton\n"
+        "import triton.language as tl\n\n"
+        "@triton.jit\n"
+        "def dot_kernel(q_ptr, k_ptr, out_ptr):\n"
+        "    i = tl.program_id(0)\n"
+        "    tl.store(out_ptr + i, tl.load(q_ptr + i) * tl.load(k_ptr + i))\n\n"
+        "def scores(q, k, out, use_qk_l2norm=False):\n"
+        "    if use_qk_l2norm:\n"
+        "        q = q.contiguous() / q.norm()\n"
+        "    dot_kernel[(out.numel(),)](q, k, out)\n\n"
+        "def run(q_by_dim, k, out):\n"
+        "    scores(q_by_dim.t(), k, out, use_qk_l2norm=True)\n"),
         # A callee that checks only the last stride takes a column-range slice.
         ("def encode(tensor_2d):\n"
         "    if tensor_2d.stride(-1) != 1:\n"
@@ -191,6 +209,19 @@ class NonContiguousViewToKernel(Rule):
         ("import torch\n\n"
         "def norm(x, weight, out):\n"
         "    torch.ops._C.rms_norm(out, x.t(), weight, 1e-6)  # expect: GPU102\n"),
+        # The callee copies `q` only under a flag this call does not pass.
+        ("import triton\n"
+        "import triton.language as tl\n\n"
+        "@triton.jit\n"
+        "def dot_kernel(q_ptr, k_ptr, out_ptr):\n"
+        "    i = tl.program_id(0)\n"
+        "    tl.store(out_ptr + i, tl.load(q_ptr + i) * tl.load(k_ptr + i))\n\n"
+        "def scores(q, k, out, use_qk_l2norm=False):\n"
+        "    if use_qk_l2norm:\n"
+        "        q = q.contiguous() / q.norm()\n"
+        "    dot_kernel[(out.numel(),)](q, k, out)\n\n"
+        "def run(q_by_dim, k, out):\n"
+        "    scores(q_by_dim.t(), k, out)  # expect: GPU102\n"),
         # One head of a [tokens, heads, dim] cache: unit last stride, but rows `heads * dim` apart.
         ("import torch\n\n"
         "def gather_head(kv, out, tokens, heads, dim, h):\n"

@@ -56,7 +56,7 @@ def _linted_lines(path: Path, codes: set[str]) -> set[int]:
 
 def test_every_fixture_comes_in_an_annotated_pair():
     befores = sorted(FIXTURES.glob("*/*_before.py"))
-    assert len(befores) == 7
+    assert len(befores) == 8
     for before in befores:
         after = before.with_name(before.name.replace("_before.py", "_after.py"))
         assert expected_findings(before), before
@@ -220,6 +220,37 @@ def test_layout_fixture(kernel_device, generator, monkeypatch, stem, variant):
     else:
         assert spy.non_contiguous == set()
         torch.testing.assert_close(out, expected, atol=1e-4, rtol=1e-4)
+
+
+def _l2norm(x: torch.Tensor) -> torch.Tensor:
+    return x / x.norm(dim=-1, keepdim=True)
+
+
+@pytest.mark.parametrize("variant", ["before", "after"])
+def test_flag_conditional_copy_fixture(kernel_device, generator, monkeypatch, variant):
+    """A wrapper that copies ``q`` and ``k`` itself under ``use_qk_l2norm=True``: the call passing
+    the flag with transposed inputs is correct (and not flagged); the call without it hands the
+    transposed ``q`` to the kernel, which reads the wrong elements (flagged, until fixed)."""
+    path = _pair(RUNTIME, "qk_norm_flag")[variant == "after"]
+    module = load_fixture_module(path)
+    spy = _spy_on(module, monkeypatch, "_token_dot_kernel")
+    q_by_dim, k_by_dim = (torch.randn(16, 5, generator=generator).to(kernel_device) for _ in range(2))
+    k = torch.randn(5, 16, generator=generator).to(kernel_device)
+
+    scores = module.normalized_scores(q_by_dim, k_by_dim)
+    assert spy.non_contiguous == set()
+    torch.testing.assert_close(scores, (_l2norm(q_by_dim.t()) * _l2norm(k_by_dim.t())).sum(-1), **FP32)
+
+    scores = module.raw_scores(q_by_dim, k)
+    expected = (q_by_dim.t() * k).sum(-1)
+    if variant == "before":
+        assert spy.non_contiguous == {0}
+        assert not torch.allclose(scores, expected, atol=1e-3)
+    else:
+        assert spy.non_contiguous == set()
+        torch.testing.assert_close(scores, expected, atol=1e-4, rtol=1e-4)
+    # Flagged exactly where annotated: the call without the flag, not the one passing it.
+    assert _linted_lines(path, LAYOUT_CODES) == _annotated_lines(path, LAYOUT_CODES)
 
 
 # --- sync fixtures -----------------------------------------------------------------

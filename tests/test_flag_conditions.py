@@ -1,0 +1,232 @@
+"""Needs that hold only where a flag parameter is false (or true).
+
+fla's ``chunk_kda`` makes ``q`` and ``k`` contiguous itself when ``use_qk_l2norm_in_kernel=True``
+(``if use_qk_l2norm_in_kernel: q = l2norm_fwd(q.contiguous())``) and hands them to its kernels as
+they are otherwise; vLLM's ``bailing_moe_v3`` passes ``True`` with transposed ``q``/``k``. Such a
+call is not a finding; one passing ``False``, nothing (the default), or a value the linter cannot
+read still is. The summary learns this by walking the function again under each flag's truth
+(``ContiguityAnalysis._flag_conditions``, ``Walker(assume=...)``); the project closure carries the
+condition through wrappers (``FunctionSummary.needs_unless``, ``Forward.unless``).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from sync_lint.analysis.flow import Walker
+from sync_lint.api import lint_paths, lint_text
+
+KERNEL = """
+import torch
+from vllm.triton_utils import tl, triton
+
+
+@triton.jit
+def _k(x_ptr, out_ptr, N: tl.constexpr):
+    i = tl.program_id(0)
+    tl.store(out_ptr + i, tl.load(x_ptr + i))
+
+
+def l2norm(x):
+    return x / x.norm(dim=-1, keepdim=True)
+
+"""
+
+
+def gpu1_lines(source: str) -> list[int]:
+    found = lint_text(textwrap.dedent(source), preview=True)
+    return [d.line for d in found if d.code.startswith("GPU1")]
+
+
+def caller_flagged(wrapper: str, call: str) -> bool:
+    """Is the one call in ``caller`` (handing a transposed ``x`` to ``wrapper``) a finding?"""
+    source = KERNEL + textwrap.dedent(wrapper) + f"\n\ndef caller(x, out, flag):\n    {call}\n"
+    lines = gpu1_lines(source)
+    call_line = source.count("\n", 0, source.index(call)) + 1
+    assert set(lines) <= {call_line}, lines  # nothing else of the file is a finding
+    return call_line in lines
+
+
+NORMALIZING = """
+def scores(q, out, use_l2norm: bool = False):
+    if use_l2norm:
+        q = l2norm(q.contiguous())
+    _k[(4,)](q, out, N=4)
+"""
+
+
+@pytest.mark.parametrize(("call", "flagged"), [
+    ("scores(x.t(), out, use_l2norm=True)", False),
+    ("scores(x.t(), out, True)", False),  # by position
+    ("scores(x.t(), out)", True),  # the default is False: `q` reaches the kernel as passed
+    ("scores(x.t(), out, use_l2norm=False)", True),
+    ("scores(x.t(), out, False)", True),
+    ("scores(x.t(), out, use_l2norm=flag)", True),  # not known at the call
+    ("scores(x.t(), out, use_l2norm=1)", True),  # only the literals True and False are read
+])  # fmt: skip
+def test_a_flag_that_makes_the_argument_contiguous_excuses_the_call(call, flagged):
+    assert caller_flagged(NORMALIZING, call) == flagged
+
+
+@pytest.mark.parametrize(("wrapper", "call", "flagged"), [
+    # a flag defaulting to True: a call that does not pass it is excused
+    (NORMALIZING.replace("use_l2norm: bool = False", "use_l2norm: bool = True"), "scores(x.t(), out)", False),
+    # ... unless an unpacked argument may bind it
+    (NORMALIZING.replace("use_l2norm: bool = False", "use_l2norm: bool = True"), "scores(x.t(), out, **flag)", True),
+    (NORMALIZING.replace("use_l2norm: bool = False", "use_l2norm: bool = True"), "scores(x.t(), out, *flag)", True),
+    (NORMALIZING, "scores(x.t(), out, **flag, use_l2norm=True)", False),
+    # ``if not flag:``: excused where the call passes False
+    ("def f(q, out, skip_copy=False):\n    if not skip_copy:\n        q = q.contiguous()\n    _k[(4,)](q, out, N=4)\n",
+     "f(x.t(), out)", False),
+    ("def f(q, out, skip_copy=False):\n    if not skip_copy:\n        q = q.contiguous()\n    _k[(4,)](q, out, N=4)\n",
+     "f(x.t(), out, skip_copy=True)", True),
+    # the copy is on the ``else`` branch
+    ("def f(q, out, raw=False):\n    if raw:\n        pass\n    else:\n        q = q.contiguous()\n    _k[(4,)](q, out, N=4)\n",
+     "f(x.t(), out, raw=False)", False),
+    ("def f(q, out, raw=False):\n    if raw:\n        pass\n    else:\n        q = q.contiguous()\n    _k[(4,)](q, out, N=4)\n",
+     "f(x.t(), out, raw=True)", True),
+    # one-line suite
+    ("def f(q, out, dense=False):\n    if dense: q = q.contiguous()\n    _k[(4,)](q, out, N=4)\n",
+     "f(x.t(), out, dense=True)", False),
+    # the flag is rebound before the test: what the call passes no longer decides it
+    (("def f(q, out, dense=False):\n    dense = dense and q.shape[0] > 1\n    if dense:\n"
+     "        q = q.contiguous()\n    _k[(4,)](q, out, N=4)\n"), "f(x.t(), out, dense=True)", True),
+    # the argument reaches a kernel before the flag is looked at
+    (("def f(q, out, dense=False):\n    _k[(4,)](q, out, N=4)\n    if dense:\n        q = q.contiguous()\n"
+     "    _k[(4,)](q, out, N=4)\n"), "f(x.t(), out, dense=True)", True),
+    # the copy is of another name: the flag does not change what reaches the kernel
+    ("def f(q, out, dense=False):\n    if dense:\n        out = out.contiguous()\n    _k[(4,)](q, out, N=4)\n",
+     "f(x.t(), out, dense=True)", True),
+    # a custom op as the sink, in the same function
+    ("def f(q, dense=False):\n    if dense:\n        q = q.contiguous()\n    torch.ops._C.op(q)\n",
+     "f(x.t(), dense=True)", False),
+    ("def f(q, dense=False):\n    if dense:\n        q = q.contiguous()\n    torch.ops._C.op(q)\n",
+     "f(x.t())", True),
+])  # fmt: skip
+def test_which_flag_values_excuse_a_need(wrapper, call, flagged):
+    assert caller_flagged(wrapper, call) == flagged
+
+
+THROUGH_A_WRAPPER = NORMALIZING + """
+
+def normalized_scores(q, out, normalize: bool = True):
+    return scores(q, out, use_l2norm=normalize)
+
+
+def fixed_flag(q, out):
+    return scores(q, out, use_l2norm=True)
+
+
+def both_ways(q, out, normalize: bool = False):
+    scores(q, out, use_l2norm=normalize)  # excused where `normalize` is True
+    _k[(4,)](q, out, N=4)  # never excused
+
+
+def only_if_not(q, out, normalize: bool = False):
+    if normalize:
+        return l2norm(q.contiguous())
+    return scores(q, out)  # reached only where `normalize` is False
+"""
+
+
+@pytest.mark.parametrize(("call", "flagged"), [
+    ("normalized_scores(x.t(), out)", False),  # the wrapper's own default, True, is handed on
+    ("normalized_scores(x.t(), out, normalize=True)", False),
+    ("normalized_scores(x.t(), out, normalize=False)", True),
+    ("fixed_flag(x.t(), out)", False),  # the wrapper passes True itself: no need at all
+    ("both_ways(x.t(), out, normalize=True)", True),  # a second, unconditional need
+    ("only_if_not(x.t(), out, normalize=True)", False),  # the forward happens only without the flag
+    ("only_if_not(x.t(), out)", True),
+])  # fmt: skip
+def test_the_condition_is_carried_through_wrappers(call, flagged):
+    assert caller_flagged(THROUGH_A_WRAPPER, call) == flagged
+
+
+def test_the_condition_holds_across_files_as_in_vllm_bailing_moe(tmp_path: Path):
+    """The shape of the vLLM case: a model file calls an imported ``chunk_kda``-like wrapper."""
+    package = tmp_path / "engine"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "kda.py").write_text(KERNEL + textwrap.dedent("""
+        def chunk_kda(q, k, out, scale=None, use_qk_l2norm_in_kernel: bool = False):
+            if use_qk_l2norm_in_kernel:
+                q = l2norm(q.contiguous())
+                k = l2norm(k.contiguous())
+            _k[(4,)](q, out, N=4)
+            _k[(4,)](k, out, N=4)
+    """))
+    (package / "model.py").write_text(textwrap.dedent("""
+        from engine.kda import chunk_kda
+
+
+        def forward(q, k, out):
+            q = q.transpose(0, 1)
+            k = k.transpose(0, 1)
+            chunk_kda(q=q, k=k, out=out, use_qk_l2norm_in_kernel=True)
+
+
+        def forward_plain(q, k, out):
+            q = q.transpose(0, 1)
+            chunk_kda(q=q, k=k.transpose(0, 1), out=out)
+    """))
+    found = sorted((Path(d.path).name, d.line, d.code) for d in lint_paths([str(package)]))
+    assert found == [("model.py", 13, "GPU102"), ("model.py", 13, "GPU102")]
+
+
+# -- the walk under an assumption -----------------------------------------------------------------
+
+
+class _Names:
+    """A domain whose value of a name is the set of assignments that may have made it."""
+
+    def evaluate(self, node, env):
+        return frozenset({cst.Module([]).code_for_node(node)})
+
+    def join(self, a, b):
+        return a | b
+
+    def element(self, value, index):
+        return value
+
+    def unknown(self):
+        return frozenset()
+
+
+def _walk(body: str, assume: dict | None) -> frozenset:
+    function = cst.parse_module(textwrap.dedent(body)).body[0]
+    env = {"flag": frozenset({"flag"}), "q": frozenset({"q"})}
+    assumed = {name: (env[name], truth) for name, truth in (assume or {}).items()}
+    seen: list[str] = []
+    walker = Walker(_Names(), lambda node, env: seen.append(type(node).__name__), assumed)
+    end = walker.walk(function.body.body, env)
+    return end["q"]
+
+
+@pytest.mark.parametrize(("assume", "expected"), [
+    (None, {"q", "a", "b"}),
+    ({"flag": True}, {"a"}),
+    ({"flag": False}, {"q", "b"}),
+])  # fmt: skip
+def test_the_walker_takes_only_the_assumed_branch(assume, expected):
+    body = """
+        def f(q, flag):
+            if flag:
+                q = a
+            elif q:
+                q = b
+    """
+    assert _walk(body, assume) == expected
+
+
+def test_the_walker_ignores_an_assumption_once_the_flag_is_rebound():
+    body = """
+        def f(q, flag):
+            flag = other
+            if not flag:
+                q = a
+    """
+    assert _walk(body, {"flag": True}) == {"q", "a"}
