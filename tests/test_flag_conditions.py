@@ -230,3 +230,26 @@ def test_the_walker_ignores_an_assumption_once_the_flag_is_rebound():
                 q = a
     """
     assert _walk(body, {"flag": True}) == {"q", "a"}
+
+
+BACKEND_SWITCH = """
+def rows(q, out, use_triton: bool = False):
+    if use_triton:
+        _k[(4,)](q, out, N=4)
+    else:
+        out.copy_(q)  # torch handles any strides
+"""
+
+
+@pytest.mark.parametrize(("wrapper", "call", "flagged"), [
+    (BACKEND_SWITCH, "rows(x.t(), out)", False),  # the default takes the torch path
+    (BACKEND_SWITCH, "rows(x.t(), out, use_triton=False)", False),
+    (BACKEND_SWITCH, "rows(x.t(), out, use_triton=True)", True),
+    (BACKEND_SWITCH, "rows(x.t(), out, use_triton=flag)", True),
+    (BACKEND_SWITCH.replace("if use_triton:", "if not use_torch:").replace("use_triton: bool", "use_torch: bool"),
+     "rows(x.t(), out, use_torch=True)", False),
+    (BACKEND_SWITCH.replace("if use_triton:", "if not use_torch:").replace("use_triton: bool", "use_torch: bool"),
+     "rows(x.t(), out)", True),
+])  # fmt: skip
+def test_a_kernel_taken_only_under_a_flag_needs_nothing_where_the_flag_rules_it_out(wrapper, call, flagged):
+    assert caller_flagged(wrapper, call) == flagged

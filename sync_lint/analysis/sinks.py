@@ -334,10 +334,17 @@ def _call_flags(call: cst.Call, env, params: tuple[str, ...]) -> CallFlags:
     return tuple(found)
 
 
-def _flag_tests(body: cst.BaseSuite, params: tuple[str, ...], needy: set[str]) -> list[tuple[str, bool]]:
-    """``(flag, truth)`` for each ``if flag:`` / ``if not flag:`` of the function (``flag`` a
-    parameter) whose branch taken at that truth assigns a parameter in ``needy`` or returns."""
+_MAX_FLAGS = 4  # flag parameters a function is walked again for (up to two walks each)
+
+
+def _flag_tests(body: cst.BaseSuite, params: tuple[str, ...], needy: set[str], need_sites: set[int]) -> list[tuple[str, bool]]:
+    """``(flag, truth)`` to walk a function again under (``ContiguityAnalysis._flag_conditions``),
+    for a parameter tested as ``if flag:`` / ``if not flag:``: the truth that takes a branch
+    assigning a parameter in ``needy`` (``if use_l2norm: q = l2norm(q)``) or ending the path, and
+    the truth that skips a branch holding a statement that recorded a need or a forward
+    (``need_sites``: ``if use_triton: _kernel[grid](q)``); for at most ``_MAX_FLAGS`` flags."""
     found: list[tuple[str, bool]] = []
+    flags: set[str] = set()
     for statement in _statements(body):
         if type(statement) is not cst.If:
             continue
@@ -346,10 +353,32 @@ def _flag_tests(body: cst.BaseSuite, params: tuple[str, ...], needy: set[str]) -
             test, truth = test.expression, False
         if type(test) is not cst.Name or test.value not in params:
             continue
+        if test.value not in flags and len(flags) == _MAX_FLAGS:
+            continue
         for branch, taken_at in ((statement.body, truth), (statement.orelse, not truth)):
-            if branch is not None and (test.value, taken_at) not in found and _rebinds_or_leaves(branch, needy):
-                found.append((test.value, taken_at))
+            if branch is None:
+                continue
+            wanted = []
+            if _rebinds_or_leaves(branch, needy):
+                wanted.append(taken_at)
+            if _holds_site(branch, need_sites):
+                wanted.append(not taken_at)
+            for value in wanted:
+                if (test.value, value) not in found:
+                    found.append((test.value, value))
+                    flags.add(test.value)
     return found
+
+
+def _holds_site(block: cst.CSTNode, sites: set[int]) -> bool:
+    """Does a block hold one of these statements (a compound statement's header, or a small
+    statement: what ``Walker`` hands its hook)?"""
+    for statement in _statements(block):
+        if id(statement) in sites:
+            return True
+        if type(statement) is cst.SimpleStatementLine and any(id(small) in sites for small in statement.body):
+            return True
+    return False
 
 
 def _statements(block: cst.CSTNode | None) -> Iterator[cst.CSTNode]:
@@ -656,7 +685,7 @@ class ContiguityAnalysis:
         facts.record_read_only()
         summary = self.ctx.summaries.get(info.qualname)
         if summary is not None:
-            self._flag_conditions(info, class_env, summary)
+            self._flag_conditions(info, class_env, summary, facts.need_sites)
 
     def _walk(self, info: FunctionInfo, class_env: dict[str, Layout], assume: tuple[str, bool] | None = None,
               scratch: FunctionSummary | None = None) -> _FunctionFacts:
@@ -681,17 +710,19 @@ class ContiguityAnalysis:
             domain.conditions = ()
         return facts
 
-    def _flag_conditions(self, info: FunctionInfo, class_env: dict[str, Layout], summary: FunctionSummary) -> None:
+    def _flag_conditions(self, info: FunctionInfo, class_env: dict[str, Layout], summary: FunctionSummary,
+                         need_sites: set[int]) -> None:
         """Needs that arise only where a flag parameter is false (or true): ``if use_l2norm: q =
-        l2norm(q.contiguous())`` before ``q`` reaches a kernel. For each flag an ``if`` tests
-        whose taken branch rebinds a parameter with a need, the function is walked again
-        assuming that truth; a need or forward of that parameter the walk no longer finds is
-        excused where a call binds the flag so (``FunctionSummary.needs_unless``,
-        ``Forward.unless``). A function without such a test costs one scan of its ifs."""
+        l2norm(q.contiguous())`` before ``q`` reaches a kernel, or ``if use_triton:
+        _kernel[grid](q)``. For each flag an ``if`` tests around a need (``_flag_tests``), the
+        function is walked again assuming each truth; a need or forward of a parameter that walk
+        no longer finds is excused where a call binds the flag so
+        (``FunctionSummary.needs_unless``, ``Forward.unless``). A function without such a test
+        costs one scan of its statements."""
         needy = {*summary.needs_contiguous, *summary.needs_unit_stride, *(f.param for f in summary.forwards)}
         if not needy:
             return
-        for flag, truth in _flag_tests(info.node.body, info.params, needy):
+        for flag, truth in _flag_tests(info.node.body, info.params, needy, need_sites):
             scratch = FunctionSummary(info.qualname, info.params, self.ctx.path)
             with span("analysis ContiguityAnalysis: walks under a flag"):
                 self._walk(info, class_env, (flag, truth), scratch)
@@ -806,6 +837,10 @@ class _FunctionFacts:
         # summary apart and its sink uses nowhere.
         self._scratch = scratch
         self.uses: list[SinkUse] = analysis.uses if scratch is None else []
+        # The statements where a need or a forward of a parameter was recorded (by ``id``): an
+        # ``if flag:`` whose branch holds one may make it conditional (``_flag_conditions``).
+        self.need_sites: set[int] = set()
+        self._statement: cst.CSTNode | None = None
         self._seen: set[int] = set()
         # Locals built from ``t.stride(...)`` (``strides = [t.stride(0) * t.element_size()]``):
         # local -> the roots ``t`` whose strides they carry, for a raw ``.data_ptr()`` handed along.
@@ -819,10 +854,17 @@ class _FunctionFacts:
             return self._scratch
         return self.ctx.summary(self.info.qualname, self.info.params)
 
+    def _recording(self) -> FunctionSummary:
+        """The summary, to record a need or a forward of a parameter at the statement the walk
+        is at (``need_sites``)."""
+        self.need_sites.add(id(self._statement))
+        return self.summary()
+
     def on_statement(self, statement: cst.CSTNode, env) -> None:
         if id(statement) in self._seen:
             return  # loop bodies are walked twice; the second walk is the one that reports
         self._seen.add(id(statement))
+        self._statement = statement
         self._note_stride_local(statement)
         self._checks(statement, env)
         for part in _header_parts(statement):
@@ -909,7 +951,7 @@ class _FunctionFacts:
             else:
                 what = "to have stride 1 in its last dim" if unit_stride else "contiguous"
                 how = f"asserted {what} in `{self.info.name}` (`assert {check}`)"
-            summary = self.summary()
+            summary = self._recording()
             for name in layout.params:
                 if unit_stride:
                     summary.need_unit_stride(name, how)
@@ -1021,10 +1063,10 @@ class _FunctionFacts:
             return
         for param in layout.params:
             if kind in ("op", "configured"):
-                self.summary().need_contiguous(param, reason)
+                self._recording().need_contiguous(param, reason)
             elif callee is not None and key is not None:
                 line = self.analysis.line(call, self.info)
-                self.summary().forwards.append(Forward(param, callee, key, line, stride_roots, flags=flags))
+                self._recording().forwards.append(Forward(param, callee, key, line, stride_roots, flags=flags))
 
     def _receiver_sink(self, receiver: cst.BaseExpression, call: cst.Call, env, sink: str, reason: str, note: str,
                        need, unit_stride: bool = False, layout: Layout | None = None) -> None:
@@ -1032,7 +1074,7 @@ class _FunctionFacts:
         ``layout``: the receiver's, when the caller has it already."""
         layout = layout if layout is not None else self.domain.evaluate(receiver, env)
         if layout.params and layout.kind == UNKNOWN and layout.cast is None:
-            summary = self.summary()
+            summary = self._recording()
             for param in layout.params:
                 if unit_stride:
                     summary.need_unit_stride(param, reason)
