@@ -56,7 +56,7 @@ def _linted_lines(path: Path, codes: set[str]) -> set[int]:
 
 def test_every_fixture_comes_in_an_annotated_pair():
     befores = sorted(FIXTURES.glob("*/*_before.py"))
-    assert len(befores) == 8
+    assert len(befores) == 9
     for before in befores:
         after = before.with_name(before.name.replace("_before.py", "_after.py"))
         assert expected_findings(before), before
@@ -250,6 +250,30 @@ def test_flag_conditional_copy_fixture(kernel_device, generator, monkeypatch, va
         assert spy.non_contiguous == set()
         torch.testing.assert_close(scores, expected, atol=1e-4, rtol=1e-4)
     # Flagged exactly where annotated: the call without the flag, not the one passing it.
+    assert _linted_lines(path, LAYOUT_CODES) == _annotated_lines(path, LAYOUT_CODES)
+
+
+@pytest.mark.parametrize("variant", ["before", "after"])
+def test_shared_strides_fixture(kernel_device, generator, variant):
+    """A kernel that steps through ``k`` with ``q``'s strides: the same permutation of both is
+    correct as written (not flagged), and a ``.contiguous()`` on ``k`` alone would break it; a
+    permuted ``k`` beside a contiguous ``q`` is read wrong (flagged) until ``k`` is made dense."""
+    path = _pair(RUNTIME, "head_major_strides")[variant == "after"]
+    module = load_fixture_module(path)
+    q_heads, k_heads = (torch.randn(2, 3, 4, generator=generator).to(kernel_device) for _ in range(2))
+    q = torch.randn(3, 2, 4, generator=generator).to(kernel_device)
+
+    both_permuted = (q_heads + k_heads).permute(1, 0, 2)
+    torch.testing.assert_close(module.add_heads_from_head_major(q_heads, k_heads), both_permuted, **FP32)
+    one_sided_fix = module.add_heads(q_heads.permute(1, 0, 2), k_heads.permute(1, 0, 2).contiguous())
+    assert not torch.allclose(one_sided_fix, both_permuted, atol=1e-3)
+
+    mixed = module.add_to_head_major(q, k_heads)
+    expected = q + k_heads.permute(1, 0, 2)
+    if variant == "before":
+        assert not torch.allclose(mixed, expected, atol=1e-3)
+    else:
+        torch.testing.assert_close(mixed, expected, **FP32)
     assert _linted_lines(path, LAYOUT_CODES) == _annotated_lines(path, LAYOUT_CODES)
 
 
