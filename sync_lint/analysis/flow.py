@@ -28,8 +28,8 @@ before it; rules inspect expressions there.
 A walk may *assume* the truth of names (``assume``: name -> (its value at the start, truth)): an
 ``if name:`` / ``if not name:`` whose name still holds that value takes only the branch the
 assumption selects, and the other is not walked at all (no hooks), nor is code after a path's
-end (dead, maybe only by the assumption). It is how a summary learns
-that a need arises only where a flag parameter is false (``sinks.ContiguityAnalysis``).
+end (dead, maybe only by the assumption). It is how a summary learns that a need arises only
+where a flag parameter is false (``sinks.ContiguityAnalysis``).
 """
 
 from __future__ import annotations
