@@ -40,12 +40,11 @@ class _Calls(cst.CSTVisitor):
         self.function: list[str] = []
         self.item_calls: list[cst.Call] = []
         self.named_calls: list[tuple[cst.Call, str]] = []
-        self.syncing: dict[str, tuple[str, ...]] = {}
-        self._stack: list[tuple[str, tuple[str, ...], bool]] = []
+        self.syncing: set[str] = set()  # top-level functions with an ``.item()`` call
+        self._stack: list[tuple[str, bool]] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        params = tuple(p.name.value for p in node.params.params)
-        self._stack.append((node.name.value, params, len(self._stack) == 0 and self.depth == 0))
+        self._stack.append((node.name.value, len(self._stack) == 0 and self.depth == 0))
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._stack.pop()
@@ -61,9 +60,9 @@ class _Calls(cst.CSTVisitor):
             return
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "item":
             self.item_calls.append(node)
-            name, params, _top_level = self._stack[0]
-            if self._stack[0][2]:
-                self.syncing[name] = params
+            name, top_level = self._stack[0]
+            if top_level:
+                self.syncing.add(name)
         elif isinstance(node.func, cst.Name):
             self.named_calls.append((node, node.func.value))
 
@@ -83,8 +82,9 @@ class ProbeItemCall(Rule):
 
     def check(self, ctx):
         calls = ctx.get(_CallsAnalysis).visitor
-        for name, params in calls.syncing.items():
-            ctx.summary(f"{ctx.module_name}.{name}", params).sync = "calls `.item()`"
+        functions = {info.qualname: info for info in ctx.functions()}
+        for name in calls.syncing:
+            ctx.summary(functions[f"{ctx.module_name}.{name}"]).sync = "calls `.item()`"
         for node in calls.item_calls:
             yield Finding(node, "probe: `.item()` call")
 

@@ -253,3 +253,10 @@ def rows(q, out, use_triton: bool = False):
 ])  # fmt: skip
 def test_a_kernel_taken_only_under_a_flag_needs_nothing_where_the_flag_rules_it_out(wrapper, call, flagged):
     assert caller_flagged(wrapper, call) == flagged
+
+
+def test_a_position_past_star_args_binds_no_flag():
+    """``f(x, a, True)`` hands ``True`` to ``*rest``, not to the keyword-only ``dense``."""
+    wrapper = "def f(q, out, *rest, dense=False):\n    if dense:\n        q = q.contiguous()\n    _k[(4,)](q, out, N=4)\n"
+    assert caller_flagged(wrapper, "f(x.t(), out, out, True)")
+    assert not caller_flagged(wrapper, "f(x.t(), out, out, dense=True)")

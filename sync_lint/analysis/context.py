@@ -55,12 +55,12 @@ class FileContext:
             self._functions = module_functions(self.module, self.names)
         return self._functions
 
-    def summary(self, qualname: str, params: tuple[str, ...]) -> FunctionSummary:
+    def summary(self, info: FunctionInfo) -> FunctionSummary:
         """The (shared) summary of a function in this file, created on first use."""
-        found = self.summaries.get(qualname)
+        found = self.summaries.get(info.qualname)
         if found is None:
-            found = FunctionSummary(qualname=qualname, params=params, path=self.path)
-            self.summaries[qualname] = found
+            found = FunctionSummary(info.qualname, info.params, self.path, positional=info.positional)
+            self.summaries[info.qualname] = found
         return found
 
     def release(self) -> None:

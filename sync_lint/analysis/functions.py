@@ -20,6 +20,8 @@ class FunctionInfo:
     params: tuple[str, ...]  # positional-or-keyword order, without self / cls
     all_params: tuple[str, ...]  # including self / cls
     decorators: tuple[str, ...]  # resolved dotted names (call decorators by their callee)
+    # How many of ``params`` a call can bind by position: not ``*args`` nor keyword-only ones.
+    positional: int = 0
 
     @property
     def is_method(self) -> bool:
@@ -74,11 +76,13 @@ def _collect(
         if kind is cst.FunctionDef:
             all_params = _params(statement)
             decorators = tuple(_decorator_name(d, names) for d in statement.decorators)
-            params = tuple(all_params[1:] if _is_method(class_node, decorators) and all_params else all_params)
+            bound_first = _is_method(class_node, decorators) and bool(all_params)
+            params = tuple(all_params[1:] if bound_first else all_params)
             qualname = f"{prefix}.{statement.name.value}" if prefix else statement.name.value
+            positional = len(statement.params.posonly_params) + len(statement.params.params) - bound_first
             found.append(
                 FunctionInfo(statement, qualname, statement.name.value, class_node, bases, params,
-                             tuple(all_params), decorators)
+                             tuple(all_params), decorators, max(positional, 0))
             )
             _collect(_block(statement), qualname, None, (), names, found)
         elif kind is cst.ClassDef:

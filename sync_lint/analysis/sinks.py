@@ -584,7 +584,7 @@ class ContiguityAnalysis:
                 bare = type(pointer) is cst.Name and pointer.value in params and pointer.value not in moved
                 offsets = _built_from(pointer, built_from, self.names)
                 for param in self._pointer_sources(pointer, derived) & set(params):
-                    summary = summary or self.ctx.summary(info.qualname, info.params)
+                    summary = summary or self.ctx.summary(info)
                     verb = _POINTER_CALLS[short]
                     if not bare:
                         summary.need_contiguous(param, f"{verb} as `ptr + offset` by the Triton kernel `{info.name}`")
@@ -602,7 +602,7 @@ class ContiguityAnalysis:
                 arguments = None  # what each argument is built from, once a pointer is handed on
                 for arg, key in _call_arguments(call):
                     if isinstance(arg.value, cst.Name) and arg.value.value in params and key is not None:
-                        summary = summary or self.ctx.summary(info.qualname, info.params)
+                        summary = summary or self.ctx.summary(info)
                         summary.forwards.append(Forward(arg.value.value, name, key, self.line(call, info)))
                         if arguments is None:
                             arguments = [(k, _built_from(a.value, built_from, self.names))
@@ -723,7 +723,7 @@ class ContiguityAnalysis:
         if not needy:
             return
         for flag, truth in _flag_tests(info.node.body, info.params, needy, need_sites):
-            scratch = FunctionSummary(info.qualname, info.params, self.ctx.path)
+            scratch = FunctionSummary(info.qualname, info.params, self.ctx.path, positional=info.positional)
             with span("analysis ContiguityAnalysis: walks under a flag"):
                 self._walk(info, class_env, (flag, truth), scratch)
             unless = frozenset({(flag, truth)})
@@ -852,7 +852,7 @@ class _FunctionFacts:
     def summary(self) -> FunctionSummary:
         if self._scratch is not None:
             return self._scratch
-        return self.ctx.summary(self.info.qualname, self.info.params)
+        return self.ctx.summary(self.info)
 
     def _recording(self) -> FunctionSummary:
         """The summary, to record a need or a forward of a parameter at the statement the walk

@@ -60,6 +60,7 @@ class FunctionSummary:
     qualname: str
     params: tuple[str, ...]  # without ``self`` / ``cls``
     path: str
+    positional: int | None = None  # how many of ``params`` a position binds (None: all)
     # param -> why it must be contiguous ("read as `ptr + i` by the Triton kernel `k`")
     needs_contiguous: dict[str, str] = field(default_factory=dict)
     # param -> why its last dim must have stride 1, for params that need no more than that (a
@@ -142,7 +143,8 @@ class FunctionSummary:
     def param_for(self, arg: ArgKey) -> str | None:
         if isinstance(arg, str):
             return arg if arg in self.params else None
-        return self.params[arg] if 0 <= arg < len(self.params) else None
+        bound = len(self.params) if self.positional is None else self.positional
+        return self.params[arg] if 0 <= arg < bound else None  # later positions go to ``*args``
 
 
 @dataclass(frozen=True)

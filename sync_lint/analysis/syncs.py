@@ -878,7 +878,7 @@ class SyncAnalysis:
         _walk(Walker(domain, on_statement), info.node, initial_env(info.node.params))
 
     def _summarise(self, info: FunctionInfo, site: SyncSite) -> None:
-        summary = self.ctx.summary(info.qualname, info.params)
+        summary = self.ctx.summary(info)
         if site.kind == "call":
             if site.callee != info.qualname:
                 summary.sync_calls.append(SyncCall(site.callee, self.line(info, site.node)))
