@@ -18,6 +18,22 @@ if TYPE_CHECKING:
     from sync_lint.analysis.context import FileContext
 
 
+# A wrapper that makes `q` contiguous itself only under a flag (fla's `chunk_kda` and
+# `use_qk_l2norm_in_kernel`), for the examples of a call passing the flag and one that does not.
+_COPIES_UNDER_A_FLAG = (
+    "import triton\n"
+    "import triton.language as tl\n\n"
+    "@triton.jit\n"
+    "def dot_kernel(q_ptr, k_ptr, out_ptr):\n"
+    "    i = tl.program_id(0)\n"
+    "    tl.store(out_ptr + i, tl.load(q_ptr + i) * tl.load(k_ptr + i))\n\n"
+    "def scores(q, k, out, use_qk_l2norm=False):\n"
+    "    if use_qk_l2norm:\n"
+    "        q = q.contiguous() / q.norm()\n"
+    "    dot_kernel[(out.numel(),)](q, k, out)\n\n"
+)
+
+
 class NonContiguousViewToKernel(Rule):
     code = "GPU102"
     name = "non-contiguous-view-to-kernel"
@@ -136,18 +152,7 @@ class NonContiguousViewToKernel(Rule):
         "def run(qkv, out):\n"
         "    add_heads(qkv[:, :64], qkv[:, 64:128], out)\n"),
         # The callee copies `q` itself when the flag is set.
-        ("import triton\n"
-        "import triton.language as tl\n\n"
-        "@triton.jit\n"
-        "def dot_kernel(q_ptr, k_ptr, out_ptr):\n"
-        "    i = tl.program_id(0)\n"
-        "    tl.store(out_ptr + i, tl.load(q_ptr + i) * tl.load(k_ptr + i))\n\n"
-        "def scores(q, k, out, use_qk_l2norm=False):\n"
-        "    if use_qk_l2norm:\n"
-        "        q = q.contiguous() / q.norm()\n"
-        "    dot_kernel[(out.numel(),)](q, k, out)\n\n"
-        "def run(q_by_dim, k, out):\n"
-        "    scores(q_by_dim.t(), k, out, use_qk_l2norm=True)\n"),
+        _COPIES_UNDER_A_FLAG + "def run(q_by_dim, k, out):\n    scores(q_by_dim.t(), k, out, use_qk_l2norm=True)\n",
         # A callee that checks only the last stride takes a column-range slice.
         ("def encode(tensor_2d):\n"
         "    if tensor_2d.stride(-1) != 1:\n"
@@ -211,18 +216,7 @@ class NonContiguousViewToKernel(Rule):
         "def norm(x, weight, out):\n"
         "    torch.ops._C.rms_norm(out, x.t(), weight, 1e-6)  # expect: GPU102\n"),
         # The callee copies `q` only under a flag this call does not pass.
-        ("import triton\n"
-        "import triton.language as tl\n\n"
-        "@triton.jit\n"
-        "def dot_kernel(q_ptr, k_ptr, out_ptr):\n"
-        "    i = tl.program_id(0)\n"
-        "    tl.store(out_ptr + i, tl.load(q_ptr + i) * tl.load(k_ptr + i))\n\n"
-        "def scores(q, k, out, use_qk_l2norm=False):\n"
-        "    if use_qk_l2norm:\n"
-        "        q = q.contiguous() / q.norm()\n"
-        "    dot_kernel[(out.numel(),)](q, k, out)\n\n"
-        "def run(q_by_dim, k, out):\n"
-        "    scores(q_by_dim.t(), k, out)  # expect: GPU102\n"),
+        _COPIES_UNDER_A_FLAG + "def run(q_by_dim, k, out):\n    scores(q_by_dim.t(), k, out)  # expect: GPU102\n",
         # One head of a [tokens, heads, dim] cache: unit last stride, but rows `heads * dim` apart.
         ("import torch\n\n"
         "def gather_head(kv, out, tokens, heads, dim, h):\n"
