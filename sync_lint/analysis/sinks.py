@@ -30,13 +30,19 @@ and the rules turn those into findings conditional on the callee's closed summar
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
 from sync_lint.analysis.context import FileContext
 from sync_lint.analysis.dtypes import element_size
+from sync_lint.analysis.flags import (
+    call_arguments,
+    call_flags,
+    flag_defaults,
+    flag_tests,
+)
 from sync_lint.analysis.flow import Walker, target_key
 from sync_lint.analysis.functions import FunctionInfo
 from sync_lint.analysis.layout import (
@@ -297,147 +303,6 @@ def _header_parts(statement: cst.CSTNode) -> list[cst.CSTNode]:
     return []
 
 
-def _call_arguments(call: cst.Call) -> Iterator[tuple[cst.Arg, ArgKey | None]]:
-    position: int | None = 0
-    for arg in call.args:
-        if arg.star:
-            position = None  # positions after ``*args`` are unknown
-            yield arg, None
-            continue
-        if arg.keyword is not None:
-            yield arg, arg.keyword.value
-            continue
-        yield arg, position
-        if position is not None:
-            position += 1
-
-
-def _call_flags(call: cst.Call, env, params: tuple[str, ...]) -> CallFlags:
-    """The arguments of ``call`` that may bind a flag (``summaries.CallFlags``): a literal
-    ``True`` / ``False``, a parameter of the calling function not rebound on the way, or an
-    unpacked ``*args`` / ``**kwargs``."""
-    found: list[tuple[ArgKey, bool | str]] = []
-    for arg, key in _call_arguments(call):
-        value = arg.value
-        if arg.star:
-            found.append((arg.star, arg.star))
-            continue
-        if key is None or type(value) is not cst.Name:
-            continue
-        name = value.value
-        if name == "True" or name == "False":
-            found.append((key, name == "True"))
-        elif name in params:
-            layout = env.get(name)
-            if layout is not None and layout.source == "param" and layout.params == frozenset({name}):
-                found.append((key, name))
-    return tuple(found)
-
-
-_MAX_FLAGS = 4  # flag parameters a function is walked again for (up to two walks each)
-
-
-def _flag_tests(body: cst.BaseSuite, params: tuple[str, ...], needy: set[str], need_sites: set[int]) -> list[tuple[str, bool]]:
-    """``(flag, truth)`` to walk a function again under (``ContiguityAnalysis._flag_conditions``),
-    for a parameter tested as ``if flag:`` / ``if not flag:``: the truth that takes a branch
-    assigning a parameter in ``needy`` (``if use_l2norm: q = l2norm(q)``) or ending the path, and
-    the truth that skips a branch holding a statement that recorded a need or a forward
-    (``need_sites``: ``if use_triton: _kernel[grid](q)``); for at most ``_MAX_FLAGS`` flags."""
-    found: list[tuple[str, bool]] = []
-    flags: set[str] = set()
-    for statement in _statements(body):
-        if type(statement) is not cst.If:
-            continue
-        test, truth = statement.test, True
-        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-            test, truth = test.expression, False
-        if type(test) is not cst.Name or test.value not in params:
-            continue
-        if test.value not in flags and len(flags) == _MAX_FLAGS:
-            continue
-        for branch, taken_at in ((statement.body, truth), (statement.orelse, not truth)):
-            if branch is None:
-                continue
-            wanted = []
-            if _rebinds_or_leaves(branch, needy):
-                wanted.append(taken_at)
-            if _holds_site(branch, need_sites):
-                wanted.append(not taken_at)
-            for value in wanted:
-                if (test.value, value) not in found:
-                    found.append((test.value, value))
-                    flags.add(test.value)
-    return found
-
-
-def _holds_site(block: cst.CSTNode, sites: set[int]) -> bool:
-    """Does a block hold one of these statements (a compound statement's header, or a small
-    statement: what ``Walker`` hands its hook)?"""
-    for statement in _statements(block):
-        if id(statement) in sites:
-            return True
-        if type(statement) is cst.SimpleStatementLine and any(id(small) in sites for small in statement.body):
-            return True
-    return False
-
-
-def _statements(block: cst.CSTNode | None) -> Iterator[cst.CSTNode]:
-    """Every statement of a block and of the blocks nested in it (an ``elif`` is a statement of
-    its own; the small statements of a one-line suite are statements), not those of nested
-    functions or classes, without descending into expressions."""
-    if block is None:
-        return
-    if type(block) is cst.If:
-        statements = [block]
-    else:
-        body = getattr(block, "body", ())
-        if not isinstance(body, (list, tuple)):
-            yield from _statements(body)  # an ``Else`` / ``Finally`` / handler around its block
-            return
-        statements = body
-    for statement in statements:
-        yield statement
-        if type(statement) in _NESTED_SCOPES or type(statement) is cst.SimpleStatementLine:
-            continue
-        yield from _statements(getattr(statement, "body", None))
-        yield from _statements(getattr(statement, "orelse", None))
-        for handler in getattr(statement, "handlers", ()):
-            yield from _statements(handler)
-        yield from _statements(getattr(statement, "finalbody", None))
-
-
-def _rebinds_or_leaves(block: cst.CSTNode, names: set[str]) -> bool:
-    """Does a block assign one of ``names`` (``x = ...``, ``x, y = ...``, ``x: T = ...``,
-    ``x += ...``) or hold a ``return`` / ``raise`` (what follows may then not see the name as
-    it was)?"""
-    for statement in _statements(block):
-        for small in statement.body if type(statement) is cst.SimpleStatementLine else (statement,):
-            kind = type(small)
-            if kind is cst.Return or kind is cst.Raise:
-                return True
-            if kind is cst.Assign:
-                targets = [target.target for target in small.targets]
-            elif kind is cst.AnnAssign or kind is cst.AugAssign:
-                targets = [small.target]
-            else:
-                continue
-            for target in targets:
-                elements = [e.value for e in target.elements] if type(target) in (cst.Tuple, cst.List) else [target]
-                if any(type(element) is cst.Name and element.value in names for element in elements):
-                    return True
-    return False
-
-
-def _flag_defaults(node: cst.FunctionDef) -> dict[str, bool]:
-    """The parameters that default to a literal ``True`` or ``False``."""
-    params = node.params
-    return {
-        param.name.value: param.default.value == "True"
-        for param in (*params.posonly_params, *params.params, *params.kwonly_params)
-        if type(param.default) is cst.Name and param.default.value in ("True", "False")
-    }
-
-
 def _arg_views(module: cst.Module, call: cst.Call, layout_of) -> tuple[tuple[ArgKey, str], ...]:
     """Each argument of ``call`` that is a view of its base, with the view as written after the
     base (``k.permute(1, 0, 2)`` -> ``"permute(1, 0, 2)"``), a subscript by what it does to the
@@ -445,7 +310,7 @@ def _arg_views(module: cst.Module, call: cst.Call, layout_of) -> tuple[tuple[Arg
     strides. A name stands for the view it was bound to (``layout_of``: its ``Layout``); one
     bound to no view is itself (``"=k"``): handed as two arguments, it has their one layout."""
     found = []
-    for arg, key in _call_arguments(call):
+    for arg, key in call_arguments(call):
         if key is None:
             continue
         value = arg.value
@@ -600,13 +465,13 @@ class ContiguityAnalysis:
             if name:
                 # A jit helper called with a pointer: its summary decides what the pointer needs.
                 arguments = None  # what each argument is built from, once a pointer is handed on
-                for arg, key in _call_arguments(call):
+                for arg, key in call_arguments(call):
                     if isinstance(arg.value, cst.Name) and arg.value.value in params and key is not None:
                         summary = summary or self.ctx.summary(info)
                         summary.forwards.append(Forward(arg.value.value, name, key, self.line(call, info)))
                         if arguments is None:
                             arguments = [(k, _built_from(a.value, built_from, self.names))
-                                         for a, k in _call_arguments(call) if k is not None]  # fmt: skip
+                                         for a, k in call_arguments(call) if k is not None]  # fmt: skip
                         accesses.through_helpers.append(_HelperCall(arg.value.value, name, key, arguments))
         accesses.summary = summary  # made at the first load or store through a parameter
         if summary is not None:
@@ -722,7 +587,7 @@ class ContiguityAnalysis:
         needy = {*summary.needs_contiguous, *summary.needs_unit_stride, *(f.param for f in summary.forwards)}
         if not needy:
             return
-        for flag, truth in _flag_tests(info.node.body, info.params, needy, need_sites):
+        for flag, truth in flag_tests(info.node.body, info.params, needy, need_sites):
             scratch = FunctionSummary(info.qualname, info.params, self.ctx.path, positional=info.positional)
             with span("analysis ContiguityAnalysis: walks under a flag"):
                 self._walk(info, class_env, (flag, truth), scratch)
@@ -736,7 +601,7 @@ class ContiguityAnalysis:
                 else replace(forward, unless=forward.unless | unless)
                 for forward in summary.forwards
             ]
-        summary.flag_defaults.update(_flag_defaults(info.node))
+        summary.flag_defaults.update(flag_defaults(info.node))
 
     def callee_of(self, call: cst.Call, info: FunctionInfo, env) -> tuple[str | None, str]:
         """(dotted callee for a summary look-up, kind): kind is "launch", "op", "configured",
@@ -907,6 +772,14 @@ class _FunctionFacts:
             return (self.analysis.names.resolve(grandparent.func) or "") in _METADATA_FUNCTIONS
         return False
 
+    @staticmethod
+    def _unchanged(env) -> Callable[[str], bool]:
+        """Is a parameter still the value passed (for ``flags.call_flags``)?"""
+        def unchanged(name: str) -> bool:
+            layout = env.get(name)
+            return layout is not None and layout.source == "param" and layout.params == frozenset({name})
+        return unchanged
+
     def _note_handed(self, value: cst.BaseExpression, callee: str, key: ArgKey, env) -> None:
         if type(value) is cst.Name and value.value in self.info.params:
             layout = env.get(value.value)
@@ -1013,7 +886,7 @@ class _FunctionFacts:
         else:
             sink, reason = "`{callee}`", ""
         local = kind in ("op", "configured")
-        for arg, key in _call_arguments(call):
+        for arg, key in call_arguments(call):
             if arg.star:
                 continue
             if not local and callee is not None and key is not None:
@@ -1042,7 +915,7 @@ class _FunctionFacts:
                 aware = self._stride_aware(part, layout, strides)
                 if not aware:
                     if flags is None:
-                        flags = () if local else _call_flags(call, env, self.info.params)
+                        flags = () if local else call_flags(call, self.info.params, self._unchanged(env))
                     self._record_param(layout, callee, key, kind, reason, call, stride_roots, flags)
                 # Stride-aware uses matter only for GPU103's size-1 case (strides read).
                 if (not aware and _interesting(layout)) or (aware and kind == "launch" and layout.size1):
@@ -1051,7 +924,7 @@ class _FunctionFacts:
                             self.ctx.module, call, lambda name: self.domain.evaluate(name, env)
                         )
                     if flags is None:
-                        flags = () if local else _call_flags(call, env, self.info.params)
+                        flags = () if local else call_flags(call, self.info.params, self._unchanged(env))
                     self.uses.append(SinkUse(
                         self.info, call, part, layout, None if local else callee, key, sink, reason,
                         strides, stride_aware=aware, note=note, arg_views=arg_views, flags=flags,
@@ -1096,7 +969,7 @@ class _FunctionFacts:
         """Each argument of a call with the roots of the tensors whose strides it carries:
         ``q.stride(0)``, a local holding one (``s0``), ``strides[1]`` of ``strides = q.stride()``."""
         found = []
-        for arg, key in _call_arguments(call):
+        for arg, key in call_arguments(call):
             roots = _stride_roots(arg.value)
             if type(arg.value) is cst.Name or type(arg.value) is cst.Subscript:
                 layout = self.domain.evaluate(arg.value, env)
