@@ -260,3 +260,111 @@ def test_a_position_past_star_args_binds_no_flag():
     wrapper = "def f(q, out, *rest, dense=False):\n    if dense:\n        q = q.contiguous()\n    _k[(4,)](q, out, N=4)\n"
     assert caller_flagged(wrapper, "f(x.t(), out, out, True)")
     assert not caller_flagged(wrapper, "f(x.t(), out, out, dense=True)")
+
+
+# -- syncs under a flag, across files (in one file, ``clean_with_arguments`` binds the arguments) --
+
+SYNC_HELPERS = """
+import torch
+
+
+def prepare(n, return_host: bool = False):
+    out = torch.arange(n, device="cuda").cumsum(0)
+    if return_host:
+        return out, out.cpu()
+    return out, None
+
+
+def total(n, exact=True):
+    x = torch.ones(n, device="cuda")
+    if not exact:
+        return x
+    return x.sum().item()
+
+
+def host_lens(n, to_host: bool = False):
+    return prepare(n, return_host=to_host)
+
+
+def always(n):
+    return prepare(n, return_host=True)
+
+
+def both(n, return_host=False):
+    prepare(n, return_host=return_host)
+    return torch.ones(n, device="cuda").sum().item()
+"""
+
+
+@pytest.mark.parametrize(("call", "flagged"), [
+    ("prepare(n)", False),  # the default, False, skips the sync
+    ("prepare(n, return_host=False)", False),
+    ("prepare(n, False)", False),
+    ("prepare(n, return_host=True)", True),
+    ("prepare(n, return_host=flag)", True),
+    ("prepare(n, **flag)", True),
+    ("total(n, exact=False)", False),  # the branch that returns first
+    ("total(n)", True),
+    ("host_lens(n)", False),  # the wrapper's flag is handed on
+    ("host_lens(n, to_host=True)", True),
+    ("always(n)", True),  # the wrapper passes True itself
+    ("both(n)", True),  # and syncs on its own too
+])  # fmt: skip
+def test_a_sync_under_a_flag_is_reported_only_where_the_call_sets_it(tmp_path: Path, call, flagged):
+    package = tmp_path / "engine"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helpers.py").write_text(SYNC_HELPERS)
+    (package / "model.py").write_text(textwrap.dedent(f"""
+        import torch
+        from engine.helpers import always, both, host_lens, prepare, total
+
+
+        class Model(torch.nn.Module):
+            def forward(self, n, flag):
+                return {call}
+    """))
+    found = [(Path(d.path).name, d.line) for d in lint_paths([str(package)]) if d.code.startswith("GPU2")]
+    assert found == ([("model.py", 8)] if flagged else [])
+
+
+@pytest.mark.parametrize("value", ["flag", "n > 2", "1", "self.normalize"])
+def test_a_value_not_known_at_the_call_overrides_the_default(value):
+    wrapper = NORMALIZING.replace("use_l2norm: bool = False", "use_l2norm: bool = True")
+    assert caller_flagged(wrapper, f"scores(x.t(), out, use_l2norm={value})")
+
+
+def test_a_rebound_flag_decides_no_sync(tmp_path: Path):
+    package = tmp_path / "engine"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helpers.py").write_text(textwrap.dedent("""
+        import torch
+
+
+        def prepare(n, return_host: bool = False):
+            out = torch.arange(n, device="cuda")
+            return_host = return_host or n > 4096
+            if return_host:
+                return out.cpu()
+            return out
+    """))
+    (package / "model.py").write_text(textwrap.dedent("""
+        import torch
+        from engine.helpers import prepare
+
+
+        class Model(torch.nn.Module):
+            def forward(self, n):
+                return prepare(n, return_host=False)
+    """))
+    assert [d.line for d in lint_paths([str(package)]) if d.code == "GPU201"] == [8]
+
+
+def test_only_a_flag_like_parameter_is_handed_on_as_a_flag():
+    """A wrapper's parameter is taken for a flag if annotated ``bool`` or defaulting to a bool;
+    handed on from any other parameter, the value is not known at the call, so it is reported."""
+    wrapper = NORMALIZING + "\n\ndef typed(q, out, norm: bool):\n    scores(q, out, use_l2norm=norm)\n" \
+        "\n\ndef untyped(q, out, norm):\n    scores(q, out, use_l2norm=norm)\n"
+    assert not caller_flagged(wrapper, "typed(x.t(), out, True)")
+    assert caller_flagged(wrapper, "untyped(x.t(), out, True)")

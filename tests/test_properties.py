@@ -208,6 +208,12 @@ def launch_rows(x, y, out):
     _rows_kernel[(x.shape[0],)](x, y, out, x.stride(0), BLOCK=128)
 
 
+def sync_helper_if(x, host: bool = False):
+    if host:
+        return x.cpu()
+    return x
+
+
 def sync_helper(x):
     return int(x.sum().item())
 
@@ -218,9 +224,14 @@ def indent(block: str, by: str) -> str:
     return "\n".join(by + line for line in block.splitlines())
 
 
+# Calls of the header's sync helpers; ``sync_helper_if`` syncs only under its flag.
+HELPER_CALLS = ["n = sync_helper(x)", "n = sync_helper_if(x)", "n = sync_helper_if(x, host=True)",
+                "n = sync_helper_if(x, n > 2)"]
+
+
 @st.composite
 def engine_module(draw) -> str:
-    body = draw(st.lists(st.one_of(sync_statement(), launch_statement(), st.just("n = sync_helper(x)")), min_size=1, max_size=6))
+    body = draw(st.lists(st.one_of(sync_statement(), launch_statement(), st.sampled_from(HELPER_CALLS)), min_size=1, max_size=6))
     name = draw(st.sampled_from(["build", "_build_decode", "forward", "prepare", "__init__"]))
     owner = draw(st.sampled_from(["FlashMetadataBuilder", "Model(torch.nn.Module)", "Helper"]))
     method = "\n".join(indent(statement, "        ") for statement in body)

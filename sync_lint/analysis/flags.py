@@ -36,23 +36,24 @@ def call_arguments(call: cst.Call) -> Iterator[tuple[cst.Arg, ArgKey | None]]:
             position += 1
 
 
-def call_flags(call: cst.Call, params: tuple[str, ...], unchanged: Callable[[str], bool]) -> CallFlags:
-    """The arguments of ``call`` that may bind a flag (``summaries.CallFlags``): a literal
-    ``True`` / ``False``, a parameter of the calling function (``params``) that is still as
-    passed (``unchanged``), or an unpacked ``*args`` / ``**kwargs``."""
-    found: list[tuple[ArgKey, bool | str]] = []
+def call_flags(call: cst.Call, params: frozenset[str], unchanged: Callable[[str], bool]) -> CallFlags:
+    """What each argument of ``call`` binds a flag to (``summaries.CallFlags``): a literal
+    ``True`` / ``False``, a flag parameter of the calling function (``params``: its
+    ``flag_params``) that is still as passed (``unchanged``), an unpacked ``*args`` /
+    ``**kwargs``, or anything else (None)."""
+    found: list[tuple[ArgKey, bool | str | None]] = []
     for arg, key in call_arguments(call):
         value = arg.value
         if arg.star:
             found.append((arg.star, arg.star))
-            continue
-        if key is None or type(value) is not cst.Name:
-            continue
-        name = value.value
-        if name == "True" or name == "False":
-            found.append((key, name == "True"))
-        elif name in params and unchanged(name):
-            found.append((key, name))
+        elif key is None:
+            continue  # a position after ``*args``: the marker above already says "unknown"
+        elif type(value) is cst.Name and value.value in ("True", "False"):
+            found.append((key, value.value == "True"))
+        elif type(value) is cst.Name and value.value in params and unchanged(value.value):
+            found.append((key, value.value))
+        else:
+            found.append((key, None))
     return tuple(found)
 
 
@@ -148,6 +149,18 @@ def _rebinds_or_leaves(block: cst.CSTNode, names: set[str]) -> bool:
                 if any(type(element) is cst.Name and element.value in names for element in elements):
                     return True
     return False
+
+
+def flag_params(node: cst.FunctionDef) -> frozenset[str]:
+    """The parameters that look like flags: annotated ``bool`` or defaulting to ``True`` /
+    ``False``. Only these are handed on as flags through a wrapper (``call_flags``)."""
+    params = node.params
+    return frozenset(
+        param.name.value for param in (*params.posonly_params, *params.params, *params.kwonly_params)
+        if (type(param.default) is cst.Name and param.default.value in ("True", "False"))
+        or (param.annotation is not None and type(param.annotation.annotation) is cst.Name
+            and param.annotation.annotation.value == "bool")
+    )
 
 
 def flag_defaults(node: cst.FunctionDef) -> dict[str, bool]:

@@ -41,6 +41,7 @@ from sync_lint.analysis.flags import (
     call_arguments,
     call_flags,
     flag_defaults,
+    flag_params,
     flag_tests,
 )
 from sync_lint.analysis.flow import Walker, target_key
@@ -706,6 +707,7 @@ class _FunctionFacts:
         # ``if flag:`` whose branch holds one may make it conditional (``_flag_conditions``).
         self.need_sites: set[int] = set()
         self._statement: cst.CSTNode | None = None
+        self._flag_params = flag_params(info.node)  # what a call may hand on as a flag (``flags.call_flags``)
         self._seen: set[int] = set()
         # Locals built from ``t.stride(...)`` (``strides = [t.stride(0) * t.element_size()]``):
         # local -> the roots ``t`` whose strides they carry, for a raw ``.data_ptr()`` handed along.
@@ -915,7 +917,7 @@ class _FunctionFacts:
                 aware = self._stride_aware(part, layout, strides)
                 if not aware:
                     if flags is None:
-                        flags = () if local else call_flags(call, self.info.params, self._unchanged(env))
+                        flags = () if local else call_flags(call, self._flag_params, self._unchanged(env))
                     self._record_param(layout, callee, key, kind, reason, call, stride_roots, flags)
                 # Stride-aware uses matter only for GPU103's size-1 case (strides read).
                 if (not aware and _interesting(layout)) or (aware and kind == "launch" and layout.size1):
@@ -924,7 +926,7 @@ class _FunctionFacts:
                             self.ctx.module, call, lambda name: self.domain.evaluate(name, env)
                         )
                     if flags is None:
-                        flags = () if local else call_flags(call, self.info.params, self._unchanged(env))
+                        flags = () if local else call_flags(call, self._flag_params, self._unchanged(env))
                     self.uses.append(SinkUse(
                         self.info, call, part, layout, None if local else callee, key, sink, reason,
                         strides, stride_aware=aware, note=note, arg_views=arg_views, flags=flags,

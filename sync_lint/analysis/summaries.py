@@ -24,9 +24,10 @@ ArgKey = int | str
 # ``(flag, value)``: a parameter ``flag`` of a function bound to ``value`` (True or False) at a call.
 FlagValue = tuple[str, bool]
 # What a call binds its arguments to, where a flag may be: ``(key, True)`` / ``(key, False)`` for
-# a literal, ``(key, "name")`` for a parameter of the calling function, still as passed; and
-# ``("*", "*")`` / ``("**", "**")`` for a ``*args`` / ``**kwargs``, which may bind anything.
-CallFlags = tuple[tuple[ArgKey, "bool | str"], ...]
+# a literal, ``(key, "name")`` for a parameter of the calling function, still as passed,
+# ``(key, None)`` for any other value; and ``("*", "*")`` / ``("**", "**")`` for a ``*args`` /
+# ``**kwargs``, which may bind anything.
+CallFlags = tuple[tuple[ArgKey, "bool | str | None"], ...]
 UNPACKED = ("*", "**")
 
 
@@ -53,6 +54,8 @@ class SyncCall:
 
     callee: str
     line: int
+    unless: frozenset[FlagValue] = frozenset()  # as ``Forward.unless``
+    flags: CallFlags = ()  # as ``Forward.flags``
 
 
 @dataclass
@@ -68,8 +71,10 @@ class FunctionSummary:
     # ``needs_contiguous``, which wins: write both through ``need_contiguous`` / ``need_unit_stride``.
     needs_unit_stride: dict[str, str] = field(default_factory=dict)
     forwards: list[Forward] = field(default_factory=list)
-    # why calling this function syncs ("`.tolist()` at line 12"), or None
+    # why calling this function syncs ("`.tolist()` at line 12"), or None; excused by any of
+    # ``sync_unless`` bound at a call (``if return_host: out.cpu()``; empty: never excused)
     sync: str | None = None
+    sync_unless: frozenset[FlagValue] = frozenset()
     sync_calls: list[SyncCall] = field(default_factory=list)
     # param -> the callee arguments it is handed to, for a param this function uses in no other
     # way than to read its metadata (``p.shape``, ``p is None``) or, in a Triton kernel, to load
@@ -117,9 +122,27 @@ class FunctionSummary:
             else:
                 del self.needs_unless[param]
 
+    def record_sync(self, reason: str, unless: frozenset[FlagValue] = frozenset()) -> bool:
+        """Another reason calling this function syncs, excused by ``unless``: the sync is excused
+        only where every reason is (the first reason found is the one told). Changed?"""
+        if self.sync is None:
+            self.sync, self.sync_unless = reason, unless
+            return True
+        narrowed = self.sync_unless & unless
+        if narrowed == self.sync_unless:
+            return False
+        self.sync_unless = narrowed
+        return True
+
     def excused(self, param: str, flags: CallFlags) -> bool:
         """Does a call binding ``flags`` (literals only count) excuse the needs of ``param``?"""
-        unless = self.needs_unless.get(param)
+        return self._bound_to_any(self.needs_unless.get(param), flags)
+
+    def sync_excused(self, flags: CallFlags) -> bool:
+        """Does a call binding ``flags`` excuse this function's sync?"""
+        return self._bound_to_any(self.sync_unless, flags)
+
+    def _bound_to_any(self, unless: frozenset[FlagValue] | None, flags: CallFlags) -> bool:
         if not unless:
             return False
         # A default holds unless an unpacked ``*args`` / ``**kwargs`` may bind the flag.

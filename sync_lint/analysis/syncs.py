@@ -57,6 +57,7 @@ from sync_lint.analysis.device import (
     keyword,
     positional,
 )
+from sync_lint.analysis.flags import call_flags, flag_defaults, flag_params, flag_tests
 from sync_lint.analysis.flow import Walker
 from sync_lint.analysis.functions import FunctionInfo
 from sync_lint.analysis.guards import Declarations, OnceRegions, debug_branch, wrap_fix
@@ -64,8 +65,9 @@ from sync_lint.analysis.hot_scopes import Hotness, HotScopes
 from sync_lint.analysis.modules import LIBRARY_ROOTS
 from sync_lint.analysis.names import dotted
 from sync_lint.analysis.nodes import one_line, shortened
-from sync_lint.analysis.summaries import SyncCall
+from sync_lint.analysis.summaries import FunctionSummary, SyncCall
 from sync_lint.patterns import definition_of
+from sync_lint.pipeline.profile import span
 from sync_lint.rules.base import CalleeCondition, Finding
 
 EXPLICIT_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
@@ -844,17 +846,50 @@ class SyncAnalysis:
         hot = self.hot.of(info)
         contexts = self._contexts(info)
         if not hot.cold or contexts.has_graph:
-            self._find_sites(info, hot, contexts)
+            summarised = self._find_sites(info, hot, contexts)
+            if summarised:
+                self._flag_conditions(info, hot, contexts, summarised)
         if contexts.blocks:
             self._find_stale(info, contexts)
 
-    def _find_sites(self, info: FunctionInfo, hot: Hotness, contexts: _Contexts) -> None:
+    def _flag_conditions(self, info: FunctionInfo, hot: Hotness, contexts: _Contexts, summarised: set[int]) -> None:
+        """A sync of the summary that arises only where a flag parameter is true (or false):
+        ``if return_host: out.cpu()``. As for contiguity needs (``analysis.flags``): the function
+        is walked again under each truth of the flags it tests around a summarised site, and a
+        sync or a syncing call that walk no longer finds is excused where a call binds the flag
+        so (``FunctionSummary.sync_unless``, ``SyncCall.unless``). In a file the calls of its own
+        functions are judged with their arguments bound anyway (``clean_with_arguments``)."""
+        summary = self.ctx.summaries.get(info.qualname)
+        if summary is None:
+            return
+        for flag, truth in flag_tests(info.node.body, info.params, set(), summarised):
+            if flag in self._bindings_of(info).counts:
+                continue
+            scratch = FunctionSummary(info.qualname, info.params, self.ctx.path, positional=info.positional)
+            with span("analysis SyncAnalysis: walks under a flag"):
+                self._find_sites(info, hot, contexts, (flag, truth), scratch)
+            unless = frozenset({(flag, truth)})
+            if summary.sync is not None and scratch.sync is None:
+                summary.sync_unless |= unless
+            still = {(call.callee, call.line) for call in scratch.sync_calls}
+            summary.sync_calls = [
+                call if (call.callee, call.line) in still else replace(call, unless=call.unless | unless)
+                for call in summary.sync_calls
+            ]
+        summary.flag_defaults.update(flag_defaults(info.node))
+
+    def _find_sites(self, info: FunctionInfo, hot: Hotness, contexts: _Contexts,
+                    assume: tuple[str, bool] | None = None, into: FunctionSummary | None = None) -> set[int]:
+        """Record the function's sync sites: hot ones for the rules, the others into its summary;
+        the statements that summarised one (by ``id``). With ``assume`` (a flag parameter's
+        truth), the summary's only into ``into`` (``_flag_conditions``)."""
         report_unknown = self.policy == "always" or (self.policy == "hot-classes" and hot.hot_class)
         domain = DeviceDomain(self.ctx.names, self._class_attributes(info))
         scanner = _Scanner(self, info, domain, report_unknown)
         decorated = self.declarations.mentioned and self.declarations.decorates(info.node)
         short = f"{info.class_name}.{info.name}" if info.class_name else info.name
         graph_scope = f"code captured by `torch.cuda.graph` in `{short}`"
+        summarised: set[int] = set()
 
         def on_statement(node, env) -> None:
             flags = contexts.flags.get(id(node))
@@ -868,22 +903,32 @@ class SyncAnalysis:
                     in_loop=hit.in_loop, declared=flags.declared or decorated, debug=flags.debug, callee=hit.callee,
                     once=flags.once and not flags.graph,  # a capture fails on its first sync too
                 )
+                if into is not None:
+                    if site.scope is None and site.undeclared:
+                        self._summarise(info, site, into)
+                    continue
                 if site.undeclared:
                     self._own_hits.add(info.qualname)
                 if site.scope is not None:
                     self.sites.append(site)
                 elif site.undeclared:
-                    self._summarise(info, site)
+                    self._summarise(info, site, self.ctx.summary(info))
+                    summarised.add(id(node))
 
-        _walk(Walker(domain, on_statement), info.node, initial_env(info.node.params))
+        env = initial_env(info.node.params)
+        # Only flags the function never rebinds are assumed (``_flag_conditions``): a place does
+        # not tell a rebound parameter from the one passed.
+        assumed = {assume[0]: (env[assume[0]], assume[1])} if assume is not None else None
+        _walk(Walker(domain, on_statement, assumed), info.node, env)
+        return summarised
 
-    def _summarise(self, info: FunctionInfo, site: SyncSite) -> None:
-        summary = self.ctx.summary(info)
+    def _summarise(self, info: FunctionInfo, site: SyncSite, summary: FunctionSummary) -> None:
         if site.kind == "call":
             if site.callee != info.qualname:
-                summary.sync_calls.append(SyncCall(site.callee, self.line(info, site.node)))
+                flags = call_flags(site.node, flag_params(info.node), lambda name: name not in self._bindings_of(info).counts)
+                summary.sync_calls.append(SyncCall(site.callee, self.line(info, site.node), flags=flags))
         elif summary.sync is None:
-            summary.sync = f"syncs with {self.describe(site)} (line {self.line(info, site.node)})"
+            summary.record_sync(f"syncs with {self.describe(site)} (line {self.line(info, site.node)})")
 
     # -- stale declarations ---------------------------------------------------------------------
     def _find_stale(self, info: FunctionInfo, contexts: _Contexts) -> None:
@@ -1350,9 +1395,17 @@ def declared_findings(ctx, kinds: tuple[str, ...]):
     fix (GPU201: explicit syncs and calls of syncing functions; GPU202: implicit syncs)."""
     analysis = ctx.get(SyncAnalysis)
     for site in analysis.hot_sites(kinds):
-        condition = CalleeCondition("sync", site.callee) if site.kind == "call" else None
         yield Finding(site.node, site_message(analysis, site, UNDECLARED), wrap_fix(ctx, site.statement, DECLARE_FIX),
-                      condition)
+                      callee_condition(site))
+
+
+def callee_condition(site: SyncSite) -> CalleeCondition | None:
+    """For a call site: report it only if the callee syncs, with what the call binds its flags
+    to (``prepare(n, return_host=False)`` calls a function that syncs only under the flag)."""
+    if site.kind != "call":
+        return None
+    flags = call_flags(site.node, frozenset(), lambda name: False) if type(site.node) is cst.Call else ()
+    return CalleeCondition("sync", site.callee, flags=flags)
 
 
 def site_message(analysis: SyncAnalysis, site: SyncSite, lead: str) -> str:

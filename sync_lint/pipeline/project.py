@@ -88,8 +88,9 @@ class ProjectIndex:
         unit-last-stride need, a unit last stride; contiguity wins. A forward whose call binds a
         flag that excuses the callee's need (``FunctionSummary.excused``) passes on nothing; one
         that hands it a flag parameter of its own, or happens only where a flag is false
-        (``Forward.unless``), passes the need on excused by that flag. Each parameter only ever
-        moves up (no need -> unit stride -> contiguous; the flags excusing it only shrink, and
+        (``Forward.unless``), passes the need on excused by that flag; a sync passes through a
+        call (``SyncCall``) the same way. Each parameter only ever moves up (no need -> unit
+        stride -> contiguous; the flags excusing it only shrink, as those excusing a sync, and
         ``same_strides_as`` entries are only added), so this terminates."""
         changed = True
         while changed:
@@ -102,14 +103,15 @@ class ProjectIndex:
                     if callee is None or callee is summary:
                         continue
                     changed |= self._pass_on(summary, forward, callee)
-                if summary.sync is None:
-                    for call in summary.sync_calls:
-                        callee = self.lookup(call.callee)
-                        if callee is not None and callee is not summary and callee.sync is not None:
-                            short = call.callee.rsplit(".", 1)[-1]
-                            summary.sync = f"calls `{short}` (line {call.line}), which {callee.sync}"
-                            changed = True
-                            break
+                for call in summary.sync_calls:
+                    if summary.sync is not None and not summary.sync_unless:
+                        break  # syncs whatever a call binds: nothing more to learn
+                    callee = self.lookup(call.callee)
+                    if callee is None or callee is summary or callee.sync is None or callee.sync_excused(call.flags):
+                        continue
+                    short = call.callee.rsplit(".", 1)[-1]
+                    unless = _excused_here(call.unless, call.flags, callee, callee.sync_unless)
+                    changed |= summary.record_sync(f"calls `{short}` (line {call.line}), which {callee.sync}", unless)
 
     @staticmethod
     def _pass_on(summary: FunctionSummary, forward: Forward, callee: FunctionSummary) -> bool:
@@ -136,11 +138,11 @@ class ProjectIndex:
         elif callee_param in callee.needs_contiguous:
             summary.need_contiguous(forward.param, (
                 f"passed on to `{short}` (line {forward.line}), where it is {callee.needs_contiguous[callee_param]}"
-            ), _excused_here(forward, callee, callee_param))  # fmt: skip
+            ), _excused_here(forward.unless, forward.flags, callee, callee.needs_unless.get(callee_param)))  # fmt: skip
         elif callee_param in callee.needs_unit_stride:
             summary.need_unit_stride(forward.param, (
                 f"passed on to `{short}` (line {forward.line}), where it is {callee.needs_unit_stride[callee_param]}"
-            ), _excused_here(forward, callee, callee_param))  # fmt: skip
+            ), _excused_here(forward.unless, forward.flags, callee, callee.needs_unless.get(callee_param)))  # fmt: skip
         after = (forward.param in summary.needs_contiguous, forward.param in summary.needs_unit_stride,
                  summary.needs_unless.get(forward.param))
         return after != before
@@ -187,6 +189,8 @@ class ProjectIndex:
             if views.get(param) is not None and views.get(param) == views.get(other):
                 return None
             return f"{why}, which is not handed the same view"
+        if callee.sync is not None and callee.sync_excused(flags):
+            return None  # ``prepare(n, return_host=False)``: the sync is under that flag
         return callee.sync
 
     def resolve(self, pending: PendingCall) -> Diagnostic | None:
@@ -202,14 +206,15 @@ class ProjectIndex:
         return Diagnostic(d.path, d.line, d.col, d.end_line, d.end_col, d.code, message, fix)
 
 
-def _excused_here(forward: Forward, callee: FunctionSummary, callee_param: str) -> frozenset[FlagValue]:
-    """What excuses, in the caller, the need ``forward`` passes on: the flags the call happens
-    only without (``Forward.unless``), and each flag excusing the callee's need that the call
-    hands a flag parameter of the caller (``chunk(q, use_l2norm=normalize)``: ``normalize``)."""
-    handed = {callee.param_for(key): value for key, value in forward.flags
-              if isinstance(value, str) and key not in UNPACKED}
-    translated = {(handed[flag], value) for flag, value in callee.needs_unless.get(callee_param, ()) if flag in handed}
-    return forward.unless | translated
+def _excused_here(unless: frozenset[FlagValue], flags: CallFlags, callee: FunctionSummary,
+                  callee_unless: frozenset[FlagValue] | None) -> frozenset[FlagValue]:
+    """What excuses, in the caller, the need (or sync) a call passes on: the flags the call
+    happens only without (``unless``: ``Forward.unless``, ``SyncCall.unless``), and each flag
+    excusing the callee's (``callee_unless``) that the call hands a flag parameter of the caller
+    (``flags``: ``chunk(q, use_l2norm=normalize)`` hands ``normalize``)."""
+    handed = {callee.param_for(key): value for key, value in flags if isinstance(value, str) and key not in UNPACKED}
+    translated = {(handed[flag], value) for flag, value in callee_unless or () if flag in handed}
+    return unless | translated
 
 
 def _stepped_with(summary: FunctionSummary, forward: Forward, callee: FunctionSummary,

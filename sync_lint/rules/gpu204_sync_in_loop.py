@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from sync_lint.rules.base import CalleeCondition, Finding, Rule
+from sync_lint.rules.base import Finding, Rule
 from sync_lint.rules.triggers import (
     EXPLICIT_TRIGGERS,
     HOT_SCOPE_MARKERS,
@@ -67,12 +67,15 @@ class SyncInLoop(Rule):
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
-        from sync_lint.analysis.syncs import SyncAnalysis, site_message
+        from sync_lint.analysis.syncs import (
+            SyncAnalysis,
+            callee_condition,
+            site_message,
+        )
 
         analysis = ctx.get(SyncAnalysis)
         for site in analysis.hot_sites(("explicit", "implicit", "call"), undeclared=False):
             if not site.in_loop:
                 continue
             message = site_message(analysis, site, "GPU->CPU sync inside a loop") + ", once per iteration"
-            condition = CalleeCondition("sync", site.callee) if site.kind == "call" else None
-            yield Finding(site.node, message, None, condition)
+            yield Finding(site.node, message, None, callee_condition(site))
