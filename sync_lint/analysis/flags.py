@@ -19,6 +19,7 @@ from sync_lint.analysis.summaries import ArgKey, CallFlags
 
 _SCOPES = (cst.Lambda, cst.FunctionDef, cst.ClassDef)  # their statements are not the function's
 
+
 def call_arguments(call: cst.Call) -> Iterator[tuple[cst.Arg, ArgKey | None]]:
     """Each argument with the callee argument it binds: a position, a keyword, or None (an
     unpacked ``*args`` / ``**kwargs``, and every position after one)."""
