@@ -368,3 +368,24 @@ def test_only_a_flag_like_parameter_is_handed_on_as_a_flag():
         "\n\ndef untyped(q, out, norm):\n    scores(q, out, use_l2norm=norm)\n"
     assert not caller_flagged(wrapper, "typed(x.t(), out, True)")
     assert caller_flagged(wrapper, "untyped(x.t(), out, True)")
+
+
+def test_the_message_names_the_flag_that_would_excuse_the_call(tmp_path: Path):
+    source = KERNEL + NORMALIZING + "\n\ndef caller(x, out):\n    scores(x.t(), out)\n"
+    (found,) = [d.message for d in lint_text(source, preview=True) if d.code == "GPU102"]
+    assert found.endswith("`_k`; not so when called with `use_l2norm=True`). Add `.contiguous()`.")
+    package = tmp_path / "engine"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helpers.py").write_text(SYNC_HELPERS)
+    (package / "model.py").write_text(textwrap.dedent("""
+        import torch
+        from engine.helpers import prepare
+
+
+        class Model(torch.nn.Module):
+            def forward(self, n):
+                return prepare(n, return_host=True)
+    """))
+    (found,) = [d.message for d in lint_paths([str(package)]) if d.code == "GPU201"]
+    assert found.endswith("syncs with `.cpu()` on `out` (line 8); not so when called with `return_host=False`")

@@ -181,17 +181,19 @@ class ProjectIndex:
             need = callee.need_of(param, unit_stride_counts=kind == "unit-stride")
             if need is not None and callee.excused(param, flags):
                 return None  # ``chunk(q, use_l2norm=True)``: the callee makes ``q`` contiguous itself
-            if need is not None or param not in callee.same_strides_as:
-                return need
+            if need is not None:
+                return need + _not_when(callee.needs_unless.get(param))
+            if param not in callee.same_strides_as:
+                return None
             # Stepped through with another argument's strides: fine where that one is the same view.
             other, why = callee.same_strides_as[param]
             views = {callee.param_for(key): view for key, view in arg_views}
             if views.get(param) is not None and views.get(param) == views.get(other):
                 return None
             return f"{why}, which is not handed the same view"
-        if callee.sync is not None and callee.sync_excused(flags):
+        if callee.sync is None or callee.sync_excused(flags):
             return None  # ``prepare(n, return_host=False)``: the sync is under that flag
-        return callee.sync
+        return callee.sync + _not_when(callee.sync_unless)
 
     def resolve(self, pending: PendingCall) -> Diagnostic | None:
         reason = self.reason(pending.kind, pending.callee, pending.arg, pending.arg_views, pending.flags)
@@ -204,6 +206,15 @@ class ProjectIndex:
         if fix is not None and pending.fix_safe_if_read_only and self.only_reads(pending.callee, pending.arg):
             fix = replace(fix, applicability="safe")
         return Diagnostic(d.path, d.line, d.col, d.end_line, d.end_col, d.code, message, fix)
+
+
+def _not_when(unless: frozenset[FlagValue] | None) -> str:
+    """The calls a reported need or sync does not hold for, to end its reason with: how the
+    call could be written instead (``; not so when called with `use_l2norm=True` ``)."""
+    if not unless:
+        return ""
+    ways = " or ".join(f"`{flag}={value}`" for flag, value in sorted(unless))
+    return f"; not so when called with {ways}"
 
 
 def _excused_here(unless: frozenset[FlagValue], flags: CallFlags, callee: FunctionSummary,
