@@ -17,6 +17,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
+from sync_lint.analysis.flags import deciding
 from sync_lint.analysis.flow import Walker
 from sync_lint.api import lint_paths, lint_text
 
@@ -199,9 +200,9 @@ class _Names:
 def _walk(body: str, assume: dict | None) -> frozenset:
     function = cst.parse_module(textwrap.dedent(body)).body[0]
     env = {"flag": frozenset({"flag"}), "q": frozenset({"q"})}
-    assumed = {name: (env[name], truth) for name, truth in (assume or {}).items()}
+    decide = deciding(assume, dict(env)) if assume else None
     seen: list[str] = []
-    walker = Walker(_Names(), lambda node, env: seen.append(type(node).__name__), assumed)
+    walker = Walker(_Names(), lambda node, env: seen.append(type(node).__name__), decide)
     end = walker.walk(function.body.body, env)
     return end["q"]
 
@@ -389,3 +390,28 @@ def test_the_message_names_the_flag_that_would_excuse_the_call(tmp_path: Path):
     """))
     (found,) = [d.message for d in lint_paths([str(package)]) if d.code == "GPU201"]
     assert found.endswith("syncs with `.cpu()` on `out` (line 8); not so when called with `return_host=False`")
+
+
+@pytest.mark.parametrize(("call", "flagged"), [
+    ("rows(x.t(), out, 8)", False),  # ``use_triton`` defaults to False: the kernel is never reached
+    ("rows(x.t(), out, 8, use_triton=True)", True),
+])  # fmt: skip
+def test_a_flag_joined_with_another_test(call, flagged):
+    wrapper = (
+        "def rows(q, out, n, use_triton: bool = False):\n"
+        "    if use_triton and n > 0:\n"
+        "        _k[(4,)](q, out, N=4)\n"
+        "    else:\n"
+        "        out.copy_(q)\n"
+    )
+    assert caller_flagged(wrapper, call) == flagged
+
+
+def test_the_walker_decides_a_test_joined_with_and():
+    body = """
+        def f(q, flag):
+            if flag and q:
+                q = a
+    """
+    assert _walk(body, {"flag": False}) == {"q"}
+    assert _walk(body, {"flag": True}) == {"q", "a"}

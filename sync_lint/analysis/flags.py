@@ -11,10 +11,12 @@ decide, project-wide, whether its callee's need holds for it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import operator
+from collections.abc import Callable, Iterator, Mapping
 
 import libcst as cst
 
+from sync_lint.analysis.device import is_literal
 from sync_lint.analysis.summaries import ArgKey, CallFlags
 
 _SCOPES = (cst.Lambda, cst.FunctionDef, cst.ClassDef)  # their statements are not the function's
@@ -58,40 +60,166 @@ def call_flags(call: cst.Call, params: frozenset[str], unchanged: Callable[[str]
     return tuple(found)
 
 
+# A value that is no constant (``None`` is one).
+NOT_CONSTANT = object()
+_COMPARE = {
+    cst.Equal: operator.eq, cst.NotEqual: operator.ne, cst.LessThan: operator.lt,
+    cst.LessThanEqual: operator.le, cst.GreaterThan: operator.gt, cst.GreaterThanEqual: operator.ge,
+    cst.Is: operator.is_, cst.IsNot: operator.is_not,
+}
+_SINGLETONS = (None, True, False)
+
+
+def constant(node: cst.BaseExpression | None):
+    """The Python value of a literal argument or default (``-1``, ``False``, ``None``, ``"auto"``)."""
+    if node is None or not is_literal(node):
+        return NOT_CONSTANT
+    kind = type(node)
+    if kind is cst.Name:
+        return {"None": None, "True": True, "False": False}[node.value]
+    if kind is cst.UnaryOperation:
+        inner = constant(node.expression)
+        if inner is NOT_CONSTANT or not isinstance(inner, (int, float, complex)):
+            return NOT_CONSTANT
+        return -inner if type(node.operator) is cst.Minus else inner
+    try:
+        return node.evaluated_value
+    except Exception:  # noqa: BLE001 -- a malformed literal; pragma: no cover
+        return NOT_CONSTANT
+
+
+def truth(node: cst.BaseExpression, constants: dict[str, object]) -> bool | None:
+    """Is a test true, false or not known, with the parameters ``constants`` names bound?"""
+    kind = type(node)
+    if kind is cst.UnaryOperation and type(node.operator) is cst.Not:
+        inner = truth(node.expression, constants)
+        return None if inner is None else not inner
+    if kind is cst.BooleanOperation:
+        left, right = truth(node.left, constants), truth(node.right, constants)
+        decisive = type(node.operator) is cst.Or  # ``x or True`` is true, ``x and False`` false
+        if left is decisive or right is decisive:
+            return decisive
+        return None if left is None or right is None else not decisive
+    if kind is cst.Comparison:
+        left = _value(node.left, constants)
+        for link in node.comparisons:
+            right = _value(link.comparator, constants)
+            compare = _COMPARE.get(type(link.operator))
+            if left is NOT_CONSTANT or right is NOT_CONSTANT or compare is None:
+                return None
+            if compare in (operator.is_, operator.is_not) and not any(
+                    left is v or right is v for v in _SINGLETONS):
+                return None  # ``is`` on numbers or strings depends on the interpreter
+            try:
+                if not compare(left, right):
+                    return False
+            except TypeError:
+                return None
+            left = right
+        return True
+    value = _value(node, constants)
+    return None if value is NOT_CONSTANT else bool(value)
+
+
+def _value(node: cst.BaseExpression, constants: dict[str, object]):
+    if type(node) is cst.Name and node.value in constants:
+        return constants[node.value]
+    return constant(node)
+
+
+def deciding(constants: dict[str, object], start: Mapping[str, object] | None = None):
+    """A ``flow.Walker`` ``decide`` for parameters bound to constants: the truth of an ``if``
+    test with them bound (``truth``), or None. With ``start`` (the walk's values of the
+    parameters as passed), a name no longer holding its start value is not bound any more (the
+    function rebound it); without, the caller has left rebound names out."""
+
+    def decide(test: cst.BaseExpression, env) -> bool | None:
+        live = constants if start is None else {n: v for n, v in constants.items() if env.get(n) == start.get(n)}
+        return truth(test, live) if live and _reads(test, live) else None
+
+    return decide
+
+
+def _reads(test: cst.BaseExpression, names) -> bool:
+    """Does a test read one of ``names`` where ``truth`` looks (a test of literals alone, ``if
+    False:``, is left as the plain walk has it)?"""
+    kind = type(test)
+    if kind is cst.Name:
+        return test.value in names
+    if kind is cst.UnaryOperation:
+        return _reads(test.expression, names)
+    if kind is cst.BooleanOperation:
+        return _reads(test.left, names) or _reads(test.right, names)
+    if kind is cst.Comparison:
+        return _reads(test.left, names) or any(_reads(link.comparator, names) for link in test.comparisons)
+    return False
+
+
+def decides_any(function: cst.FunctionDef, constants: dict[str, object]) -> bool:
+    """Do these constants decide any ``if`` test of the function (so that a walk under them may
+    differ from the plain one)?"""
+    return any(type(s) is cst.If and _reads(s.test, constants) and truth(s.test, constants) is not None
+               for s in _statements(function.body))
+
+
 MAX_FLAGS = 4  # flag parameters a function is walked again for (up to two walks each)
 
 
-def flag_tests(body: cst.BaseSuite, params: tuple[str, ...], needy: set[str], need_sites: set[int]) -> list[tuple[str, bool]]:
-    """``(flag, truth)`` to walk a function again under, for a parameter tested as ``if flag:`` /
-    ``if not flag:``: the truth that takes a branch assigning a parameter in ``needy`` (``if
-    use_l2norm: q = l2norm(q)``) or ending the path, and the truth that skips a branch holding a
-    statement where a need was recorded (``need_sites``: ``if use_triton: _kernel[grid](q)``, ``if
-    return_host: out.cpu()``); for at most ``MAX_FLAGS`` flags."""
+def flag_tests(function: cst.FunctionDef, params: tuple[str, ...], needy: set[str],
+               need_sites: set[int]) -> list[tuple[str, bool]]:
+    """``(flag, truth)`` to walk a function again under, for a parameter an ``if`` tests as a
+    truth value: for ``if flag:`` / ``if not flag:``, the truth that takes a branch assigning a
+    parameter in ``needy`` (``if use_l2norm: q = l2norm(q)``) or ending the path, and the truth
+    that skips a branch holding a statement where a need was recorded (``need_sites``: ``if
+    use_triton: _kernel[grid](q)``, ``if return_host: out.cpu()``); both truths of each flag of a
+    test joined with ``and`` / ``or`` (``if use_triton and n > 0:``), there only parameters that
+    look like flags (``flag_params``). At most ``MAX_FLAGS`` flags."""
     found: list[tuple[str, bool]] = []
     flags: set[str] = set()
-    for statement in _statements(body):
+    joined: frozenset[str] | None = None  # ``flag_params``, read when a joined test is met
+
+    def want(flag: str, value: bool) -> None:
+        if (flag, value) not in found and (flag in flags or len(flags) < MAX_FLAGS):
+            found.append((flag, value))
+            flags.add(flag)
+
+    for statement in _statements(function.body):
         if type(statement) is not cst.If:
             continue
-        test, truth = statement.test, True
+        test, truth_taken = statement.test, True
         if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-            test, truth = test.expression, False
-        if type(test) is not cst.Name or test.value not in params:
-            continue
-        if test.value not in flags and len(flags) == MAX_FLAGS:
-            continue
-        for branch, taken_at in ((statement.body, truth), (statement.orelse, not truth)):
-            if branch is None:
+            test, truth_taken = test.expression, False
+        if type(test) is cst.Name:
+            if test.value not in params:
                 continue
-            wanted = []
-            if _rebinds_or_leaves(branch, needy):
-                wanted.append(taken_at)
-            if _holds_site(branch, need_sites):
-                wanted.append(not taken_at)
-            for value in wanted:
-                if (test.value, value) not in found:
-                    found.append((test.value, value))
-                    flags.add(test.value)
+            for branch, taken_at in ((statement.body, truth_taken), (statement.orelse, not truth_taken)):
+                if branch is not None and _rebinds_or_leaves(branch, needy):
+                    want(test.value, taken_at)
+                if branch is not None and _holds_site(branch, need_sites):
+                    want(test.value, not taken_at)
+            continue
+        if type(test) is not cst.BooleanOperation:
+            continue
+        joined = flag_params(function) if joined is None else joined
+        names = [name for name in _truth_names(test) if name in joined and name in params]
+        branches = [branch for branch in (statement.body, statement.orelse) if branch is not None]
+        if names and any(_rebinds_or_leaves(b, needy) or _holds_site(b, need_sites) for b in branches):
+            for name in names:
+                want(name, True)
+                want(name, False)
     return found
+
+
+def _truth_names(test: cst.BaseExpression) -> list[str]:
+    """The names a test reads as truth values through ``not`` / ``and`` / ``or``."""
+    kind = type(test)
+    if kind is cst.Name:
+        return [test.value]
+    if kind is cst.UnaryOperation and type(test.operator) is cst.Not:
+        return _truth_names(test.expression)
+    if kind is cst.BooleanOperation:
+        return _truth_names(test.left) + _truth_names(test.right)
+    return []
 
 
 def _holds_site(block: cst.CSTNode, sites: set[int]) -> bool:

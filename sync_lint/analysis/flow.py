@@ -25,11 +25,12 @@ values that held at the end, but nothing they do reaches live code.
 header (``if`` test, ``for`` iterable, ``with`` items...) with the environment that holds
 before it; rules inspect expressions there.
 
-A walk may *assume* the truth of names (``assume``: name -> (its value at the start, truth)): an
-``if name:`` / ``if not name:`` whose name still holds that value takes only the branch the
-assumption selects, and the other is not walked at all (no hooks), nor is code after a path's
-end (dead, maybe only by the assumption). It is how a summary learns that a need arises only
-where a flag parameter is false (``sinks.ContiguityAnalysis``).
+A walk may be given a *decide* oracle (``decide(test, env) -> bool | None``, ``flags.deciding``:
+parameters bound to constants): an ``if`` whose test it decides takes only that branch, the
+other is not walked at all (no hooks), nor is code after a path's end (dead, maybe only by what
+was decided). It is how a summary learns that a need or a sync arises only where a flag
+parameter is false, and how a call of a function of the same file is judged with its constant
+arguments (``analysis.flags``, ``syncs.SyncAnalysis.clean_with_arguments``).
 """
 
 from __future__ import annotations
@@ -142,9 +143,9 @@ def target_key(target: cst.BaseExpression) -> str | None:
 
 class Walker(Generic[V]):
     def __init__(self, domain: Domain[V], on_statement: StatementHook | None = None,
-                 assume: Mapping[str, tuple[V, bool]] | None = None) -> None:
+                 decide: Callable[[cst.BaseExpression, Env], bool | None] | None = None) -> None:
         self.domain = domain
-        self._assume = assume or {}
+        self._decide = decide
         self._names = getattr(domain, "names", None)  # the file's NameTable, where the domain has one
         self._none = getattr(domain, "none", None)  # the value of None, where the domain has one
         self._hook = on_statement or (lambda node, env: None)
@@ -202,9 +203,9 @@ class Walker(Generic[V]):
 
     def _unreachable(self, statements, env: Env, step) -> None:
         """Dead code after the end of a path: walked (hooks see it, with the values at the end)
-        but what it binds or where its own paths end goes nowhere. Not under an assumption: the
-        code after a branch it takes may be dead only by the assumption, and must record nothing."""
-        if self._assume:
+        but what it binds or where its own paths end goes nowhere. Not where a ``decide`` oracle
+        prunes branches: the code may be dead only by what it decided, and must record nothing."""
+        if self._decide is not None:
             return
         self._dead += 1
         try:
@@ -281,19 +282,6 @@ class Walker(Generic[V]):
             (then_env if none_when_true else else_env)[key] = self._none()
         return then_env, else_env
 
-    def _assumed_truth(self, test: cst.BaseExpression, env: Env) -> bool | None:
-        """The truth ``assume`` gives ``test`` (``flag`` or ``not flag``, with ``flag`` not rebound
-        since the start); None: the test is not one of those."""
-        negated = False
-        if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
-            test, negated = test.expression, True
-        if type(test) is not cst.Name or test.value not in self._assume:
-            return None
-        start, truth = self._assume[test.value]
-        if env.get(test.value) != start:
-            return None
-        return truth != negated
-
     def statement(self, node: cst.CSTNode, env: Env) -> Env:
         kind = type(node)
         if kind is cst.SimpleStatementLine:
@@ -304,7 +292,7 @@ class Walker(Generic[V]):
             return env
         if kind is cst.If:
             self.on_statement(node, env)
-            truth = self._assumed_truth(node.test, env) if self._assume else None
+            truth = self._decide(node.test, env) if self._decide is not None else None
             if truth is False:
                 return self.statement(node.orelse, env) if type(node.orelse) is cst.If else self._suite(node.orelse, env)
             if truth is True:

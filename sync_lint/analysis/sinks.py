@@ -40,6 +40,7 @@ from sync_lint.analysis.dtypes import element_size
 from sync_lint.analysis.flags import (
     call_arguments,
     call_flags,
+    deciding,
     flag_defaults,
     flag_params,
     flag_tests,
@@ -562,8 +563,9 @@ class ContiguityAnalysis:
         for param in info.params:
             env[param] = Layout(UNKNOWN, params=frozenset({param}), source="param")
         facts = _FunctionFacts(self, info, domain, scratch)
-        assumed = {assume[0]: (env[assume[0]], assume[1])} if assume is not None else None
-        walker = Walker(domain, facts.on_statement, assumed)
+        # A flag is assumed while it still holds the parameter as passed (``flags.deciding``).
+        decide = deciding({assume[0]: assume[1]}, dict(env)) if assume is not None else None
+        walker = Walker(domain, facts.on_statement, decide)
         # What asserts and guards say (of strides, element sizes) while the walk is there.
         domain.conditions = walker.conditions
         body = info.node.body
@@ -588,7 +590,7 @@ class ContiguityAnalysis:
         needy = {*summary.needs_contiguous, *summary.needs_unit_stride, *(f.param for f in summary.forwards)}
         if not needy:
             return
-        for flag, truth in flag_tests(info.node.body, info.params, needy, need_sites):
+        for flag, truth in flag_tests(info.node, info.params, needy, need_sites):
             scratch = FunctionSummary(info.qualname, info.params, self.ctx.path, positional=info.positional)
             with span("analysis ContiguityAnalysis: walks under a flag"):
                 self._walk(info, class_env, (flag, truth), scratch)

@@ -38,7 +38,6 @@ is not known here; a function of the same file is looked into).
 
 from __future__ import annotations
 
-import operator
 from collections import Counter
 from dataclasses import dataclass, replace
 
@@ -57,7 +56,16 @@ from sync_lint.analysis.device import (
     keyword,
     positional,
 )
-from sync_lint.analysis.flags import call_flags, flag_defaults, flag_params, flag_tests
+from sync_lint.analysis.flags import (
+    NOT_CONSTANT,
+    call_flags,
+    constant,
+    decides_any,
+    deciding,
+    flag_defaults,
+    flag_params,
+    flag_tests,
+)
 from sync_lint.analysis.flow import Walker
 from sync_lint.analysis.functions import FunctionInfo
 from sync_lint.analysis.guards import Declarations, OnceRegions, debug_branch, wrap_fix
@@ -862,7 +870,7 @@ class SyncAnalysis:
         summary = self.ctx.summaries.get(info.qualname)
         if summary is None:
             return
-        for flag, truth in flag_tests(info.node.body, info.params, set(), summarised):
+        for flag, truth in flag_tests(info.node, info.params, set(), summarised):
             if flag in self._bindings_of(info).counts:
                 continue
             scratch = FunctionSummary(info.qualname, info.params, self.ctx.path, positional=info.positional)
@@ -918,8 +926,8 @@ class SyncAnalysis:
         env = initial_env(info.node.params)
         # Only flags the function never rebinds are assumed (``_flag_conditions``): a place does
         # not tell a rebound parameter from the one passed.
-        assumed = {assume[0]: (env[assume[0]], assume[1])} if assume is not None else None
-        _walk(Walker(domain, on_statement, assumed), info.node, env)
+        decide = deciding({assume[0]: assume[1]}) if assume is not None else None
+        _walk(Walker(domain, on_statement, decide), info.node, env)
         return summarised
 
     def _summarise(self, info: FunctionInfo, site: SyncSite, summary: FunctionSummary) -> None:
@@ -986,7 +994,7 @@ class SyncAnalysis:
         constants = {
             param.name.value: value
             for param in (*positional_params, *params.kwonly_params)
-            if (value := _constant(passed.get(param.name.value, param.default))) is not _NOT_CONSTANT
+            if (value := constant(passed.get(param.name.value, param.default))) is not NOT_CONSTANT
         }
         if not host and not constants:
             return False  # nothing the summary did not assume (Python values do not sync
@@ -1004,8 +1012,8 @@ class SyncAnalysis:
     def _clean_with(self, info: FunctionInfo, host: dict[str, Place], constants: dict[str, object]) -> bool:
         if self.declarations.mentioned and self.declarations.decorates(info.node):
             return True
-        skipped = self._ruled_out(info, constants) if constants else set()
-        if not host and not skipped:
+        live = self._deciding_constants(info, constants) if constants else {}
+        if not host and not live:
             return False  # walked as its summary was
         contexts = self._contexts(info)
         hot = self.hot.of(info)
@@ -1016,7 +1024,7 @@ class SyncAnalysis:
 
         def on_statement(node, env) -> None:
             nonlocal found
-            if found or id(node) in skipped:
+            if found:
                 return
             flags = contexts.flags.get(id(node))
             if flags is None or flags.declared or flags.debug or (flags.once and not flags.graph):
@@ -1025,18 +1033,18 @@ class SyncAnalysis:
 
         env = initial_env(info.node.params)
         env.update(host)
-        _walk(Walker(domain, on_statement), info.node, env)
+        _walk(Walker(domain, on_statement, deciding(live) if live else None), info.node, env)
         return not found
 
-    def _ruled_out(self, info: FunctionInfo, constants: dict[str, object]) -> set[int]:
-        """The statements of ``info`` that ``constants`` keep from running. A parameter the
-        function rebinds (``split = split or 4``) decides nothing; that is looked up only when
-        something is ruled out (most calls pass constants that decide no ``if``)."""
-        skipped = _ruled_out(info.node, constants)
-        rebound = self._bindings_of(info).counts if skipped else ()
-        if any(name in rebound for name in constants):
-            skipped = _ruled_out(info.node, {n: v for n, v in constants.items() if n not in rebound})
-        return skipped
+    def _deciding_constants(self, info: FunctionInfo, constants: dict[str, object]) -> dict[str, object]:
+        """The ``constants`` a walk of ``info`` may decide its ``if`` tests by (none: they decide
+        none). A parameter the function rebinds (``split = split or 4``) decides nothing; that is
+        looked up only when some test is decided (most calls pass constants that decide none)."""
+        if not decides_any(info.node, constants):
+            return {}
+        rebound = self._bindings_of(info).counts
+        live = {name: value for name, value in constants.items() if name not in rebound}
+        return live if len(live) == len(constants) or decides_any(info.node, live) else {}
 
     def _bindings_of(self, info: FunctionInfo) -> _Bindings:
         found = self._bindings.get(id(info.node))
@@ -1250,108 +1258,6 @@ class _CaptureTargets(cst.CSTVisitor):
     def visit_MatchStar(self, node: cst.MatchStar) -> None:
         if node.name is not None:
             self.bindings.bind(node.name)
-
-
-# A value that is no constant (``None`` is one).
-_NOT_CONSTANT = object()
-_COMPARE = {
-    cst.Equal: operator.eq, cst.NotEqual: operator.ne, cst.LessThan: operator.lt,
-    cst.LessThanEqual: operator.le, cst.GreaterThan: operator.gt, cst.GreaterThanEqual: operator.ge,
-    cst.Is: operator.is_, cst.IsNot: operator.is_not,
-}
-_SINGLETONS = (None, True, False)
-
-
-def _constant(node: cst.BaseExpression | None):
-    """The Python value of a literal argument or default (``-1``, ``False``, ``None``, ``"auto"``)."""
-    if node is None or not is_literal(node):
-        return _NOT_CONSTANT
-    kind = type(node)
-    if kind is cst.Name:
-        return {"None": None, "True": True, "False": False}[node.value]
-    if kind is cst.UnaryOperation:
-        inner = _constant(node.expression)
-        if inner is _NOT_CONSTANT or not isinstance(inner, (int, float, complex)):
-            return _NOT_CONSTANT
-        return -inner if type(node.operator) is cst.Minus else inner
-    try:
-        return node.evaluated_value
-    except Exception:  # noqa: BLE001 -- a malformed literal; pragma: no cover
-        return _NOT_CONSTANT
-
-
-def _truth(node: cst.BaseExpression, constants: dict[str, object]) -> bool | None:
-    """Is a test true, false or not known, with the parameters ``constants`` names bound?"""
-    kind = type(node)
-    if kind is cst.UnaryOperation and type(node.operator) is cst.Not:
-        inner = _truth(node.expression, constants)
-        return None if inner is None else not inner
-    if kind is cst.BooleanOperation:
-        left, right = _truth(node.left, constants), _truth(node.right, constants)
-        decisive = type(node.operator) is cst.Or  # ``x or True`` is true, ``x and False`` false
-        if left is decisive or right is decisive:
-            return decisive
-        return None if left is None or right is None else not decisive
-    if kind is cst.Comparison:
-        left = _value(node.left, constants)
-        for link in node.comparisons:
-            right = _value(link.comparator, constants)
-            compare = _COMPARE.get(type(link.operator))
-            if left is _NOT_CONSTANT or right is _NOT_CONSTANT or compare is None:
-                return None
-            if compare in (operator.is_, operator.is_not) and not any(
-                    left is v or right is v for v in _SINGLETONS):
-                return None  # ``is`` on numbers or strings depends on the interpreter
-            try:
-                if not compare(left, right):
-                    return False
-            except TypeError:
-                return None
-            left = right
-        return True
-    value = _value(node, constants)
-    return None if value is _NOT_CONSTANT else bool(value)
-
-
-def _value(node: cst.BaseExpression, constants: dict[str, object]):
-    if type(node) is cst.Name and node.value in constants:
-        return constants[node.value]
-    return _constant(node)
-
-
-def _ruled_out(function: cst.FunctionDef, constants: dict[str, object]) -> set[int]:
-    """The ids of the statements of ``function`` inside an ``if`` branch that cannot run when the
-    parameters ``constants`` names have those values (a hand-written walk over statements: a
-    libcst visitor rebuilds every node it passes)."""
-    ids: set[int] = set()
-    _rule_out_in(function.body, constants, ids)
-    return ids
-
-
-def _rule_out_in(block, constants: dict[str, object], ids: set[int]) -> None:
-    for statement in _block_statements(block):
-        if type(statement) is not cst.If:
-            for inner in _inner_blocks(statement):
-                _rule_out_in(inner, constants, ids)
-            continue
-        truth = _truth(statement.test, constants)
-        for branch, runs in ((statement.body, truth is not False), (statement.orelse, truth is not True)):
-            if branch is None:
-                continue
-            if runs:
-                _rule_out_in(branch, constants, ids)
-            else:
-                _mark(branch, ids)
-
-
-def _mark(block, ids: set[int]) -> None:
-    ids.add(id(block))  # an ``elif`` or ``except`` clause is reported to the walker's callback too
-    for statement in _block_statements(block):
-        ids.add(id(statement))
-        if type(statement) is cst.SimpleStatementLine:
-            ids.update(id(small) for small in statement.body)
-        for inner in _inner_blocks(statement):
-            _mark(inner, ids)
 
 
 def _block_statements(block) -> tuple:
