@@ -415,3 +415,27 @@ def test_the_walker_decides_a_test_joined_with_and():
     """
     assert _walk(body, {"flag": False}) == {"q"}
     assert _walk(body, {"flag": True}) == {"q", "a"}
+
+
+def test_a_same_file_call_is_judged_on_the_path_its_constants_take():
+    """A call whose constant takes a branch that returns does not reach the sync after it (in
+    one file, ``clean_with_arguments`` walks the helper with the constants deciding its
+    ``if``s; the summary's flag conditions say the same)."""
+    source = textwrap.dedent("""
+        import torch
+
+
+        def lens(x_gpu, on_host: bool = False):
+            if on_host:
+                return None
+            return x_gpu.tolist()
+
+
+        class FlashMetadataBuilder:
+            def build(self, common):
+                a = lens(common.positions_gpu, on_host=True)
+                b = lens(common.positions_gpu)
+                return a, b
+    """)
+    found = [(d.line, d.code) for d in lint_text(source, preview=True) if d.code.startswith("GPU2")]
+    assert found == [(14, "GPU201")]
