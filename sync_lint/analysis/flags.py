@@ -2,11 +2,13 @@
 
 A need of a function (a parameter that must be contiguous, a sync) may hold only where a flag
 parameter is false, or true: fla's ``chunk_kda`` copies ``q`` itself under
-``use_qk_l2norm_in_kernel=True``; a helper syncs only under ``return_host=True``. The analyses walk
-such a function again assuming each truth of the flags it tests (``flag_tests``, ``flow.Walker``'s
-``assume``) and record what no longer arises as excused where a call binds the flag so
-(``FunctionSummary.needs_unless`` / ``sync_unless``); a call's literal flags (``call_flags``)
-decide, project-wide, whether its callee's need holds for it.
+``use_qk_l2norm_in_kernel=True``; a helper syncs only under ``return_host=True``. The analyses
+walk such a function again assuming each truth of the flags it tests (``flag_tests``;
+``flow.Walker`` with ``decide=deciding(...)``, which folds a test with parameters bound to
+constants: ``truth``) and record what no longer arises as excused where a call binds the flag so
+(``FunctionSummary.needs_unless`` / ``sync_unless``); a call's flags (``call_flags``) decide,
+project-wide, whether its callee's need holds for it. The same folding judges a call of a
+function of the same file with its constant arguments (``SyncAnalysis.clean_with_arguments``).
 """
 
 from __future__ import annotations
