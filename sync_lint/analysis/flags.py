@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 
 import libcst as cst
 
 from sync_lint.analysis.device import is_literal
+from sync_lint.analysis.nodes import block_statements, inner_blocks
 from sync_lint.analysis.summaries import ArgKey, CallFlags
-
-_SCOPES = (cst.Lambda, cst.FunctionDef, cst.ClassDef)  # their statements are not the function's
 
 
 def call_arguments(call: cst.Call) -> Iterator[tuple[cst.Arg, ArgKey | None]]:
@@ -164,6 +164,12 @@ def decides_any(function: cst.FunctionDef, constants: dict[str, object]) -> bool
                for s in _statements(function.body))
 
 
+def excuse_vanished(calls: list, made: set, key: Callable, unless: frozenset) -> list:
+    """``calls`` (``Forward`` / ``SyncCall`` records of a function) with ``unless`` added to each
+    that the walk under a flag did not make again (``made``: the ``key`` of each it made)."""
+    return [call if key(call) in made else replace(call, unless=call.unless | unless) for call in calls]
+
+
 MAX_FLAGS = 4  # flag parameters a function is walked again for (up to two walks each)
 
 
@@ -191,20 +197,20 @@ def flag_tests(function: cst.FunctionDef, params: tuple[str, ...], needy: set[st
         test, truth_taken = statement.test, True
         if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
             test, truth_taken = test.expression, False
+        branches = inner_blocks(statement)  # the body, and the ``else`` / ``elif`` if any
         if type(test) is cst.Name:
             if test.value not in params:
                 continue
-            for branch, taken_at in ((statement.body, truth_taken), (statement.orelse, not truth_taken)):
-                if branch is not None and _rebinds_or_leaves(branch, needy):
+            for branch, taken_at in zip(branches, (truth_taken, not truth_taken)):
+                if _rebinds_or_leaves(branch, needy):
                     want(test.value, taken_at)
-                if branch is not None and _holds_site(branch, need_sites):
+                if _holds_site(branch, need_sites):
                     want(test.value, not taken_at)
             continue
         if type(test) is not cst.BooleanOperation:
             continue
         joined = flag_params(function) if joined is None else joined
         names = [name for name in _truth_names(test) if name in joined and name in params]
-        branches = [branch for branch in (statement.body, statement.orelse) if branch is not None]
         if names and any(_rebinds_or_leaves(b, needy) or _holds_site(b, need_sites) for b in branches):
             for name in names:
                 want(name, True)
@@ -235,29 +241,13 @@ def _holds_site(block: cst.CSTNode, sites: set[int]) -> bool:
     return False
 
 
-def _statements(block: cst.CSTNode | None) -> Iterator[cst.CSTNode]:
-    """Every statement of a block and of the blocks nested in it (an ``elif`` is a statement of
-    its own; the small statements of a one-line suite are statements), not those of nested
-    functions or classes, without descending into expressions."""
-    if block is None:
-        return
-    if type(block) is cst.If:
-        statements = [block]
-    else:
-        body = getattr(block, "body", ())
-        if not isinstance(body, (list, tuple)):
-            yield from _statements(body)  # an ``Else`` / ``Finally`` / handler around its block
-            return
-        statements = body
-    for statement in statements:
+def _statements(block: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Every statement of a block and of the blocks nested in it (``nodes.block_statements``),
+    not those of nested functions or classes, without descending into expressions."""
+    for statement in block_statements(block):
         yield statement
-        if type(statement) in _SCOPES or type(statement) is cst.SimpleStatementLine:
-            continue
-        yield from _statements(getattr(statement, "body", None))
-        yield from _statements(getattr(statement, "orelse", None))
-        for handler in getattr(statement, "handlers", ()):
-            yield from _statements(handler)
-        yield from _statements(getattr(statement, "finalbody", None))
+        for inner in inner_blocks(statement):
+            yield from _statements(inner)
 
 
 def _rebinds_or_leaves(block: cst.CSTNode, names: set[str]) -> bool:

@@ -77,6 +77,31 @@ def children(node: cst.CSTNode) -> list[cst.CSTNode]:
     return found
 
 
+def block_statements(block) -> tuple:
+    """The statements of a block: a suite, or what holds one (``else``, ``finally``, an
+    ``except`` or ``case`` clause); an ``elif`` is a statement of its own; the small statements
+    of a one-line suite are statements."""
+    if type(block) is cst.If:
+        return (block,)  # an ``elif``
+    body = block.body  # a suite, or ``else`` / ``finally`` / ``except`` / ``case`` around one
+    return tuple(body.body if isinstance(body, cst.BaseSuite) else body)
+
+
+def inner_blocks(statement) -> tuple:
+    """The blocks a compound statement holds (none for ``def`` and ``class``: their own scopes)."""
+    kind = type(statement)
+    if kind is cst.If or kind is cst.For or kind is cst.While:
+        return (statement.body,) if statement.orelse is None else (statement.body, statement.orelse)
+    if kind is cst.With:
+        return (statement.body,)
+    if kind is cst.Try or kind is cst.TryStar:
+        return tuple(b for b in (statement.body, *statement.handlers, statement.orelse, statement.finalbody)
+                     if b is not None)
+    if kind is cst.Match:
+        return tuple(statement.cases)
+    return ()
+
+
 # -- code quoted in messages --------------------------------------------------------------------
 MAX_QUOTED = 48  # characters of code a message quotes
 _SPACE_INSIDE_BRACKETS = re.compile(r"(?<=[(\[{]) | (?=[)\]}])")

@@ -30,8 +30,8 @@ and the rules turn those into findings conditional on the callee's closed summar
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import libcst as cst
 
@@ -41,6 +41,7 @@ from sync_lint.analysis.flags import (
     call_arguments,
     call_flags,
     deciding,
+    excuse_vanished,
     flag_defaults,
     flag_params,
     flag_tests,
@@ -598,12 +599,8 @@ class ContiguityAnalysis:
             for param in [*summary.needs_contiguous, *summary.needs_unit_stride]:
                 if param not in scratch.needs_contiguous and param not in scratch.needs_unit_stride:
                     summary.needs_unless[param] = summary.needs_unless.get(param, frozenset()) | unless
-            still = {(f.param, f.callee, f.arg, f.line) for f in scratch.forwards}
-            summary.forwards = [
-                forward if (forward.param, forward.callee, forward.arg, forward.line) in still
-                else replace(forward, unless=forward.unless | unless)
-                for forward in summary.forwards
-            ]
+            made = {_forward_key(forward) for forward in scratch.forwards}
+            summary.forwards = excuse_vanished(summary.forwards, made, _forward_key, unless)
         summary.flag_defaults.update(flag_defaults(info.node))
 
     def callee_of(self, call: cst.Call, info: FunctionInfo, env) -> tuple[str | None, str]:
@@ -685,6 +682,16 @@ def _name_uses(root: cst.CSTNode, names: set[str]) -> Iterator[tuple[cst.Name, c
                 yield node, parent, grandparent
             continue
         stack += [(child, node, parent) for child in children(node)]
+
+
+def _forward_key(forward: Forward) -> tuple:
+    return forward.param, forward.callee, forward.arg, forward.line
+
+
+def _as_passed(env, name: str) -> bool:
+    """Does the parameter ``name`` still hold the tensor as passed (not rebound on the way)?"""
+    layout = env.get(name)
+    return layout is not None and layout.source == "param" and layout.params == frozenset({name})
 
 
 def _interesting(layout: Layout) -> bool:
@@ -776,19 +783,9 @@ class _FunctionFacts:
             return (self.analysis.names.resolve(grandparent.func) or "") in _METADATA_FUNCTIONS
         return False
 
-    @staticmethod
-    def _unchanged(env) -> Callable[[str], bool]:
-        """Is a parameter still the value passed (for ``flags.call_flags``)?"""
-        def unchanged(name: str) -> bool:
-            layout = env.get(name)
-            return layout is not None and layout.source == "param" and layout.params == frozenset({name})
-        return unchanged
-
     def _note_handed(self, value: cst.BaseExpression, callee: str, key: ArgKey, env) -> None:
-        if type(value) is cst.Name and value.value in self.info.params:
-            layout = env.get(value.value)
-            if layout is not None and layout.source == "param":  # not rebound on the way here
-                self._handed.setdefault(value.value, []).append((id(value), callee, key))
+        if type(value) is cst.Name and value.value in self.info.params and _as_passed(env, value.value):
+            self._handed.setdefault(value.value, []).append((id(value), callee, key))
 
     def _note_stride_local(self, statement: cst.CSTNode) -> None:
         if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
@@ -878,7 +875,6 @@ class _FunctionFacts:
         strides = self._strides_passed(carried, env)
         stride_roots = self._stride_roots_bound(carried, env) if strides and kind == "launch" else ()
         arg_views = None  # made for the first use recorded: a signature renders code
-        flags: CallFlags | None = None  # likewise
         short = callee.rsplit(".", 1)[-1] if callee else ""
         note = ""
         if kind == "op":
@@ -890,6 +886,7 @@ class _FunctionFacts:
         else:
             sink, reason = "`{callee}`", ""
         local = kind in ("op", "configured")
+        flags = () if local else call_flags(call, self._flag_params, lambda name: _as_passed(env, name))
         for arg, key in call_arguments(call):
             if arg.star:
                 continue
@@ -918,8 +915,6 @@ class _FunctionFacts:
                     continue  # a buffer permuted on purpose for the callee (``Layout.chosen``)
                 aware = self._stride_aware(part, layout, strides)
                 if not aware:
-                    if flags is None:
-                        flags = () if local else call_flags(call, self._flag_params, self._unchanged(env))
                     self._record_param(layout, callee, key, kind, reason, call, stride_roots, flags)
                 # Stride-aware uses matter only for GPU103's size-1 case (strides read).
                 if (not aware and _interesting(layout)) or (aware and kind == "launch" and layout.size1):
@@ -927,8 +922,6 @@ class _FunctionFacts:
                         arg_views = () if local else _arg_views(
                             self.ctx.module, call, lambda name: self.domain.evaluate(name, env)
                         )
-                    if flags is None:
-                        flags = () if local else call_flags(call, self._flag_params, self._unchanged(env))
                     self.uses.append(SinkUse(
                         self.info, call, part, layout, None if local else callee, key, sink, reason,
                         strides, stride_aware=aware, note=note, arg_views=arg_views, flags=flags,

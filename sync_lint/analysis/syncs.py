@@ -62,6 +62,7 @@ from sync_lint.analysis.flags import (
     constant,
     decides_any,
     deciding,
+    excuse_vanished,
     flag_defaults,
     flag_params,
     flag_tests,
@@ -72,7 +73,7 @@ from sync_lint.analysis.guards import Declarations, OnceRegions, debug_branch, w
 from sync_lint.analysis.hot_scopes import Hotness, HotScopes
 from sync_lint.analysis.modules import LIBRARY_ROOTS
 from sync_lint.analysis.names import dotted
-from sync_lint.analysis.nodes import one_line, shortened
+from sync_lint.analysis.nodes import block_statements, inner_blocks, one_line, shortened
 from sync_lint.analysis.summaries import FunctionSummary, SyncCall
 from sync_lint.patterns import definition_of
 from sync_lint.pipeline.profile import span
@@ -879,11 +880,8 @@ class SyncAnalysis:
             unless = frozenset({(flag, truth)})
             if summary.sync is not None and scratch.sync is None:
                 summary.sync_unless |= unless
-            still = {(call.callee, call.line) for call in scratch.sync_calls}
-            summary.sync_calls = [
-                call if (call.callee, call.line) in still else replace(call, unless=call.unless | unless)
-                for call in summary.sync_calls
-            ]
+            made = {(call.callee, call.line) for call in scratch.sync_calls}
+            summary.sync_calls = excuse_vanished(summary.sync_calls, made, lambda call: (call.callee, call.line), unless)
         summary.flag_defaults.update(flag_defaults(info.node))
 
     def _find_sites(self, info: FunctionInfo, hot: Hotness, contexts: _Contexts,
@@ -1200,7 +1198,7 @@ class _Bindings:
             self.bind(target.value)
 
     def _block(self, block) -> None:
-        for statement in _block_statements(block):
+        for statement in block_statements(block):
             kind = type(statement)
             if kind is cst.SimpleStatementLine:
                 for small in statement.body:
@@ -1223,7 +1221,7 @@ class _Bindings:
                 continue  # its body binds its own names
             else:
                 self._small(statement)  # a ``def f(): return x`` body, or none
-            for inner in _inner_blocks(statement):
+            for inner in inner_blocks(statement):
                 self._block(inner)
 
     def _small(self, small) -> None:
@@ -1258,27 +1256,6 @@ class _CaptureTargets(cst.CSTVisitor):
     def visit_MatchStar(self, node: cst.MatchStar) -> None:
         if node.name is not None:
             self.bindings.bind(node.name)
-
-
-def _block_statements(block) -> tuple:
-    if type(block) is cst.If:
-        return (block,)  # an ``elif``
-    body = block.body  # a suite, or ``else`` / ``finally`` / ``except`` / ``case`` around one
-    return tuple(body.body if isinstance(body, cst.BaseSuite) else body)
-
-
-def _inner_blocks(statement) -> tuple:
-    kind = type(statement)
-    if kind is cst.If or kind is cst.For or kind is cst.While:
-        return (statement.body,) if statement.orelse is None else (statement.body, statement.orelse)
-    if kind is cst.With:
-        return (statement.body,)
-    if kind is cst.Try or kind is cst.TryStar:
-        return tuple(b for b in (statement.body, *statement.handlers, statement.orelse, statement.finalbody)
-                     if b is not None)
-    if kind is cst.Match:
-        return tuple(statement.cases)
-    return ()
 
 
 def _walk(walker: Walker, function: cst.FunctionDef, env) -> None:
