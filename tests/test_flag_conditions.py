@@ -5,7 +5,7 @@ fla's ``chunk_kda`` makes ``q`` and ``k`` contiguous itself when ``use_qk_l2norm
 they are otherwise; vLLM's ``bailing_moe_v3`` passes ``True`` with transposed ``q``/``k``. Such a
 call is not a finding; one passing ``False``, nothing (the default), or a value the linter cannot
 read still is. The summary learns this by walking the function again under each flag's truth
-(``ContiguityAnalysis._flag_conditions``, ``Walker(assume=...)``); the project closure carries the
+(``ContiguityAnalysis._flag_conditions``, ``Walker(decide=flags.deciding(...))``); the project closure carries the
 condition through wrappers (``FunctionSummary.needs_unless``, ``Forward.unless``).
 """
 
