@@ -63,15 +63,13 @@ def measure(tree: Path, files: list[Path]) -> dict:
     results: dict[str, dict] = {}
     for label in ("default", "unplanned", "plain"):
         counter = Counter()
-        saved = (prefilter.one_file_plan, scout.Scout.may_have_hot_scope, scout.Scout.may_call_a_sink,
-                 scout.Scout.custom_ops_take_any_strides)
+        saved = (prefilter.one_file_plan, scout.Scout.may_have_hot_scope, scout.Scout.may_report_at_a_sink)
         lint_file._parse_and_check = counter.wrap(original_parse)
         if label in ("unplanned", "plain"):
             prefilter.one_file_plan = lambda active, text, file_scout: None
         if label == "plain":
             scout.Scout.may_have_hot_scope = lambda self: True
-            scout.Scout.may_call_a_sink = lambda self, words: True
-            scout.Scout.custom_ops_take_any_strides = lambda self: False
+            scout.Scout.may_report_at_a_sink = lambda self, words: True
         found = {}
         cpu: dict[str, float] = {}
         started = time.process_time()
@@ -82,8 +80,7 @@ def measure(tree: Path, files: list[Path]) -> dict:
                 cpu[str(path)] = time.process_time() - before
         finally:
             lint_file._parse_and_check = original_parse
-            (prefilter.one_file_plan, scout.Scout.may_have_hot_scope, scout.Scout.may_call_a_sink,
-             scout.Scout.custom_ops_take_any_strides) = saved
+            prefilter.one_file_plan, scout.Scout.may_have_hot_scope, scout.Scout.may_report_at_a_sink = saved
         results[label] = {
             "found": found, "per_file": cpu, "cpu": time.process_time() - started, "files": counter.files, "lines": counter.lines,
         }

@@ -333,7 +333,7 @@ def without_scout(patch) -> None:
     """The syntax scout answers "may" to every question, and a file checked on its own is
     parsed whole."""
     patch.setattr(scout.Scout, "may_have_hot_scope", lambda self: True)
-    patch.setattr(scout.Scout, "may_call_a_sink", lambda self, unit_triggers: True)
+    patch.setattr(scout.Scout, "may_report_at_a_sink", lambda self, unit_triggers: True)
     patch.setattr(prefilter, "one_file_plan", lambda active, text, file_scout: None)
 
 

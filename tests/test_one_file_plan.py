@@ -150,7 +150,7 @@ def test_a_triton_kernel_is_kept_by_its_decorator():
 
 
         def launch(x, y):
-            copy_kernel[(1,)](x, y, 4)
+            copy_kernel[(1,)](x[:, 0], y, 4)
 
 
         def other(x):
@@ -170,10 +170,14 @@ def test_a_sink_bound_at_module_level_keeps_its_users():
             reshape_and_cache(key[:, 0], cache)
 
 
+        def direct(x):
+            torch.ops._C.rms_norm(x.t())
+
+
         def unrelated(x):
             return x.view(-1, 2)
     """
-    assert kept(text) == {"store"}
+    assert kept(text) == {"store", "direct"}
 
 
 def test_a_sink_in_module_level_code_that_binds_nothing_keeps_everything():
@@ -181,6 +185,10 @@ def test_a_sink_in_module_level_code_that_binds_nothing_keeps_everything():
         import torch
 
         torch.ops._C.warm_up(torch.empty(1))
+
+
+        def direct(x):
+            torch.ops._C.rms_norm(x.t())
 
 
         def unrelated(x):

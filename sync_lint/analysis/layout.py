@@ -34,6 +34,15 @@ import libcst as cst
 
 from sync_lint.analysis.dtypes import DTYPE_ALIASES, DTYPES, FLOATING
 from sync_lint.analysis.flow import Walker, target_key
+from sync_lint.analysis.layout_words import (
+    BROADCASTING,
+    CAST_METHODS,
+    DIM0_OK,
+    GAPPING,
+    PERMUTING,
+    PERMUTING_ATTRIBUTES,
+    VIEW_MAKING,
+)
 from sync_lint.analysis.names import dotted
 from sync_lint.analysis.nodes import one_line, shortened
 
@@ -113,18 +122,8 @@ OTHER_LAYOUT = Layout(OTHER)
 NONE_LAYOUT = Layout(NONE)
 
 # -- names the domain recognises ------------------------------------------------------------
+# (the views and casts are in ``layout_words``, which the syntax scout reads too)
 
-# Cast methods with a fixed target dtype (None: the device changes, the dtype stays).
-_CAST_METHODS = {
-    "int": "torch.int32", "long": "torch.int64", "float": "torch.float32", "half": "torch.float16",
-    "bfloat16": "torch.bfloat16", "double": "torch.float64", "short": "torch.int16",
-    "bool": "torch.bool", "byte": "torch.uint8", "char": "torch.int8", "cuda": None,
-}  # fmt: skip
-_PERMUTING = {"t", "transpose", "permute", "movedim", "moveaxis", "swapaxes", "swapdims"}
-PERMUTING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
-_BROADCASTING = {"expand", "expand_as", "broadcast_to"}
-_GAPPING = {"unfold", "diagonal", "as_strided"}
-_DIM0_OK = {"select", "narrow"}  # contiguous when taken along dim 0
 _SHAPE_KEEPING = {"view", "view_as", "unsqueeze", "squeeze", "unflatten", "detach", "data", "requires_grad_"}
 _RESHAPING = {"reshape", "flatten"}
 _DIMS_ADDED = {"select": -1, "narrow": 0, "unfold": 1, "diagonal": -1}  # to the base's number of dims
@@ -164,8 +163,8 @@ _ALLOCATING = {"empty", "zeros", "ones", "full", "empty_like", "zeros_like", "on
                "new_empty", "new_zeros", "new_ones", "new_full"}  # fmt: skip
 # Every method whose result may share the receiver's storage with other strides (``sinks``
 # compares two arguments' views by them).
-VIEW_METHODS = frozenset(_PERMUTING | _BROADCASTING | _GAPPING | _DIM0_OK | _SHAPE_KEEPING | _RESHAPING)
-_TORCH_VIEW_FUNCTIONS = _PERMUTING | _BROADCASTING | _GAPPING | _DIM0_OK | {"reshape", "flatten", "squeeze", "unsqueeze"}
+VIEW_METHODS = frozenset(VIEW_MAKING | _SHAPE_KEEPING | _RESHAPING)
+_TORCH_VIEW_FUNCTIONS = VIEW_MAKING | {"reshape", "flatten", "squeeze", "unsqueeze"}
 _SCALAR_BUILTINS = {"int", "len", "float", "round", "abs", "min", "max", "sum", "range", "divmod", "pow"}
 _OTHER_BUILTINS = {"str", "list", "tuple", "dict", "set", "sorted", "isinstance", "bool", "repr", "getattr", "hasattr", "print"}
 
@@ -814,7 +813,7 @@ class LayoutDomain:
     def _method(self, node: cst.Call, method: str, receiver: cst.BaseExpression, env, args=None) -> Layout:
         args = node.args if args is None else args
         positional = [a.value for a in args if a.keyword is None and not a.star]
-        if method in _CAST_METHODS or method in ("to", "type"):
+        if method in CAST_METHODS or method in ("to", "type"):
             return self._cast(node, method, receiver, positional, env)
         if method in _SCALAR_METHODS:
             if method == "stride":
@@ -838,7 +837,7 @@ class LayoutDomain:
             if base.kind == UNKNOWN and memory_format is None:
                 return UNKNOWN_LAYOUT
             return Layout(FRESH, dtype=base.dtype, ndim=base.ndim)
-        if method in _PERMUTING:
+        if method in PERMUTING:
             if self._identity_permutation(method, positional):
                 return base
             if _transposed_back(base, node):
@@ -851,7 +850,7 @@ class LayoutDomain:
             )
             return self._view(base, PERMUTED, f"{what} of `{self.text(receiver)}`", node, receiver,
                               inner_unit=inner_unit, ndim=ndim, chosen=base.allocated)
-        if method in _BROADCASTING:
+        if method in BROADCASTING:
             sizes = self._broadcast_sizes(method, args)
             # An expanded dim has stride 0: the last dim keeps the base's stride only where its
             # size is certainly the base's own (``-1``, or the receiver's ``shape[-1]``); a size
@@ -864,10 +863,10 @@ class LayoutDomain:
             # Explicit strides that are the row-major strides of the explicit size: contiguous
             # whatever the base's layout (``k_cache.as_strided((n,), (1,))``, a flat byte view).
             return Layout(FRESH, dtype=base.dtype)
-        if method in _GAPPING or method in _DIM0_OK:
+        if method in GAPPING or method in DIM0_OK:
             dim = positional[0] if positional else self._keyword(node, "dim")
             ndim = base.ndim + _DIMS_ADDED[method] if base.ndim is not None and method in _DIMS_ADDED else None
-            if method in _DIM0_OK and _int_literal(dim) == 0:
+            if method in DIM0_OK and _int_literal(dim) == 0:
                 if base.kind == FRESH or base.is_view:
                     return replace(base, made_contiguous=None, cast=None, ndim=ndim)
                 return Layout(UNKNOWN, params=base.params if base.cast is None else frozenset(), ndim=ndim)
@@ -1001,8 +1000,8 @@ class LayoutDomain:
         base = self.evaluate(receiver, env)
         if method == "type" and not positional and self._keyword(node, "dtype") is None:
             return OTHER_LAYOUT  # ``t.type()`` is the type name
-        if method in _CAST_METHODS:
-            target = _CAST_METHODS[method]
+        if method in CAST_METHODS:
+            target = CAST_METHODS[method]
             device_only = target is None
         else:
             target = self.dtype_of(self._keyword(node, "dtype"))

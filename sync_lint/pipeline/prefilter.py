@@ -17,7 +17,7 @@ from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.source import split_lines
 from sync_lint.pipeline.units import MaskPlan
 from sync_lint.rules.base import BLOCK_CALLEES, CALLEES, CALLERS, Rule
-from sync_lint.rules.triggers import SCOUTED_SINK_TRIGGERS, SINK_SHAPE_TRIGGERS
+from sync_lint.rules.triggers import SINK_SHAPE_TRIGGERS
 
 
 def may_match(rule: Rule, text: str, alone: bool = False) -> bool:
@@ -39,8 +39,8 @@ def rules_that_can_report(
 
     Where the words are too common to decide, the syntax scout (``pipeline.scout``) does, in a
     run of one file: a rule that reports only in hot scopes needs a file where one may be, and a
-    rule that reports only at sinks, matched alone by none but the scouted words (``](`` is also
-    ``list[int]()``), needs a call that may reach a sink. The scout reads one file, so in a
+    rule that reports only at sinks needs a sink that may be handed a view or a cast (``](`` is
+    also ``list[int]()``, and most custom ops of an engine are handed tensors as they came). The scout reads one file, so in a
     larger run it has no say: another file may call the wrapper this one defines, or subclass
     its hot base class. ``file_scout``: the scout of a run's one file, if the caller has one."""
     if len(texts) != 1:
@@ -60,14 +60,8 @@ def rules_that_can_report(
             return False
         if rule.reports_only_in_hot_scopes and not scout_says("may_have_hot_scope"):
             return False
-        if rule.reports_only_at_sinks and rule.alone_triggers:
-            unscouted = [trigger for trigger in _unscouted(rule.alone_triggers) if _any_in((trigger,), text)]
-            # ``torch.ops`` is a sink wherever it is called, unless each call is a strided sink
-            # (a file of GEMM calls: ``torch.ops._C.cutlass_scaled_mm(out, a, b.t())``).
-            if unscouted == ["torch.ops"] and scout_says("custom_ops_take_any_strides"):
-                unscouted = []
-            if not unscouted:
-                return scout_says("may_call_a_sink", sink_words(rule))
+        if rule.reports_only_at_sinks:
+            return scout_says("may_report_at_a_sink", sink_words(rule))
         return True
 
     return [rule for rule in rules if may_report(rule)]
@@ -80,13 +74,6 @@ def sink_words(rule: Rule, read_by_the_scout: tuple[str, ...] = ()) -> re.Patter
     units = rule.triggers if rule.unit_triggers is None else rule.unit_triggers
     skipped = (*SINK_SHAPE_TRIGGERS, *read_by_the_scout)
     return _trigger_pattern(tuple(t for t in units if t not in skipped) or (_NEVER,))
-
-
-def _unscouted(triggers: tuple[str | re.Pattern, ...]) -> tuple[str | re.Pattern, ...]:
-    """The alone triggers the scout does not decide; empty would mean "always", so a rule with
-    none gets a trigger that never matches."""
-    rest = tuple(t for t in triggers if t not in SCOUTED_SINK_TRIGGERS)
-    return rest or (_NEVER,)
 
 
 _NEVER = re.compile(r"(?!)")

@@ -21,6 +21,11 @@ import fnmatch
 import re
 
 from sync_lint.analysis.dtypes import DTYPES
+from sync_lint.analysis.layout_words import (
+    LAYOUT_SUSPECT_METHODS,
+    PERMUTING_ATTRIBUTES,
+    VIEW_MAKING,
+)
 from sync_lint.config import Settings, is_strided_sink
 from sync_lint.pipeline.source import split_lines
 
@@ -155,33 +160,14 @@ class Scout:
         # defined there (under an ``if``) whose callers would not be.
         return None if None in found else found
 
-    def custom_ops_take_any_strides(self) -> bool:
-        """Whether every ``torch.ops`` written in the file is the callee of a call that
-        ``strided-sinks`` names (by default the matrix-multiply ops): then no custom op here is a
-        sink. False when one is written anywhere else (an alias ``ops = torch.ops._C``, a
-        comment, ``torch.ops.load_library``), or the file does not parse."""
+    def may_report_at_a_sink(self, sink_words: re.Pattern) -> bool:
+        """Whether a GPU1xx rule could report in this file on its own: whether a sink may be
+        handed a view or a cast (``_SinkScout``). Other files' functions have no summary in a
+        one-file run, so ``list[int]()``, ``x.view(-1, n)``, a launch of an imported kernel,
+        ``assert x.is_contiguous()`` in a function nothing here calls, and a custom op handed
+        only parameters and the results of other calls cannot report."""
         names = self._names_of_tree()
-        if names is None:
-            return False
-        called = 0
-        for call in names.of(ast.Call):
-            written = ast_dotted(call.func)
-            if written is not None and written.startswith("torch.ops."):
-                if not is_strided_sink(self.settings, written):
-                    return False
-                called += 1
-        return called == self.text.count("torch.ops")
-
-    def may_call_a_sink(self, sink_words: re.Pattern) -> bool:
-        """Whether a GPU1xx rule could report in this file on its own: at a ``.view(dtype)`` (one
-        argument that may name a torch dtype), or at a call of a function (a launch of a kernel)
-        defined here that may carry a summary: its definition holds one of ``sink_words`` (the
-        rules' unit triggers but for the sink shapes), a Triton decorator or a launch (a dtype
-        view anywhere already answers "may"). Other files' functions have no summary in a one-file run, so ``list[int]()``,
-        ``x.view(-1, n)``, a launch of an imported kernel or ``assert x.is_contiguous()`` in a
-        function nothing here calls cannot report."""
-        names = self._names_of_tree()
-        return names is None or _SinkScout(names, self.lines(), sink_words).found()
+        return names is None or _SinkScout(names, self._tree, self.lines(), sink_words, self.settings).found()
 
 
 class _Names:
@@ -386,38 +372,217 @@ class _HotScout:
 
 
 class _SinkScout:
-    """Over-approximates where ``analysis.sinks`` can make a finding without other files."""
+    """Over-approximates where ``analysis.sinks`` can make a finding without other files: where a
+    sink is handed an expression whose layout may be suspect.
 
-    def __init__(self, names: _Names, lines: list[str], sink_words: re.Pattern) -> None:
+    The sinks: a custom op (``torch.ops``, through imports), a call of a function or class of
+    this file that may carry a summary (a launch of its kernel, a call of its checked wrapper),
+    and the receiver of ``.view(dtype)`` or of ``.data_ptr()``.
+
+    A suspect expression holds a view or a cast (``analysis.layout_words``; an index with a
+    slice or an ellipsis), a name its function binds anywhere to a suspect expression, or an
+    attribute that some assignment of the file gives one. These are the only ways a layout the
+    rules report reaches a sink: the layout domain follows locals and ``self.`` attributes, and
+    reads a parameter, a global and any other call as of unknown layout, which it never reports
+    unless a cast of it is there."""
+
+    def __init__(self, names: _Names, tree: ast.Module, lines: list[str], sink_words: re.Pattern, settings: Settings) -> None:
         self.names = names
+        self.tree = tree
         self.lines = lines
         self.sink_words = sink_words
+        self.settings = settings
 
     def found(self) -> bool:
-        calls = self.names.of(ast.Call)
-        if any(self.names.is_dtype_view(call) for call in calls):
-            return True
+        if self.settings["contiguous-sinks"]:
+            return True  # configured callees: left to the analysis
         summarised = self._summarised_definitions()
-        return bool(summarised) and any(_callee_name(call) in summarised for call in calls)
+        scopes = [_ScopeFacts(roots) for roots in _scopes(self.tree)]
+        attributes: set[str] = set()  # suspect attributes, over the whole file
+        while True:
+            for scope in scopes:
+                scope.close(attributes)
+            found = set().union(*(scope.suspect_attributes for scope in scopes))
+            if found <= attributes:
+                break
+            attributes |= found
+        return any(
+            scope.suspect(argument, attributes)
+            for scope in scopes for call in scope.calls for argument in self._handed(call, summarised)
+        )  # fmt: skip
+
+    def _handed(self, call: ast.Call, summarised: set[str]) -> list[ast.expr]:
+        """What ``call`` hands a sink: its receiver, its arguments, or nothing."""
+        func = call.func
+        if type(func) is ast.Attribute and (func.attr == "data_ptr" or self.names.is_dtype_view(call)):
+            return [func.value]
+        if _callee_name(call) in summarised or self._is_custom_op(call):
+            return [*call.args, *(keyword.value for keyword in call.keywords)]
+        return []
+
+    def _is_custom_op(self, call: ast.Call) -> bool:
+        return any(
+            name.startswith("torch.ops.") and not is_strided_sink(self.settings, name)
+            for name in self.names.meanings(call.func)
+        )  # fmt: skip
 
     def _summarised_definitions(self) -> set[str]:
-        """Names of the functions (and classes) here that may carry a summary."""
+        """Names of the functions (and classes) here that may carry a summary: those holding a
+        sink word, a Triton decorator or a sink call (a launch, a custom op, ``.view(dtype)``),
+        and those calling one of them."""
         lines = self.lines
-        launches = sorted(call.lineno for call in self.names.of(ast.Call) if self.names.is_launch(call))
+        calls = self.names.of(ast.Call)
+        sink_lines = sorted(
+            call.lineno for call in calls
+            if self.names.is_launch(call) or self.names.is_dtype_view(call) or self._is_custom_op(call)
+        )  # fmt: skip
+        definitions = [node for kind in (*_FUNCTIONS, ast.ClassDef) for node in self.names.of(kind)]
+        spans = {id(node): (min([node.lineno, *(d.lineno for d in node.decorator_list)]), node.end_lineno or len(lines))
+                 for node in definitions}  # fmt: skip
         found = set()
-        for kind in (*_FUNCTIONS, ast.ClassDef):
-            for node in self.names.of(kind):
-                if node.name in found:
-                    continue
-                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-                last = node.end_lineno or len(lines)
-                if (
-                    self.sink_words.search("".join(lines[first - 1 : last]))
-                    or self.names.triton_decorated(node)
-                    or bisect.bisect_left(launches, first) < bisect.bisect_right(launches, last)  # a launch inside
-                ):  # fmt: skip
+        for node in definitions:
+            first, last = spans[id(node)]
+            if (
+                self.sink_words.search("".join(lines[first - 1 : last]))
+                or self.names.triton_decorated(node)
+                or bisect.bisect_left(sink_lines, first) < bisect.bisect_right(sink_lines, last)  # a sink call inside
+            ):  # fmt: skip
+                found.add(node.name)
+        callers = {id(node): {_callee_name(call) for call in _walk(node) if type(call) is ast.Call} for node in definitions}
+        grown = True
+        while grown:  # a wrapper of a wrapper
+            grown = False
+            for node in definitions:
+                if node.name not in found and not callers[id(node)].isdisjoint(found):
                     found.add(node.name)
+                    grown = True
         return found
+
+
+class _ScopeFacts:
+    """One function's (or the module code's) bindings and calls, and which of its names may hold
+    a suspect layout (see ``_SinkScout``). Names are not told apart by nested scope or order."""
+
+    def __init__(self, roots: list[ast.AST]) -> None:
+        self.calls: list[ast.Call] = []
+        # (names bound, attributes assigned, the value's facts) per binding
+        self.bindings: list[tuple[set[str], set[str], _ExprFacts]] = []
+        for root in roots:
+            for node in _walk(root):
+                kind = type(node)
+                if kind is ast.Call:
+                    self.calls.append(node)
+                elif kind is ast.Assign:
+                    self._bind(node.targets, node.value)
+                elif kind in (ast.AnnAssign, ast.AugAssign, ast.NamedExpr):
+                    if node.value is not None:
+                        self._bind([node.target], node.value)
+                elif kind in (ast.For, ast.AsyncFor, ast.comprehension):
+                    self._bind([node.target], node.iter)
+                elif kind is ast.withitem:
+                    if node.optional_vars is not None:
+                        self._bind([node.optional_vars], node.context_expr)
+        self.suspect_names: set[str] = set()
+        self.suspect_attributes: set[str] = set()
+        self._facts: dict[int, _ExprFacts] = {}
+
+    def _bind(self, targets: list[ast.expr], value: ast.expr) -> None:
+        names: set[str] = set()
+        attributes: set[str] = set()
+        todo = list(targets)
+        while todo:
+            target = todo.pop()
+            kind = type(target)
+            if kind is ast.Name:
+                names.add(target.id)
+            elif kind is ast.Attribute:
+                attributes.add(target.attr)
+            elif kind in (ast.Tuple, ast.List):
+                todo.extend(target.elts)
+            elif kind is ast.Starred:
+                todo.append(target.value)
+            elif kind is ast.Subscript:
+                todo.append(target.value)  # ``bufs[i] = ...``: a container that may hold views
+        self.bindings.append((names, attributes, _ExprFacts(value)))
+
+    def close(self, attributes: set[str]) -> None:
+        """Grow the suspect names to a fixpoint, given the file's suspect attributes."""
+        grown = True
+        while grown:
+            grown = False
+            for names, assigned, value in self.bindings:
+                if value.suspect(self.suspect_names, attributes) and not (
+                    names <= self.suspect_names and assigned <= self.suspect_attributes
+                ):
+                    self.suspect_names |= names
+                    self.suspect_attributes |= assigned
+                    grown = True
+
+    def suspect(self, node: ast.expr, attributes: set[str]) -> bool:
+        facts = self._facts.get(id(node))
+        if facts is None:
+            facts = self._facts[id(node)] = _ExprFacts(node)
+        return facts.suspect(self.suspect_names, attributes)
+
+
+class _ExprFacts:
+    """What of an expression bears on its layout: whether it makes a view or a cast itself, and
+    the names and attributes it reads."""
+
+    __slots__ = ("attributes", "makes_view", "names")
+
+    def __init__(self, node: ast.expr) -> None:
+        self.makes_view = False
+        self.names: set[str] = set()
+        self.attributes: set[str] = set()
+        for child in _walk(node):
+            kind = type(child)
+            if kind is ast.Name:
+                self.names.add(child.id)
+            elif kind is ast.Attribute:
+                self.attributes.add(child.attr)
+                if child.attr in PERMUTING_ATTRIBUTES:
+                    self.makes_view = True
+            elif kind is ast.Call:
+                func = child.func
+                if (type(func) is ast.Attribute and func.attr in LAYOUT_SUSPECT_METHODS) or (
+                    type(func) is ast.Name and func.id in VIEW_MAKING
+                ):
+                    self.makes_view = True
+            elif kind is ast.Subscript and _slices(child):
+                self.makes_view = True
+
+    def suspect(self, names: set[str], attributes: set[str]) -> bool:
+        return self.makes_view or not self.names.isdisjoint(names) or not self.attributes.isdisjoint(attributes)
+
+
+def _slices(node: ast.Subscript) -> bool:
+    """``x[:, 0]``, ``x[..., i]``: an index that may leave gaps (a single index keeps a tensor
+    contiguous; ``x.shape[1:]`` is no tensor)."""
+    value = node.value
+    if type(value) is ast.Attribute and value.attr in ("shape", "stride"):
+        return False
+    return any(
+        type(part) is ast.Slice or (type(part) is ast.Constant and part.value is Ellipsis) for part in _walk(node.slice)
+    )  # fmt: skip
+
+
+def _scopes(tree: ast.Module) -> list[list[ast.AST]]:
+    """The code of each top-level function and each method of a top-level class (nested
+    functions included), and last the rest: module code and class bodies."""
+    scopes: list[list[ast.AST]] = []
+    rest: list[ast.AST] = []
+    for statement in tree.body:
+        if type(statement) in _FUNCTIONS:
+            scopes.append([statement])
+        elif type(statement) is ast.ClassDef:
+            for member in statement.body:
+                (scopes.append([member]) if type(member) in _FUNCTIONS else rest.append(member))
+            rest.extend([*statement.bases, *statement.keywords, *statement.decorator_list])
+        else:
+            rest.append(statement)
+    scopes.append(rest)
+    return scopes
 
 
 class _UnitSpans:

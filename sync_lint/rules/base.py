@@ -80,8 +80,8 @@ class Rule:
     # Reports only in hot scopes (``analysis.hot_scopes``): a file checked on its own where the
     # syntax scout finds none may be is skipped (``prefilter.rules_that_can_report``).
     reports_only_in_hot_scopes: ClassVar[bool] = False
-    # Reports only at a sink the file calls (GPU1xx): where the only alone triggers a file has
-    # are ``triggers.SCOUTED_SINK_TRIGGERS``, the syntax scout confirms such a call may be there.
+    # Reports only at a sink the file calls (GPU1xx): in a file checked on its own, the syntax
+    # scout confirms that a sink may be handed a view or a cast (``Scout.may_report_at_a_sink``).
     reports_only_at_sinks: ClassVar[bool] = False
     # For a rule that reports neither only at sinks nor only in hot scopes: which summaries its
     # finding in one function may rest on, followed within a file checked on its own to parse

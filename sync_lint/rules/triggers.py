@@ -23,14 +23,13 @@ SUMMARY_TRIGGERS = ("is_contiguous", "stride(", "triton", "tl.load", "tl.store",
 # keeps). Casts and views alone are common; sinks are not.
 SINK_UNIT_TRIGGERS = SUMMARY_TRIGGERS + ("](", ".view(")
 # A file checked on its own needs a sink it calls: a Triton kernel's body words (``triton``,
-# ``tl.load``) only summarise it for launches (``](``), which may be in other files.
-# Of these, a custom op and a raw address are sinks wherever they are called; the rest make a
-# finding in a one-file run only through a function of that file whose summary they shape (a
-# launch of its kernel, a call of its checked wrapper) or as ``.view(dtype)``, and their words
-# are also in ``list[int]()``, ``x.view(-1, n)``: the syntax scout decides (``Scout.may_call_a_sink``).
+# ``tl.load``) only summarise it for launches (``](``), which may be in other files. A custom
+# op and a raw address are sinks wherever they are called; a check (``is_contiguous``,
+# ``stride(``) or a launch makes a finding in a one-file run only through a function of that
+# file whose summary it shapes, and ``](`` and ``.view(`` are also ``list[int]()`` and
+# ``x.view(-1, n)``: where these words are, the syntax scout decides (``Scout.may_report_at_a_sink``).
 SINK_SHAPE_TRIGGERS = ("](", ".view(")  # the syntax of a launch and of ``.view(dtype)``
-SCOUTED_SINK_TRIGGERS = ("is_contiguous", "stride(", *SINK_SHAPE_TRIGGERS)
-ALONE_SINK_TRIGGERS = ("torch.ops", TORCH_OPS_IMPORT, "data_ptr", *SCOUTED_SINK_TRIGGERS)
+ALONE_SINK_TRIGGERS = ("torch.ops", TORCH_OPS_IMPORT, "data_ptr", "is_contiguous", "stride(", *SINK_SHAPE_TRIGGERS)
 CAST_TRIGGERS = (".to(", ".int()", ".long()", ".float()", ".half()", ".bfloat16()", ".double()", ".type(", ".cuda(")
 VIEW_TRIGGERS = (
     # ``.T`` as a whole attribute: a bare ".T" would match every ``torch.Tensor`` annotation.

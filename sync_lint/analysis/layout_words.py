@@ -1,0 +1,24 @@
+"""The names the layout domain (``analysis.layout``) reads as views and casts.
+
+Free of libcst: the syntax scout (``pipeline.scout``) asks which expressions may make a view
+before any libcst import, and must know every name the domain knows.
+"""
+
+# Cast methods with a fixed target dtype (None: the device changes, the dtype stays).
+CAST_METHODS = {
+    "int": "torch.int32", "long": "torch.int64", "float": "torch.float32", "half": "torch.float16",
+    "bfloat16": "torch.bfloat16", "double": "torch.float64", "short": "torch.int16",
+    "bool": "torch.bool", "byte": "torch.uint8", "char": "torch.int8", "cuda": None,
+}  # fmt: skip
+PERMUTING = frozenset({"t", "transpose", "permute", "movedim", "moveaxis", "swapaxes", "swapdims"})
+PERMUTING_ATTRIBUTES = frozenset({"T", "mT", "H", "mH"})
+BROADCASTING = frozenset({"expand", "expand_as", "broadcast_to"})
+GAPPING = frozenset({"unfold", "diagonal", "as_strided"})
+DIM0_OK = frozenset({"select", "narrow"})  # contiguous when taken along dim 0
+
+# What may turn a tensor of no suspect layout into one the GPU1xx rules report: a view that is
+# not contiguous, or a cast (a no-op on a tensor that already has the target dtype or device).
+# Methods (``x.t()``, ``x.to(torch.int32)``) and, for the views, torch functions
+# (``torch.transpose(x, 0, 1)``).
+VIEW_MAKING = PERMUTING | BROADCASTING | GAPPING | DIM0_OK
+LAYOUT_SUSPECT_METHODS = VIEW_MAKING | frozenset(CAST_METHODS) | {"to", "type"}
