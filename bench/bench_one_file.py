@@ -63,12 +63,12 @@ def measure(tree: Path, files: list[Path]) -> dict:
     results: dict[str, dict] = {}
     for label in ("default", "unplanned", "plain"):
         counter = Counter()
-        saved = (prefilter.one_file_plan, scout.Scout.may_have_hot_scope, scout.Scout.may_report_at_a_sink)
+        saved = (prefilter.one_file_plan, scout.Scout.may_sync_in_a_hot_scope, scout.Scout.may_report_at_a_sink)
         lint_file._parse_and_check = counter.wrap(original_parse)
         if label in ("unplanned", "plain"):
             prefilter.one_file_plan = lambda active, text, file_scout: None
         if label == "plain":
-            scout.Scout.may_have_hot_scope = lambda self: True
+            scout.Scout.may_sync_in_a_hot_scope = lambda self: True
             scout.Scout.may_report_at_a_sink = lambda self, words: True
         found = {}
         cpu: dict[str, float] = {}
@@ -80,7 +80,7 @@ def measure(tree: Path, files: list[Path]) -> dict:
                 cpu[str(path)] = time.process_time() - before
         finally:
             lint_file._parse_and_check = original_parse
-            prefilter.one_file_plan, scout.Scout.may_have_hot_scope, scout.Scout.may_report_at_a_sink = saved
+            prefilter.one_file_plan, scout.Scout.may_sync_in_a_hot_scope, scout.Scout.may_report_at_a_sink = saved
         results[label] = {
             "found": found, "per_file": cpu, "cpu": time.process_time() - started, "files": counter.files, "lines": counter.lines,
         }

@@ -253,7 +253,7 @@ LOOKALIKE_MODULE = '''
 
 class Head{i}(tnn.Module):
     def forward(self, x):
-        return x.sum().item()
+        return x.to(self.device).sum().item()
 '''
 
 # Trigger-free code, always present: what the masking replaces by ``pass``.
@@ -333,6 +333,7 @@ def without_scout(patch) -> None:
     """The syntax scout answers "may" to every question, and a file checked on its own is
     parsed whole."""
     patch.setattr(scout.Scout, "may_have_hot_scope", lambda self: True)
+    patch.setattr(scout.Scout, "may_sync_in_a_hot_scope", lambda self: True)
     patch.setattr(scout.Scout, "may_report_at_a_sink", lambda self, unit_triggers: True)
     patch.setattr(prefilter, "one_file_plan", lambda active, text, file_scout: None)
 

@@ -151,6 +151,7 @@ def test_every_reporting_example_is_a_may():
             scout = Scout(example, SETTINGS)
             if rule.reports_only_in_hot_scopes:
                 assert scout.may_have_hot_scope(), (rule.code, example)
+                assert scout.may_sync_in_a_hot_scope(), (rule.code, example)
             if rule.reports_only_at_sinks:
                 assert scout.may_report_at_a_sink(sink_words(rule)), (rule.code, example)
 
@@ -178,3 +179,49 @@ def test_the_scout_has_no_say_in_a_run_of_several_files():
     together = {rule.code for rule in rules_that_can_report(rules, [boundary, caller], SETTINGS)}
     assert "GPU102" not in alone
     assert "GPU102" in together
+
+
+MODULE_HEAD = "import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n"
+# (source, may a hot-scope rule report in it alone)
+HOT_SYNC_CASES = {
+    # A sync reported in a forward needs a tensor known to be on the GPU.
+    "a parameter's item": (MODULE_HEAD + "    def forward(self, x):\n        return x.sum().item()\n", False),
+    "a docstring that speaks of the GPU": (
+        MODULE_HEAD + '    def forward(self, x):\n        """Runs on the GPU device."""\n        return int(x)\n', False),
+    "a helper without a device": (
+        MODULE_HEAD + "    def forward(self, x):\n        return helper(x)\n\n\ndef helper(t):\n    return t.tolist()\n", False),
+    "a tensor moved to the GPU": (MODULE_HEAD + "    def forward(self, x):\n        return x.cuda().item()\n", True),
+    "a factory given a device": (
+        MODULE_HEAD + "    def forward(self, x):\n        n = torch.zeros(1, device=x.device)\n        return n.item()\n", True),
+    "a name that says gpu": (MODULE_HEAD + "    def forward(self, lens_gpu):\n        return lens_gpu.tolist()\n", True),
+    "a device named by a string": (MODULE_HEAD + "    def forward(self, x):\n        return x.to('npu').tolist()\n", True),
+    "a synchronize": (MODULE_HEAD + "    def forward(self, x):\n        stream.synchronize()\n        return x\n", True),
+    "an attribute another method puts on the GPU, through a local": (
+        MODULE_HEAD + ("    def __init__(self, d):\n        buf = torch.zeros(4, device=d)\n        self.buf = buf\n"
+                       "    def forward(self, x):\n        return self.buf.tolist()\n"), True),
+    "a helper of this file that names a device": (
+        MODULE_HEAD + ("    def forward(self, x):\n        return self.step(x)\n"
+                       "    def step(self, x):\n        return x.to(self.device).tolist()\n"), True),
+    "a metadata builder (unknown devices count there)": (
+        "class FlashMetadataBuilder:\n    def build(self, common):\n        return common.seq_lens.tolist()\n", True),
+}
+
+
+@pytest.mark.parametrize("name", HOT_SYNC_CASES)
+def test_scout_sync_in_hot_scope_answers(name):
+    text, may = HOT_SYNC_CASES[name]
+    scout = Scout(text, SETTINGS)
+    assert scout.may_have_hot_scope()
+    assert scout.may_sync_in_a_hot_scope() == may
+    # The answer stands in for the analysis: where it says no, the analysis must find nothing.
+    if not may:
+        from sync_lint.api import lint_text
+
+        assert [d for d in lint_text(text) if d.code.startswith("GPU2")] == []
+
+
+def test_unknown_device_option_decides_for_hot_classes_and_everywhere():
+    builder = HOT_SYNC_CASES["a metadata builder (unknown devices count there)"][0]
+    assert not Scout(builder, make_settings(unknown_device="never")).may_sync_in_a_hot_scope()
+    forward = HOT_SYNC_CASES["a parameter's item"][0]
+    assert Scout(forward, make_settings(unknown_device="always")).may_sync_in_a_hot_scope()

@@ -92,6 +92,17 @@ class Scout:
             return None
         return _HotScout(names, self._tree, self.settings).units()
 
+    def may_sync_in_a_hot_scope(self) -> bool:
+        """Whether a GPU2xx rule that reports only in hot scopes could report in this file on its
+        own: a hot scope may be here (``may_have_hot_scope``), and it or a function of this file
+        it may call may hold a sync (``_SyncScout``)."""
+        if self.settings["hot-functions"] or self.settings["unknown-device"] == "always":
+            return True  # dotted names over qualnames; any unknown value may sync: the analysis decides
+        names = self._names_of_tree()
+        if names is None:
+            return True
+        return self._once(("hot sync",), lambda: _SyncScout(names, self._tree, self.settings).found())
+
     def bindings_matching(self, pattern: re.Pattern) -> set[str] | None:
         return self._once(("bindings", pattern), lambda: self._bindings_matching(pattern))
 
@@ -397,15 +408,7 @@ class _SinkScout:
         if self.settings["contiguous-sinks"]:
             return True  # configured callees: left to the analysis
         summarised = self._summarised_definitions()
-        scopes = [_ScopeFacts(roots) for roots in _scopes(self.tree)]
-        attributes: set[str] = set()  # suspect attributes, over the whole file
-        while True:
-            for scope in scopes:
-                scope.close(attributes)
-            found = set().union(*(scope.suspect_attributes for scope in scopes))
-            if found <= attributes:
-                break
-            attributes |= found
+        scopes, attributes = _suspects(self.tree, _makes_view)
         return any(
             scope.suspect(argument, attributes)
             for scope in scopes for call in scope.calls for argument in self._handed(call, summarised)
@@ -459,11 +462,27 @@ class _SinkScout:
         return found
 
 
+def _suspects(tree: ast.Module, is_source) -> tuple[list[_ScopeFacts], set[str]]:
+    """Each scope's facts (``_scopes``), with the names that may hold a value ``is_source``
+    marks (a node that makes one), and the attributes any assignment of the file gives one."""
+    scopes = [_ScopeFacts(roots, is_source) for roots in _scopes(tree)]
+    attributes: set[str] = set()
+    while True:
+        for scope in scopes:
+            scope.close(attributes)
+        found = set().union(*(scope.suspect_attributes for scope in scopes))
+        if found <= attributes:
+            return scopes, attributes
+        attributes |= found
+
+
 class _ScopeFacts:
     """One function's (or the module code's) bindings and calls, and which of its names may hold
-    a suspect layout (see ``_SinkScout``). Names are not told apart by nested scope or order."""
+    a suspect value (one that a node ``is_source`` marks made, or flowed from one). Names are not
+    told apart by nested scope or order."""
 
-    def __init__(self, roots: list[ast.AST]) -> None:
+    def __init__(self, roots: list[ast.AST], is_source) -> None:
+        self.is_source = is_source
         self.calls: list[ast.Call] = []
         # (names bound, attributes assigned, the value's facts) per binding
         self.bindings: list[tuple[set[str], set[str], _ExprFacts]] = []
@@ -503,7 +522,7 @@ class _ScopeFacts:
                 todo.append(target.value)
             elif kind is ast.Subscript:
                 todo.append(target.value)  # ``bufs[i] = ...``: a container that may hold views
-        self.bindings.append((names, attributes, _ExprFacts(value)))
+        self.bindings.append((names, attributes, _ExprFacts(value, self.is_source)))
 
     def close(self, attributes: set[str]) -> None:
         """Grow the suspect names to a fixpoint, given the file's suspect attributes."""
@@ -521,18 +540,18 @@ class _ScopeFacts:
     def suspect(self, node: ast.expr, attributes: set[str]) -> bool:
         facts = self._facts.get(id(node))
         if facts is None:
-            facts = self._facts[id(node)] = _ExprFacts(node)
+            facts = self._facts[id(node)] = _ExprFacts(node, self.is_source)
         return facts.suspect(self.suspect_names, attributes)
 
 
 class _ExprFacts:
-    """What of an expression bears on its layout: whether it makes a view or a cast itself, and
-    the names and attributes it reads."""
+    """What of an expression bears on a suspect value: whether it makes one itself (a node
+    ``is_source`` marks), and the names and attributes it reads."""
 
-    __slots__ = ("attributes", "makes_view", "names")
+    __slots__ = ("attributes", "makes_one", "names")
 
-    def __init__(self, node: ast.expr) -> None:
-        self.makes_view = False
+    def __init__(self, node: ast.expr, is_source) -> None:
+        self.makes_one = False
         self.names: set[str] = set()
         self.attributes: set[str] = set()
         for child in _walk(node):
@@ -541,19 +560,24 @@ class _ExprFacts:
                 self.names.add(child.id)
             elif kind is ast.Attribute:
                 self.attributes.add(child.attr)
-                if child.attr in PERMUTING_ATTRIBUTES:
-                    self.makes_view = True
-            elif kind is ast.Call:
-                func = child.func
-                if (type(func) is ast.Attribute and func.attr in LAYOUT_SUSPECT_METHODS) or (
-                    type(func) is ast.Name and func.id in VIEW_MAKING
-                ):
-                    self.makes_view = True
-            elif kind is ast.Subscript and _slices(child):
-                self.makes_view = True
+            if not self.makes_one and is_source(child):
+                self.makes_one = True
 
     def suspect(self, names: set[str], attributes: set[str]) -> bool:
-        return self.makes_view or not self.names.isdisjoint(names) or not self.attributes.isdisjoint(attributes)
+        return self.makes_one or not self.names.isdisjoint(names) or not self.attributes.isdisjoint(attributes)
+
+
+def _makes_view(node: ast.AST) -> bool:
+    """A view or a cast, as the layout domain reads them (``layout_words``)."""
+    kind = type(node)
+    if kind is ast.Attribute:
+        return node.attr in PERMUTING_ATTRIBUTES
+    if kind is ast.Call:
+        func = node.func
+        return (type(func) is ast.Attribute and func.attr in LAYOUT_SUSPECT_METHODS) or (
+            type(func) is ast.Name and func.id in VIEW_MAKING
+        )
+    return kind is ast.Subscript and _slices(node)
 
 
 def _slices(node: ast.Subscript) -> bool:
@@ -583,6 +607,82 @@ def _scopes(tree: ast.Module) -> list[list[ast.AST]]:
             rest.append(statement)
     scopes.append(rest)
     return scopes
+
+
+class _SyncScout:
+    """Over-approximates where ``analysis.syncs`` can report in a hot scope without other files.
+
+    A sync the hot-scope rules report needs a tensor known to be on the GPU, except in a method
+    of a hot class (``unknown-device``) and for ``.synchronize()``. Only a device named in the
+    code makes one (``device=``, ``.cuda()``, ``.to("cuda")``, ``.to(x.device)``, a name
+    ending ``_gpu``: ``analysis.device``), through locals and ``self.`` attributes. So a hot
+    scope can report only if it, or a function of this file it may call (whose summary it
+    reads), holds such a word or reads an attribute that some assignment gives a value made
+    from one."""
+
+    def __init__(self, names: _Names, tree: ast.Module, settings: Settings) -> None:
+        self.names = names
+        self.tree = tree
+        self.settings = settings
+
+    def found(self) -> bool:
+        hot_scout = _HotScout(self.names, self.tree, self.settings)
+        hot = hot_scout.units()
+        if hot is None:
+            return True
+        if not hot:
+            return False
+        if self.settings["unknown-device"] == "hot-classes" and any(
+            hot_scout._hot_class(node) for node in self.names.of(ast.ClassDef)
+        ):  # fmt: skip
+            return True  # any tensor of a hot class's method may be reported
+        spans = _UnitSpans(self.tree)
+        by_name: dict[str, list[ast.AST]] = {}
+        for (_, name), node in spans.nodes:
+            by_name.setdefault(name, []).append(node)
+        _, attributes = _suspects(self.tree, _names_a_device)
+        reached = [node for unit, node in spans.nodes if unit in hot]
+        seen = {id(node) for node in reached}
+        while reached:
+            node = reached.pop()
+            mentioned: set[str] = set()
+            for child in _walk(node):
+                kind = type(child)
+                if _names_a_device(child) or (kind is ast.Attribute and child.attr in attributes):
+                    return True
+                if kind is ast.Name:
+                    mentioned.add(child.id)
+                elif kind is ast.Attribute:
+                    mentioned.add(child.attr)
+            for name in mentioned:  # what it may call (or hand on as a callback)
+                for callee in by_name.get(name, ()):
+                    if id(callee) not in seen:
+                        seen.add(id(callee))
+                        reached.append(callee)
+        return False
+
+
+# Words of a device in code: ``device=``, ``x.device``, ``.cuda()``, ``torch.cuda``, ``seq_lens_gpu``
+# (``analysis.device.name_hint``), ``.synchronize()`` (a sync whatever its receiver).
+_DEVICE_WORDS = re.compile(r"device|cuda|gpu|synchronize", re.IGNORECASE)
+
+
+def _names_a_device(node: ast.AST) -> bool:
+    """A node that may put a value on the GPU, or sync by itself."""
+    kind = type(node)
+    if kind is ast.Name:
+        return _DEVICE_WORDS.search(node.id) is not None
+    if kind is ast.Attribute:
+        return _DEVICE_WORDS.search(node.attr) is not None
+    if kind is ast.keyword:
+        return node.arg is not None and _DEVICE_WORDS.search(node.arg) is not None
+    if kind is ast.Call:  # ``.to("npu")``: any device named by a string (others go through ``device``)
+        func = node.func
+        return (
+            type(func) is ast.Attribute and func.attr == "to" and bool(node.args)
+            and type(node.args[0]) is ast.Constant and type(node.args[0].value) is str
+        )  # fmt: skip
+    return False
 
 
 class _UnitSpans:
