@@ -87,6 +87,20 @@ CASES = {
     "a wrapper of a checked wrapper": (
         ("def a(x):\n    assert x.is_contiguous()\n\ndef b(y):\n    return a(y)\n\n"
          "def c(t):\n    b(t[:, 0])\n"), False, True),
+    # A Triton kernel's body holds no sink uses (the analysis only summarises it), so the
+    # broadcasts and calls of jit helpers there are not a caller's views.
+    "a jit helper called in a kernel": (
+        ("import triton\n@triton.jit\ndef helper(p):\n    pass\n\n@triton.jit\ndef kern(x):\n"
+         "    helper(x[:, None])\n"), False, False),
+    "a jit helper called in a kernel of a re-exported triton": (
+        ("from vllm.triton_utils import triton\n@triton.jit\ndef helper(p):\n    pass\n\n@triton.jit\n"
+         "def kern(x):\n    helper(x[:, None])\n"), False, False),
+    "a jit helper called under another jit": (
+        ("import triton\nfrom numba import jit\n@triton.jit\ndef helper(p):\n    pass\n\n@jit\n"
+         "def kern(x):\n    helper(x[:, None])\n"), False, True),
+    "a jit helper called under a relatively imported triton": (
+        ("from .compat import triton\n@triton.jit\ndef helper(p):\n    pass\n\n@triton.jit\n"
+         "def kern(x):\n    helper(x[:, None])\n"), False, True),
     # ... and engine code that hands its sinks tensors as they came (vLLM's XPU MXFP4 kernel).
     "a custom op handed parameters, attributes and other calls' results": (
         ("import torch\nfrom q import quant\ndef apply(layer, x, bias):\n    x_q, x_s = quant(x)\n"

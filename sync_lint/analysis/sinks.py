@@ -63,11 +63,11 @@ from sync_lint.analysis.layout import (
 from sync_lint.analysis.names import dotted
 from sync_lint.analysis.nodes import children, one_line
 from sync_lint.analysis.summaries import ArgKey, CallFlags, Forward, FunctionSummary
+from sync_lint.analysis.triton_names import is_triton_decorator
 from sync_lint.config import is_strided_sink
 from sync_lint.patterns import definition_of
 from sync_lint.pipeline.profile import span
 
-_TRITON_DECORATORS = ("triton.jit", "triton.autotune", "triton.heuristics", "triton.runtime.jit")
 _POINTER_CALLS = {"load": "read", "store": "written", "atomic_add": "updated", "atomic_max": "updated",
                   "atomic_min": "updated", "atomic_cas": "updated", "atomic_xchg": "updated",
                   "atomic_and": "updated", "atomic_or": "updated", "atomic_xor": "updated"}
@@ -183,7 +183,7 @@ class LineFinder:
 
 
 def is_triton_kernel(info: FunctionInfo) -> bool:
-    return any(d in _TRITON_DECORATORS or d.endswith(".jit") and "triton" in d for d in info.decorators)
+    return any(is_triton_decorator(d) for d in info.decorators)
 
 
 def split_branches(node: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -26,6 +26,7 @@ from sync_lint.analysis.layout_words import (
     PERMUTING_ATTRIBUTES,
     VIEW_MAKING,
 )
+from sync_lint.analysis.triton_names import is_triton_decorator
 from sync_lint.config import Settings, is_strided_sink
 from sync_lint.pipeline.source import split_lines
 
@@ -189,6 +190,7 @@ class _Names:
         self.aliases: dict[str, str] = dict(settings["alias-modules"])
         self.imports: dict[str, set[str]] = {}
         self.bound: set[str] = set()  # every name the file binds anywhere
+        self.relative: set[str] = set()  # names a relative import binds (their module is known by its tail only)
         self.nodes: dict[type, list] = {}
         for node in _walk(tree):
             kind = type(node)
@@ -204,6 +206,8 @@ class _Names:
                 for alias in node.names:
                     if alias.name != "*":
                         local = alias.asname or alias.name
+                        if node.level:
+                            self.relative.add(local)
                         self.imports.setdefault(local, set()).add(f"{base}.{alias.name}" if base else alias.name)
                         self.bound.add(local)
             elif kind is ast.Name and type(node.ctx) is not ast.Load:
@@ -265,6 +269,30 @@ class _Names:
     def triton_decorated(self, function: ast.AST) -> bool:
         """A decorator whose meaning may be Triton's (``@triton.jit``, an alias of it)."""
         return any("triton" in name for d in function.decorator_list for name in self.meanings(_callee(d)))
+
+    def certainly_triton_kernel(self, function: ast.AST) -> bool:
+        """A decorator the analyses certainly resolve to Triton's (``analysis.functions``): its
+        head is imported by absolute imports only, and each of them, with ``alias-modules``
+        applied as ``NameTable`` applies them, gives a Triton name."""
+        if type(function) not in _FUNCTIONS:
+            return False
+        for decorator in function.decorator_list:
+            written = ast_dotted(_callee(decorator))
+            if written is None:
+                continue
+            head, _, rest = written.partition(".")
+            imported = self.imports.get(head)
+            if not imported or head in self.relative:
+                continue
+            if all(is_triton_decorator(self._aliased(full + ("." + rest if rest else ""))) for full in imported):
+                return True
+        return False
+
+    def _aliased(self, full: str) -> str:
+        for alias, target in self.aliases.items():  # the first that matches, as ``NameTable.apply_aliases``
+            if full == alias or full.startswith(alias + "."):
+                return target + full[len(alias) :]
+        return full
 
 
 class _HotScout:
@@ -411,7 +439,8 @@ class _SinkScout:
         scopes, attributes = _suspects(self.tree, _makes_view)
         return any(
             scope.suspect(argument, attributes)
-            for scope in scopes for call in scope.calls for argument in self._handed(call, summarised)
+            for scope in scopes if not self.names.certainly_triton_kernel(scope.roots[0])  # no sink uses in a kernel
+            for call in scope.calls for argument in self._handed(call, summarised)
         )  # fmt: skip
 
     def _handed(self, call: ast.Call, summarised: set[str]) -> list[ast.expr]:
@@ -482,6 +511,7 @@ class _ScopeFacts:
     told apart by nested scope or order."""
 
     def __init__(self, roots: list[ast.AST], is_source) -> None:
+        self.roots = roots
         self.is_source = is_source
         self.calls: list[ast.Call] = []
         # (names bound, attributes assigned, the value's facts) per binding
@@ -605,7 +635,7 @@ def _scopes(tree: ast.Module) -> list[list[ast.AST]]:
             rest.extend([*statement.bases, *statement.keywords, *statement.decorator_list])
         else:
             rest.append(statement)
-    scopes.append(rest)
+    scopes.append(rest or [ast.Pass()])
     return scopes
 
 
