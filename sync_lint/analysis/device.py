@@ -29,6 +29,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from sync_lint.analysis.device_words import (
+    HOST_ATTRIBUTES,
+    HOST_RESULT_METHODS,
+    VALUE_READS,
+)
 from sync_lint.analysis.flow import Walker
 from sync_lint.analysis.names import NameTable, dotted
 
@@ -88,20 +93,6 @@ _HOST_PARTS = frozenset({"cpu", "np", "numpy", "host"})
 # Boolean-valued prefixes: ``is_gpu`` / ``use_gpu`` / ``num_gpu`` are flags and counts, not tensors.
 _FLAG_PREFIXES = ("is_", "use_", "has_", "num_", "n_", "enable_", "should_")
 
-# Tensor methods and torch functions that return a Python bool read from the tensors' data
-# (``torch.equal(a, b)``, ``a.allclose(b)``, ``torch.is_nonzero(t)``): a host value, whose read
-# is a sync when a tensor is on the GPU (``analysis.syncs`` reports the call, not later uses).
-VALUE_READS = frozenset({"equal", "allclose", "is_nonzero"})
-# Tensor methods and attributes whose result is a host value whatever the tensor.
-HOST_RESULT_METHODS = frozenset({
-    "item", "tolist", "cpu", "numpy", "size", "dim", "ndimension", "numel", "nelement", "stride",
-    "element_size", "data_ptr", "storage_offset", "is_contiguous", "is_pinned", "get_device",
-    "pin_memory", "is_floating_point", "is_complex", "untyped_storage", "__len__", "type",
-}) | VALUE_READS
-HOST_ATTRIBUTES = frozenset({
-    "shape", "ndim", "dtype", "device", "is_cuda", "is_cpu", "layout", "requires_grad", "itemsize", "nbytes",
-    "cpu", "np", "numpy",  # ``CpuGpuBuffer.cpu`` / ``.np``
-})
 # Tensor methods that return a boolean tensor.
 MASK_METHODS = frozenset({
     "eq", "ne", "gt", "lt", "ge", "le", "greater", "less", "not_equal", "logical_and", "logical_or",

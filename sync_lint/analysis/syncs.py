@@ -44,7 +44,6 @@ from dataclasses import dataclass, replace
 import libcst as cst
 
 from sync_lint.analysis.device import (
-    VALUE_READS,
     ClassAttributes,
     DeviceDomain,
     Place,
@@ -55,6 +54,14 @@ from sync_lint.analysis.device import (
     is_true,
     keyword,
     positional,
+)
+from sync_lint.analysis.device_words import (
+    DATA_DEPENDENT_FUNCTIONS,
+    DATA_DEPENDENT_METHODS,
+    EXPLICIT_METHODS,
+    PROTOCOL_BUILTINS,
+    SIZE_FUNCTIONS,
+    VALUE_READS,
 )
 from sync_lint.analysis.flags import (
     NOT_CONSTANT,
@@ -78,13 +85,6 @@ from sync_lint.analysis.summaries import FunctionSummary, SyncCall
 from sync_lint.patterns import definition_of
 from sync_lint.pipeline.profile import span
 from sync_lint.rules.base import CalleeCondition, Finding
-
-EXPLICIT_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
-DATA_DEPENDENT_METHODS = frozenset({"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select"})
-DATA_DEPENDENT_FUNCTIONS = frozenset({"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select"})
-# Torch functions whose size arguments become Python ints (``full``: only the first).
-SIZE_FUNCTIONS = frozenset({"arange", "empty", "zeros", "ones", "full", "rand", "randn"})
-_PROTOCOL_BUILTINS = ("int", "float", "bool", "complex")
 
 # For stale declarations: calls known not to sync (their arguments are still looked at).
 SAFE_BUILTINS = frozenset({
@@ -671,7 +671,7 @@ class _Scanner:
 
     def _builtin_call(self, name: str, node: cst.Call, env, loop: bool) -> None:
         args = positional(node)
-        if name in _PROTOCOL_BUILTINS and len(args) == 1:
+        if name in PROTOCOL_BUILTINS and len(args) == 1:
             place = self.domain.evaluate(args[0], env)
             if self.broad:
                 if not is_literal(args[0]) and self._maybe_device(place):

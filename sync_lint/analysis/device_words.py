@@ -1,0 +1,30 @@
+"""The names the device domain (``analysis.device``) and the sync catalogue (``analysis.syncs``)
+read as host results and as sync sites.
+
+Free of libcst: the syntax scout (``pipeline.scout``) asks where a sync may be before any libcst
+import, and must know every name the analyses know.
+"""
+
+# Tensor methods and torch functions that return a Python bool read from the tensors' data
+# (``torch.equal(a, b)``, ``a.allclose(b)``, ``torch.is_nonzero(t)``): a host value, whose read
+# is a sync when a tensor is on the GPU (``analysis.syncs`` reports the call, not later uses).
+VALUE_READS = frozenset({"equal", "allclose", "is_nonzero"})
+# Tensor methods and attributes whose result is a host value whatever the tensor.
+HOST_RESULT_METHODS = frozenset({
+    "item", "tolist", "cpu", "numpy", "size", "dim", "ndimension", "numel", "nelement", "stride",
+    "element_size", "data_ptr", "storage_offset", "is_contiguous", "is_pinned", "get_device",
+    "pin_memory", "is_floating_point", "is_complex", "untyped_storage", "__len__", "type",
+}) | VALUE_READS  # fmt: skip
+HOST_ATTRIBUTES = frozenset({
+    "shape", "ndim", "dtype", "device", "is_cuda", "is_cpu", "layout", "requires_grad", "itemsize", "nbytes",
+    "cpu", "np", "numpy",  # ``CpuGpuBuffer.cpu`` / ``.np``
+})  # fmt: skip
+
+# Sync sites (``analysis.syncs``): methods that copy to the host, ops whose output size depends on
+# the data, torch functions whose size arguments become Python ints (``full``: only the first),
+# and the builtins that read a tensor as a Python number or truth value.
+EXPLICIT_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
+DATA_DEPENDENT_METHODS = frozenset({"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select"})
+DATA_DEPENDENT_FUNCTIONS = frozenset({"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select"})
+SIZE_FUNCTIONS = frozenset({"arange", "empty", "zeros", "ones", "full", "rand", "randn"})
+PROTOCOL_BUILTINS = ("int", "float", "bool", "complex")
