@@ -107,6 +107,8 @@ class Scout:
         """Whether a GPU2xx rule that reports only in hot scopes could report in this file on its
         own: a hot scope may be here (``may_have_hot_scope``), and it or a function of this file
         it may call may hold a sync (``_SyncScout``)."""
+        if not self.may_have_hot_scope():
+            return False  # the cheaper question first: most files the words let through have none
         if self.settings["hot-functions"] or self.settings["unknown-device"] == "always":
             return True  # dotted names over qualnames; any unknown value may sync: the analysis decides
         names = self._names_of_tree()
@@ -339,7 +341,7 @@ class _HotScout:
         )
         top_level = {id(statement) for statement in self.tree.body}
         for node in self.names.of(ast.ClassDef):
-            if node.name in modules or self._hot_class(node):
+            if node.name in modules or self.may_be_hot_class(node):
                 hot_methods = [m.name for m in node.body if type(m) in _FUNCTIONS and _matches(m.name, self.method_patterns)]
                 if not hot_methods:
                     continue
@@ -388,9 +390,9 @@ class _HotScout:
         if not with_hot_method:
             return False
         modules = self._module_classes()
-        return any(node.name in modules or self._hot_class(node) for node in with_hot_method)
+        return any(node.name in modules or self.may_be_hot_class(node) for node in with_hot_method)
 
-    def _hot_class(self, node: ast.ClassDef) -> bool:
+    def may_be_hot_class(self, node: ast.ClassDef) -> bool:
         if _matches(node.name, self.class_patterns):
             return True
         return any(_matches(part, self.class_patterns) for base in node.bases for part in self._base_last_parts(base))
@@ -677,7 +679,7 @@ class _SyncScout:
             return False
         # Any tensor of a hot class's method may be reported (``unknown-device``).
         hot_classes = {
-            id(node) for node in self.names.of(ast.ClassDef) if hot_scout._hot_class(node)
+            id(node) for node in self.names.of(ast.ClassDef) if hot_scout.may_be_hot_class(node)
         } if self.settings["unknown-device"] == "hot-classes" else set()  # fmt: skip
         spans = _UnitSpans(self.tree)
         by_name: dict[str, list[ast.AST]] = {}
