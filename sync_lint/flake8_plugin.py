@@ -38,6 +38,7 @@ class SyncLintChecker:
     version = __version__
 
     def __init__(self, tree, filename: str, lines: list[str]) -> None:
+        self.tree = tree
         self.filename = filename
         self.lines = lines
 
@@ -48,7 +49,7 @@ class SyncLintChecker:
         source = SourceFile(path=self.filename, text=text, encoding="utf-8", raw=b"")
         # One file is all there is: only the rules that can report in it alone, only the
         # functions that can matter to it alone parsed.
-        file_scout = Scout(text, settings)
+        file_scout = Scout(text, settings, self.tree)  # flake8's own parse of the same lines
         facts = lint_source(
             source, settings, rules_that_can_report(rules, [text], settings, file_scout), reexports=False,
             alone=file_scout,

@@ -259,3 +259,13 @@ def test_unknown_device_option_decides_for_hot_classes_and_everywhere():
     assert not Scout(builder, make_settings(unknown_device="never")).may_sync_in_a_hot_scope()
     forward = HOT_SYNC_CASES["a parameter's item"][0]
     assert Scout(forward, make_settings(unknown_device="always")).may_sync_in_a_hot_scope()
+
+
+def test_a_tree_the_caller_has_is_not_parsed_again(monkeypatch):
+    """flake8 hands its plugins the file's ``ast`` tree: the scout answers on it."""
+    import ast
+
+    text = HOT_SYNC_CASES["a tensor moved to the GPU"][0]
+    tree = ast.parse(text)
+    monkeypatch.setattr(ast, "parse", lambda *args, **kwargs: pytest.fail("parsed again"))
+    assert Scout(text, SETTINGS, tree).may_sync_in_a_hot_scope()

@@ -42,13 +42,14 @@ from sync_lint.pipeline.source import split_lines
 
 
 class Scout:
-    """One file's syntax tree, parsed on the first question (none when it does not parse)."""
+    """One file's syntax tree, parsed on the first question (none when it does not parse);
+    ``tree``: the text's tree where the caller has one (flake8 hands its plugins one)."""
 
-    def __init__(self, text: str, settings: Settings) -> None:
+    def __init__(self, text: str, settings: Settings, tree: ast.Module | None = None) -> None:
         self.text = text
         self.settings = settings
         self._parsed = False
-        self._tree: ast.Module | None = None  # None: it does not parse (the libcst parse reports it)
+        self._tree: ast.Module | None = tree  # None: it does not parse (the libcst parse reports it)
         self._names: _Names | None = None
         self._answers: dict[tuple, object] = {}  # several rules ask the same question
         self._lines: list[str] | None = None
@@ -67,10 +68,11 @@ class Scout:
     def _names_of_tree(self) -> _Names | None:
         if not self._parsed:
             self._parsed = True
-            try:
-                self._tree = ast.parse(self.text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                return None
+            if self._tree is None:
+                try:
+                    self._tree = ast.parse(self.text)
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    return None
             self._names = _Names(self._tree, self.settings)
         return self._names
 
