@@ -91,16 +91,16 @@ CASES = {
     # broadcasts and calls of jit helpers there are not a caller's views.
     "a jit helper called in a kernel": (
         ("import triton\n@triton.jit\ndef helper(p):\n    pass\n\n@triton.jit\ndef kern(x):\n"
-         "    helper(x[:, None])\n"), False, False),
+         "    helper(x[:, 0])\n"), False, False),
     "a jit helper called in a kernel of a re-exported triton": (
         ("from vllm.triton_utils import triton\n@triton.jit\ndef helper(p):\n    pass\n\n@triton.jit\n"
-         "def kern(x):\n    helper(x[:, None])\n"), False, False),
+         "def kern(x):\n    helper(x[:, 0])\n"), False, False),
     "a jit helper called under another jit": (
         ("import triton\nfrom numba import jit\n@triton.jit\ndef helper(p):\n    pass\n\n@jit\n"
-         "def kern(x):\n    helper(x[:, None])\n"), False, True),
+         "def kern(x):\n    helper(x[:, 0])\n"), False, True),
     "a jit helper called under a relatively imported triton": (
         ("from .compat import triton\n@triton.jit\ndef helper(p):\n    pass\n\n@triton.jit\n"
-         "def kern(x):\n    helper(x[:, None])\n"), False, True),
+         "def kern(x):\n    helper(x[:, 0])\n"), False, True),
     # ... and engine code that hands its sinks tensors as they came (vLLM's XPU MXFP4 kernel).
     "a custom op handed parameters, attributes and other calls' results": (
         ("import torch\nfrom q import quant\ndef apply(layer, x, bias):\n    x_q, x_s = quant(x)\n"
@@ -269,3 +269,45 @@ def test_a_tree_the_caller_has_is_not_parsed_again(monkeypatch):
     tree = ast.parse(text)
     monkeypatch.setattr(ast, "parse", lambda *args, **kwargs: pytest.fail("parsed again"))
     assert Scout(text, SETTINGS, tree).may_sync_in_a_hot_scope()
+
+
+@pytest.mark.parametrize(
+    ("index", "gaps", "reported"),
+    [
+        ("x[i]", False, False), ("x[:n]", False, False), ("x[a:b]", False, False), ("x[i, :k]", False, False),
+        ("x[i, j]", False, False), ("x[:]", False, False), ("x[:, :]", False, False), ("x[a:b, :]", False, False),
+        ("x[None, :n]", False, False), ("x[:, None]", False, False), ("x[::1]", False, False),
+        ("x.shape[1:]", False, False),
+        ("x[:, 0]", True, True), ("x[:, :k]", True, True), ("x[..., 0]", True, True), ("x[::2]", True, True),
+        ("x[a:b, c:d]", True, True), ("x[..., :k]", True, True),
+        # The domain may read these more kindly (``i`` may be an index tensor, a size-1 range
+        # keeps ``is_contiguous()``): the scout may not.
+        ("x[:n, i]", True, False), ("x[:1, 0]", True, False), ("x[*idx]", True, False),
+    ],
+)
+def test_an_index_leaves_gaps_as_the_layout_domain_reads_it(index, gaps, reported):
+    """The scout's reading of an index must never miss a gap the domain sees."""
+    from sync_lint.api import lint_text
+
+    text = f"import torch\n\n\ndef f(x, i, j, k, n, a, b, c, d, idx):\n    torch.ops._C.op({index})\n"
+    assert Scout(text, SETTINGS).may_report_at_a_sink(SINK_WORDS) == gaps
+    assert bool(lint_text(text)) == reported
+
+
+@pytest.mark.parametrize(
+    ("receiver", "may"),
+    [
+        ("x[:, :k]", False), ("x[a:b, :k]", False), ("x[..., :k]", False), ("x[:n]", False),
+        ("x[:, 0]", True), ("x[:, 0:1]", True), ("x[:, i:i + 1]", True), ("x[:, -1:]", True), ("x[..., ::2]", True),
+        ("x.t()", True), ("x.expand(n, -1)", True), ("x.to(torch.int32)", True),
+    ],
+)
+def test_a_dtype_view_needs_only_a_unit_last_stride(receiver, may):
+    """``.view(dtype)`` reinterprets the last dim: a column range keeps its stride 1 and passes;
+    where the scout says no, the analysis reports nothing."""
+    from sync_lint.api import lint_text
+
+    text = f"import torch\n\n\ndef f(x, i, k, n, a, b):\n    return {receiver}.view(torch.float8_e4m3fn).sum()\n"
+    assert Scout(text, SETTINGS).may_report_at_a_sink(SINK_WORDS) == may
+    if not may:
+        assert lint_text(text) == []

@@ -459,20 +459,24 @@ class _SinkScout:
             return True  # configured callees: left to the analysis
         summarised = self._summarised_definitions()
         scopes, attributes = _suspects(self.tree, _makes_view)
-        return any(
-            scope.suspect(argument, attributes)
-            for scope in scopes if not self.names.certainly_triton_kernel(scope.roots[0])  # no sink uses in a kernel
-            for call in scope.calls for argument in self._handed(call, summarised)
-        )  # fmt: skip
-
-    def _handed(self, call: ast.Call, summarised: set[str]) -> list[ast.expr]:
-        """What ``call`` hands a sink: its receiver, its arguments, or nothing."""
-        func = call.func
-        if type(func) is ast.Attribute and (func.attr == "data_ptr" or self.names.is_dtype_view(call)):
-            return [func.value]
-        if _callee_name(call) in summarised or self._is_custom_op(call):
-            return [*call.args, *(keyword.value for keyword in call.keywords)]
-        return []
+        # ``.view(dtype)`` needs only a unit last stride: a column range passes it.
+        unit_scopes, unit_attributes = _suspects(self.tree, _may_lose_unit_stride)
+        for scope, unit_scope in zip(scopes, unit_scopes):
+            if self.names.certainly_triton_kernel(scope.roots[0]):
+                continue  # no sink uses in a kernel
+            for call in scope.calls:
+                func = call.func
+                if self.names.is_dtype_view(call):
+                    if unit_scope.suspect(func.value, unit_attributes):
+                        return True
+                elif type(func) is ast.Attribute and func.attr == "data_ptr":
+                    if scope.suspect(func.value, attributes):
+                        return True
+                elif _callee_name(call) in summarised or self._is_custom_op(call):
+                    arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
+                    if any(scope.suspect(argument, attributes) for argument in arguments):
+                        return True
+        return False
 
     def _is_custom_op(self, call: ast.Call) -> bool:
         return any(
@@ -621,6 +625,14 @@ class _ExprFacts:
         return self.makes_one or not self.names.isdisjoint(names) or not self.attributes.isdisjoint(attributes)
 
 
+def _may_lose_unit_stride(node: ast.AST) -> bool:
+    """A view or a cast whose last dim may not have stride 1 (what ``.view(dtype)`` needs): as
+    ``_makes_view``, but for the ranges that keep the last stride."""
+    if type(node) is ast.Subscript:
+        return _slices(node, unit_stride_only=True)
+    return _makes_view(node)
+
+
 def _makes_view(node: ast.AST) -> bool:
     """A view or a cast, as the layout domain reads them (``layout_words``)."""
     kind = type(node)
@@ -634,15 +646,52 @@ def _makes_view(node: ast.AST) -> bool:
     return kind is ast.Subscript and _slices(node)
 
 
-def _slices(node: ast.Subscript) -> bool:
-    """``x[:, 0]``, ``x[..., i]``: an index that may leave gaps (a single index keeps a tensor
-    contiguous; ``x.shape[1:]`` is no tensor)."""
+def _slices(node: ast.Subscript, unit_stride_only: bool = False) -> bool:
+    """Whether an index may leave gaps, read as the layout domain reads basic indexing
+    (``layout._classify``): selected dims and one range that lead keep a tensor contiguous
+    (``x[i]``, ``x[:n]``, ``x[i, :k]``); a step, or a selection or a range after a range or an
+    ellipsis, does not (``x[:, 0]``, ``x[..., i]``, ``x[::2]``). Any index that is not a slice
+    counts as a selection, a size-1 slice as a range (the domain may read either more kindly).
+    ``x.shape[1:]`` is no tensor.
+
+    ``unit_stride_only``: whether it may lose the unit stride of the last dim, what
+    ``.view(dtype)`` needs: a range after a range keeps it (``x[:, :k]``) unless it may be of
+    size 1 (the domain counts ``x[:, i:i + 1]`` as a selection)."""
     value = node.value
     if type(value) is ast.Attribute and value.attr in ("shape", "stride"):
         return False
-    return any(
-        type(part) is ast.Slice or (type(part) is ast.Constant and part.value is Ellipsis) for part in _walk(node.slice)
-    )  # fmt: skip
+    index = node.slice
+    parts = index.elts if type(index) is ast.Tuple else [index]
+    leading = True  # only selections so far
+    for part in parts:
+        kind = type(part)
+        if kind is ast.Slice:
+            step = part.step
+            if step is not None and not (type(step) is ast.Constant and step.value in (1, None)):
+                return True  # a step slice
+            if part.lower is None and part.upper is None:
+                leading = False  # a full slice: what follows it must be full too
+                continue
+            if not leading and (not unit_stride_only or _may_be_size1(part)):
+                return True  # a range after a range, an ellipsis or a full slice
+            leading = False
+        elif kind is ast.Constant and part.value is Ellipsis:
+            leading = False
+        elif kind is ast.Constant and part.value is None:
+            continue  # a new size-1 dim
+        elif kind is ast.Starred:
+            return True  # ``x[*idx]``: anything
+        elif not leading:
+            return True  # a selection after a range, an ellipsis or a full slice
+    return False
+
+
+def _may_be_size1(part: ast.Slice) -> bool:
+    """``x[:, :1]``, ``x[:, i:i + 1]``, ``x[:, -1:]``: bounds the domain may read as one element."""
+    upper, lower = part.upper, part.lower
+    if upper is None:
+        return lower is not None and type(lower) in (ast.UnaryOp, ast.Constant)
+    return type(upper) in (ast.Constant, ast.BinOp, ast.UnaryOp)
 
 
 def _scopes(tree: ast.Module) -> list[list[ast.AST]]:
