@@ -687,11 +687,29 @@ def _slices(node: ast.Subscript, unit_stride_only: bool = False) -> bool:
 
 
 def _may_be_size1(part: ast.Slice) -> bool:
-    """``x[:, :1]``, ``x[:, i:i + 1]``, ``x[:, -1:]``: bounds the domain may read as one element."""
-    upper, lower = part.upper, part.lower
-    if upper is None:
-        return lower is not None and type(lower) in (ast.UnaryOp, ast.Constant)
-    return type(upper) in (ast.Constant, ast.BinOp, ast.UnaryOp)
+    """The ranges the domain reads as one element (``LayoutDomain._is_size1_slice``): ``:1``,
+    ``0:1``, ``-1:``, ``i:i + 1``."""
+    lower, upper = part.lower, part.upper
+    if upper is not None and lower is None and _int_constant(upper) == 1:
+        return True
+    if lower is not None and _int_constant(lower) == 0 and _int_constant(upper) == 1:
+        return True
+    if upper is None and _int_constant(lower) == -1:
+        return True
+    return (
+        type(upper) is ast.BinOp and type(upper.op) is ast.Add and _int_constant(upper.right) == 1
+        and lower is not None and ast.dump(upper.left) == ast.dump(lower)
+    )  # fmt: skip
+
+
+def _int_constant(node: ast.expr | None) -> int | None:
+    """An int literal, negated or not (``layout._int_literal``)."""
+    if type(node) is ast.UnaryOp and type(node.op) is ast.USub:
+        inner = _int_constant(node.operand)
+        return -inner if inner is not None else None
+    if type(node) is ast.Constant and type(node.value) is int:
+        return node.value
+    return None
 
 
 def _scopes(tree: ast.Module) -> list[list[ast.AST]]:
