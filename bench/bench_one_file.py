@@ -69,7 +69,7 @@ def measure(tree: Path, files: list[Path]) -> dict:
             prefilter.one_file_plan = lambda active, text, file_scout: None
         if label == "plain":
             scout.Scout.may_sync_in_a_hot_scope = lambda self: True
-            scout.Scout.may_report_at_a_sink = lambda self, words: True
+            scout.Scout.may_report_at_a_sink = lambda self: True
         found = {}
         cpu: dict[str, float] = {}
         started = time.process_time()

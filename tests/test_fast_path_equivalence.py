@@ -334,7 +334,7 @@ def without_scout(patch) -> None:
     parsed whole."""
     patch.setattr(scout.Scout, "may_have_hot_scope", lambda self: True)
     patch.setattr(scout.Scout, "may_sync_in_a_hot_scope", lambda self: True)
-    patch.setattr(scout.Scout, "may_report_at_a_sink", lambda self, unit_triggers: True)
+    patch.setattr(scout.Scout, "may_report_at_a_sink", lambda self: True)
     patch.setattr(prefilter, "one_file_plan", lambda active, text, file_scout: None)
 
 

@@ -9,13 +9,10 @@ import sys
 import pytest
 
 from sync_lint.api import make_settings
-from sync_lint.pipeline.prefilter import sink_words
 from sync_lint.pipeline.scout import Scout
 from sync_lint.rules import all_rules
 
 SETTINGS = make_settings()
-# What the GPU1xx rules (all three alike) ask the scout about.
-SINK_WORDS = sink_words(next(r for r in all_rules() if r.code == "GPU101")(SETTINGS))
 
 # (source, may have a hot scope, may call a sink)
 CASES = {
@@ -62,8 +59,18 @@ CASES = {
     "a check nothing here calls": ("def wrapper(x):\n    assert x.is_contiguous()\n    return x\n", False, False),
     "a call of a function whose only launch is a generic's constructor": (
         "def helper(x):\n    return list[int]()\n\ndef user(t):\n    return helper(t[:, 0])\n", False, False),
-    "a call of a function that launches": (
-        "import k\ndef helper(x):\n    k.kern[(1,)](x)\n\ndef user(t):\n    helper(t[:, 0])\n", False, True),
+    "a call of a function that launches an imported kernel": (
+        "import k\ndef helper(x):\n    k.kern[(1,)](x)\n\ndef user(t):\n    helper(t[:, 0])\n", False, False),
+    "a call of a function that launches this file's kernel": (
+        ("import triton\nimport triton.language as tl\n@triton.jit\ndef kern(p):\n    tl.load(p + tl.arange(0, 4))\n"
+         "def helper(x):\n    kern[(1,)](x)\n\ndef user(t):\n    helper(t[:, 0])\n"), False, True),
+    "a call that binds only what the function does not need": (
+        ("import torch\ndef helper(x, n):\n    torch.ops._C.op(x)\n    return n[0]\n\n"
+         "def user(t, n):\n    helper(t, n[:, 0])\n    helper(n=t[:, 0], x=t)\n"), False, False),
+    "a call that binds a needed parameter by keyword or through self": (
+        ("import torch\nclass A:\n    def helper(self, x, n):\n        y = x\n        torch.ops._C.op(y)\n\n"
+         "    def user(self, t):\n        self.helper(t[:, 0], 1)\n"), False, True),
+
     "a call of a jit-decorated kernel without sink words": (
         "from triton import jit\n@jit\ndef kern(p):\n    pass\n\ndef user(t):\n    kern[(1,)](t.T)\n", False, True),
     "a call of a function without sink words": (
@@ -128,13 +135,13 @@ CASES = {
 def test_scout_answers(name):
     text, hot, sink = CASES[name]
     scout = Scout(text, SETTINGS)
-    assert (scout.may_have_hot_scope(), scout.may_report_at_a_sink(SINK_WORDS)) == (hot, sink)
+    assert (scout.may_have_hot_scope(), scout.may_report_at_a_sink()) == (hot, sink)
 
 
 def test_contiguous_sinks_option_means_may():
     text = "from k import op\ndef f(x):\n    op(x)\n"
-    assert not Scout(text, SETTINGS).may_report_at_a_sink(SINK_WORDS)
-    assert Scout(text, make_settings(contiguous_sinks=["k.op"])).may_report_at_a_sink(SINK_WORDS)
+    assert not Scout(text, SETTINGS).may_report_at_a_sink()
+    assert Scout(text, make_settings(contiguous_sinks=["k.op"])).may_report_at_a_sink()
 
 
 def test_hot_functions_option_means_may():
@@ -167,7 +174,7 @@ def test_every_reporting_example_is_a_may():
                 assert scout.may_have_hot_scope(), (rule.code, example)
                 assert scout.may_sync_in_a_hot_scope(), (rule.code, example)
             if rule.reports_only_at_sinks:
-                assert scout.may_report_at_a_sink(sink_words(rule)), (rule.code, example)
+                assert scout.may_report_at_a_sink(), (rule.code, example)
 
 
 def test_the_scout_imports_no_libcst():
@@ -290,7 +297,7 @@ def test_an_index_leaves_gaps_as_the_layout_domain_reads_it(index, gaps, reporte
     from sync_lint.api import lint_text
 
     text = f"import torch\n\n\ndef f(x, i, j, k, n, a, b, c, d, idx):\n    torch.ops._C.op({index})\n"
-    assert Scout(text, SETTINGS).may_report_at_a_sink(SINK_WORDS) == gaps
+    assert Scout(text, SETTINGS).may_report_at_a_sink() == gaps
     assert bool(lint_text(text)) == reported
 
 
@@ -308,6 +315,6 @@ def test_a_dtype_view_needs_only_a_unit_last_stride(receiver, may):
     from sync_lint.api import lint_text
 
     text = f"import torch\n\n\ndef f(x, i, k, n, a, b):\n    return {receiver}.view(torch.float8_e4m3fn).sum()\n"
-    assert Scout(text, SETTINGS).may_report_at_a_sink(SINK_WORDS) == may
+    assert Scout(text, SETTINGS).may_report_at_a_sink() == may
     if not may:
         assert lint_text(text) == []

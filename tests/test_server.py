@@ -27,7 +27,8 @@ class LspClient:
         self.messages: queue.Queue = queue.Queue()
         self.next_id = 1
         self.backlog: list[dict] = []
-        threading.Thread(target=self._read, daemon=True).start()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
 
     def _read(self) -> None:
         stream = self.process.stdout
@@ -96,6 +97,10 @@ class LspClient:
         finally:
             if self.process.poll() is None:
                 self.process.kill()
+                self.process.wait(timeout=TIMEOUT)
+            self.reader.join(timeout=TIMEOUT)  # it reads stdout to its end
+            for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+                stream.close()
 
 
 def start(cwd: Path, capabilities: dict | None = None, options: dict | None = None) -> tuple[LspClient, dict]:

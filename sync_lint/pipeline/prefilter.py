@@ -61,7 +61,7 @@ def rules_that_can_report(
         if rule.reports_only_in_hot_scopes and not scout_says("may_sync_in_a_hot_scope"):
             return False
         if rule.reports_only_at_sinks:
-            return scout_says("may_report_at_a_sink", sink_words(rule))
+            return scout_says("may_report_at_a_sink")
         return True
 
     return [rule for rule in rules if may_report(rule)]

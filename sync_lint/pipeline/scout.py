@@ -194,14 +194,14 @@ class Scout:
         # defined there (under an ``if``) whose callers would not be.
         return None if None in found else found
 
-    def may_report_at_a_sink(self, sink_words: re.Pattern) -> bool:
+    def may_report_at_a_sink(self) -> bool:
         """Whether a GPU1xx rule could report in this file on its own: whether a sink may be
         handed a view or a cast (``_SinkScout``). Other files' functions have no summary in a
         one-file run, so ``list[int]()``, ``x.view(-1, n)``, a launch of an imported kernel,
         ``assert x.is_contiguous()`` in a function nothing here calls, and a custom op handed
         only parameters and the results of other calls cannot report."""
         names = self._names_of_tree()
-        return names is None or _SinkScout(names, self._tree, self.lines(), sink_words, self.settings).found()
+        return names is None or self._once(("sink",), lambda: _SinkScout(names, self._tree, self.lines(), self.settings).found())
 
 
 class _Names:
@@ -447,17 +447,16 @@ class _SinkScout:
     reads a parameter, a global and any other call as of unknown layout, which it never reports
     unless a cast of it is there."""
 
-    def __init__(self, names: _Names, tree: ast.Module, lines: list[str], sink_words: re.Pattern, settings: Settings) -> None:
+    def __init__(self, names: _Names, tree: ast.Module, lines: list[str], settings: Settings) -> None:
         self.names = names
         self.tree = tree
         self.lines = lines
-        self.sink_words = sink_words
         self.settings = settings
 
     def found(self) -> bool:
         if self.settings["contiguous-sinks"]:
             return True  # configured callees: left to the analysis
-        summarised = self._summarised_definitions()
+        needs = self._needs()
         scopes, attributes = _suspects(self.tree, _makes_view)
         # ``.view(dtype)`` needs only a unit last stride: a column range passes it.
         unit_scopes, unit_attributes = _suspects(self.tree, _may_lose_unit_stride)
@@ -465,18 +464,29 @@ class _SinkScout:
             if self.names.certainly_triton_kernel(scope.roots[0]):
                 continue  # no sink uses in a kernel
             for call in scope.calls:
-                func = call.func
                 if self.names.is_dtype_view(call):
-                    if unit_scope.suspect(func.value, unit_attributes):
+                    if unit_scope.suspect(call.func.value, unit_attributes):
                         return True
-                elif type(func) is ast.Attribute and func.attr == "data_ptr":
-                    if scope.suspect(func.value, attributes):
-                        return True
-                elif _callee_name(call) in summarised or self._is_custom_op(call):
-                    arguments = [*call.args, *(keyword.value for keyword in call.keywords)]
-                    if any(scope.suspect(argument, attributes) for argument in arguments):
-                        return True
+                elif any(scope.suspect(handed, attributes) for handed in self._handed(call, needs)):
+                    return True
         return False
+
+    def _handed(self, call: ast.Call, needs: dict[str, list[_Needs]]) -> list[ast.expr]:
+        """What ``call`` hands a sink: the receiver of a raw ``.data_ptr()``, the arguments of a
+        custom op, or those of a call of a function here that binds a parameter it needs
+        contiguous (``_needs``); the receiver of ``.view(dtype)`` is the caller's to read."""
+        func = call.func
+        if type(func) is ast.Attribute and func.attr == "data_ptr":
+            return [func.value]
+        if self._is_custom_op(call):
+            return [*call.args, *(keyword.value for keyword in call.keywords)]
+        definitions = needs.get(_callee_name(call))
+        if not definitions:
+            return []
+        handed: list[ast.expr] = []
+        for definition in definitions:
+            handed.extend(definition.bound_by(call))
+        return handed
 
     def _is_custom_op(self, call: ast.Call) -> bool:
         return any(
@@ -484,37 +494,172 @@ class _SinkScout:
             for name in self.names.meanings(call.func)
         )  # fmt: skip
 
-    def _summarised_definitions(self) -> set[str]:
-        """Names of the functions (and classes) here that may carry a summary: those holding a
-        sink word, a Triton decorator or a sink call (a launch, a custom op, ``.view(dtype)``),
-        and those calling one of them."""
+    def _needs(self) -> dict[str, list[_Needs]]:
+        """Per name, what each function (or class) of this file of that name may need contiguous:
+        the parameters that reach a sink in it, by any binding (a summary of ``analysis.sinks``
+        over-approximated). A Triton kernel, a class, or a function that checks its tensors
+        (``is_contiguous``, ``stride(``) may need every parameter; a function calling one hands
+        its needs on."""
         lines = self.lines
-        calls = self.names.of(ast.Call)
-        sink_lines = sorted(
-            call.lineno for call in calls
-            if self.names.is_launch(call) or self.names.is_dtype_view(call) or self._is_custom_op(call)
-        )  # fmt: skip
-        definitions = [node for kind in (*_FUNCTIONS, ast.ClassDef) for node in self.names.of(kind)]
-        spans = {id(node): (min([node.lineno, *(d.lineno for d in node.decorator_list)]), node.end_lineno or len(lines))
-                 for node in definitions}  # fmt: skip
-        found = set()
-        for node in definitions:
-            first, last = spans[id(node)]
-            if (
-                self.sink_words.search("".join(lines[first - 1 : last]))
-                or self.names.triton_decorated(node)
-                or bisect.bisect_left(sink_lines, first) < bisect.bisect_right(sink_lines, last)  # a sink call inside
-            ):  # fmt: skip
-                found.add(node.name)
-        callers = {id(node): {_callee_name(call) for call in _walk(node) if type(call) is ast.Call} for node in definitions}
+        found: dict[str, list[_Needs]] = {}
+        open_definitions: list[tuple[ast.AST, _Needs]] = []
+        for kind in (*_FUNCTIONS, ast.ClassDef):
+            for node in self.names.of(kind):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                text = "".join(lines[first - 1 : node.end_lineno or len(lines)])
+                if kind is ast.ClassDef or self.names.triton_decorated(node) or _CHECKS.search(text):
+                    needs = _Needs(None, every=True)
+                else:
+                    needs = _Needs(node.args)
+                    open_definitions.append((node, needs))
+                found.setdefault(node.name, []).append(needs)
+        flows = {id(node): _ParameterFlows(node) for node, _ in open_definitions}
         grown = True
         while grown:  # a wrapper of a wrapper
             grown = False
-            for node in definitions:
-                if node.name not in found and not callers[id(node)].isdisjoint(found):
-                    found.add(node.name)
+            for node, needs in open_definitions:
+                reaching = set()
+                for call in flows[id(node)].calls:
+                    func = call.func
+                    if self.names.is_dtype_view(call):
+                        reaching |= flows[id(node)].parameters_in(func.value)
+                    for handed in self._handed(call, found):
+                        reaching |= flows[id(node)].parameters_in(handed)
+                if not reaching <= needs.params:
+                    needs.params |= reaching
                     grown = True
         return found
+
+
+# The checks that make a function need its tensors contiguous (``assert x.is_contiguous()``,
+# ``x.stride(-1) == 1``): read as text, every parameter counts.
+_CHECKS = re.compile(r"is_contiguous|stride\(")
+
+
+class _Needs:
+    """The parameters one function may need contiguous (``every``: any it is handed)."""
+
+    def __init__(self, arguments: ast.arguments | None, every: bool = False) -> None:
+        self.every = every
+        self.params: set[str] = set()
+        self.positional: list[str] = []
+        self.rest: str | None = None  # ``*args``
+        self.keywords: str | None = None  # ``**kwargs``
+        if arguments is not None:
+            self.positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+            self.rest = arguments.vararg.arg if arguments.vararg else None
+            self.keywords = arguments.kwarg.arg if arguments.kwarg else None
+
+    def bound_by(self, call: ast.Call) -> list[ast.expr]:
+        """The arguments of ``call`` that may bind a needed parameter: a position counts for the
+        parameter there and for the next one (a method called through its instance binds
+        ``self`` first), anything unpacked for all."""
+        if self.every:
+            return [*call.args, *(keyword.value for keyword in call.keywords)]
+        if not self.params:
+            return []
+        handed = []
+        for position, argument in enumerate(call.args):
+            names = set(self.positional[position : position + 2])
+            if (
+                type(argument) is ast.Starred or not names.isdisjoint(self.params)
+                or (self.rest in self.params and position + 1 >= len(self.positional))
+            ):  # fmt: skip
+                handed.append(argument)
+        for keyword in call.keywords:
+            if keyword.arg is None or keyword.arg in self.params or (
+                self.keywords in self.params and keyword.arg not in self.positional
+            ):  # fmt: skip
+                handed.append(keyword.value)
+        return handed
+
+
+class _ParameterFlows:
+    """Which parameters of a function each of its names and attributes may hold, by any of
+    its bindings in any order (nested functions' included)."""
+
+    def __init__(self, function: ast.AST) -> None:
+        arguments = function.args
+        self.params = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+        self.params |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
+        self.calls: list[ast.Call] = []
+        reads: dict[str, set[str]] = {}  # a name (an attribute as ``.name``) -> what its values read
+        for node in _walk(function):
+            kind = type(node)
+            if kind is ast.Call:
+                self.calls.append(node)
+                continue
+            if kind is ast.Assign:
+                targets, value = node.targets, node.value
+            elif kind in (ast.AnnAssign, ast.AugAssign, ast.NamedExpr):
+                targets, value = [node.target], node.value
+            elif kind in (ast.For, ast.AsyncFor, ast.comprehension):
+                targets, value = [node.target], node.iter
+            elif kind is ast.withitem:
+                targets, value = [node.optional_vars], node.context_expr
+            else:
+                continue
+            if value is None or targets[0] is None:
+                continue
+            read = _read_keys(value)
+            for target in targets:
+                for key in _bound_keys(target):
+                    reads.setdefault(key, set()).update(read)
+        self._reads = reads
+        self._held: dict[str, set[str]] = {}
+
+    def parameters_in(self, node: ast.expr) -> set[str]:
+        """The parameters ``node``'s value may be (a part of)."""
+        found: set[str] = set()
+        for key in _read_keys(node):
+            found |= self._held_by(key)
+        return found
+
+    def _held_by(self, key: str) -> set[str]:
+        held = self._held.get(key)
+        if held is None:
+            held = set()
+            seen = {key}
+            todo = [key]
+            while todo:
+                current = todo.pop()
+                if current in self.params:
+                    held.add(current)
+                for read in self._reads.get(current, ()):
+                    if read not in seen:
+                        seen.add(read)
+                        todo.append(read)
+            self._held[key] = held
+        return held
+
+
+def _read_keys(node: ast.expr) -> set[str]:
+    """The names and attributes (``.name``) an expression reads."""
+    keys = set()
+    for child in _walk(node):
+        if type(child) is ast.Name:
+            keys.add(child.id)
+        elif type(child) is ast.Attribute:
+            keys.add("." + child.attr)
+    return keys
+
+
+def _bound_keys(target: ast.expr) -> set[str]:
+    """The names and attributes a binding target binds (a container stored into counts)."""
+    keys = set()
+    todo = [target]
+    while todo:
+        node = todo.pop()
+        kind = type(node)
+        if kind is ast.Name:
+            keys.add(node.id)
+        elif kind is ast.Attribute:
+            keys.add("." + node.attr)
+        elif kind in (ast.Tuple, ast.List):
+            todo.extend(node.elts)
+        elif kind in (ast.Starred, ast.Subscript):
+            todo.append(node.value)
+    return keys
 
 
 def _suspects(tree: ast.Module, is_source, prune=None) -> tuple[list[_ScopeFacts], set[str]]:
