@@ -108,6 +108,12 @@ CASES = {
     "a jit helper called under a relatively imported triton": (
         ("from .compat import triton\n@triton.jit\ndef helper(p):\n    pass\n\n@triton.jit\n"
          "def kern(x):\n    helper(x[:, 0])\n"), False, True),
+    "a class whose __init__ hands its argument to a custom op": (
+        ("import torch\nclass A:\n    def __init__(self, x):\n        torch.ops._C.op(x)\n\n"
+         "def f(t):\n    return A(t[:, 0])\n"), False, True),
+    "a class that only keeps its argument": (
+        ("import torch\nclass B:\n    def __init__(self, x):\n        self.x = x\n\n    def run(self, y):\n"
+         "        torch.ops._C.op(y)\n\ndef f(t):\n    return B(t[:, 0])\n"), False, False),
     # ... and engine code that hands its sinks tensors as they came (vLLM's XPU MXFP4 kernel).
     "a custom op handed parameters, attributes and other calls' results": (
         ("import torch\nfrom q import quant\ndef apply(layer, x, bias):\n    x_q, x_s = quant(x)\n"

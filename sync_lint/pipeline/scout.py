@@ -497,22 +497,29 @@ class _SinkScout:
     def _needs(self) -> dict[str, list[_Needs]]:
         """Per name, what each function (or class) of this file of that name may need contiguous:
         the parameters that reach a sink in it, by any binding (a summary of ``analysis.sinks``
-        over-approximated). A Triton kernel, a class, or a function that checks its tensors
-        (``is_contiguous``, ``stride(``) may need every parameter; a function calling one hands
-        its needs on."""
+        over-approximated). A Triton kernel, or a function that checks its tensors
+        (``is_contiguous``, ``stride(``), may need every parameter; a class needs what its
+        ``__init__`` needs; a function calling one hands its needs on."""
         lines = self.lines
         found: dict[str, list[_Needs]] = {}
         open_definitions: list[tuple[ast.AST, _Needs]] = []
-        for kind in (*_FUNCTIONS, ast.ClassDef):
+        by_node: dict[int, _Needs] = {}
+        for kind in _FUNCTIONS:
             for node in self.names.of(kind):
                 first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
                 text = "".join(lines[first - 1 : node.end_lineno or len(lines)])
-                if kind is ast.ClassDef or self.names.triton_decorated(node) or _CHECKS.search(text):
+                if self.names.triton_decorated(node) or _CHECKS.search(text):
                     needs = _Needs(None, every=True)
                 else:
                     needs = _Needs(node.args)
                     open_definitions.append((node, needs))
                 found.setdefault(node.name, []).append(needs)
+                by_node[id(node)] = needs
+        for node in self.names.of(ast.ClassDef):
+            # A class is called for its ``__init__`` (a position may bind ``self``: ``bound_by``);
+            # one it inherits may be anything.
+            init = next((m for m in node.body if type(m) in _FUNCTIONS and m.name == "__init__"), None)
+            found.setdefault(node.name, []).append(by_node[id(init)] if init is not None else _Needs(None, every=True))
         flows = {id(node): _ParameterFlows(node) for node, _ in open_definitions}
         grown = True
         while grown:  # a wrapper of a wrapper
