@@ -878,6 +878,8 @@ def main() -> int:
     parser.add_argument("--one-file-sample", type=int, default=24, metavar="N",
                         help="one-file runs on N files spread over the size distribution (0: none)")
     parser.add_argument("--per-file", type=int, metavar="LIMIT_S", help="only: lint each file on its own with a time limit; list the slowest")
+    parser.add_argument("--one-file-only", action="store_true",
+                        help="only: the one-file runs of the size-spread sample against flake8 (--one-file-sample N files, --repeat runs each)")
     parser.add_argument("--rounds-limit", type=int, default=300, help="with --per-file: time limit of the whole-project run")
     parser.add_argument("--_parse", help=argparse.SUPPRESS)
     parser.add_argument("--_workers", type=int, default=1, help=argparse.SUPPRESS)
@@ -907,6 +909,20 @@ def main() -> int:
             if args.json_out:
                 Path(args.json_out).write_text(json.dumps(scan, indent=1), encoding="utf-8")
         return 0
+    if args.one_file_only:
+        samples = {}
+        for name in names:
+            spec, _ = TREES[name]
+            wheel, version, _ = fetch(name, spec)
+            src = unpack(wheel, version, name)
+            print(f"[bench] {name}: one-file runs of {args.one_file_sample} files", flush=True)
+            samples[name] = one_file_sample(src, python_files(src), args.one_file_sample, args.repeat)
+            for row in sorted(samples[name]["rows"], key=lambda r: -r["ratio"]):
+                print(f"    {row['ratio']:5.2f}x  sync-lint {row['sync_lint']:.3f} s, flake8 {row['flake8']:.3f} s, "
+                      f"{row['lines']:6d} lines  {row['path']}", flush=True)
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps(samples, indent=2), encoding="utf-8")
+        return 1 if any(sample["max_ratio"] > 1.0 for sample in samples.values()) else 0
     results = {
         "python": sys.version.split()[0], "cpu_count": os.cpu_count(), "repeat": args.repeat, "quick": args.quick,
         "memory_method": "ru_maxrss from os.wait4() of each subprocess run: the largest single process of its tree",
