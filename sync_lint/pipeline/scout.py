@@ -592,25 +592,13 @@ class _ParameterFlows:
         self.calls: list[ast.Call] = []
         reads: dict[str, set[str]] = {}  # a name (an attribute as ``.name``) -> what its values read
         for node in _walk(function):
-            kind = type(node)
-            if kind is ast.Call:
+            if type(node) is ast.Call:
                 self.calls.append(node)
                 continue
-            if kind is ast.Assign:
-                targets, value = node.targets, node.value
-            elif kind in (ast.AnnAssign, ast.AugAssign, ast.NamedExpr):
-                targets, value = [node.target], node.value
-            elif kind in (ast.For, ast.AsyncFor, ast.comprehension):
-                targets, value = [node.target], node.iter
-            elif kind is ast.withitem:
-                targets, value = [node.optional_vars], node.context_expr
-            else:
-                continue
-            if value is None or targets[0] is None:
-                continue
-            read = _read_keys(value)
-            for target in targets:
-                for key in _bound_keys(target):
+            bound = _binding(node)
+            if bound is not None:
+                read = _read_keys(bound[1])
+                for key in _bound_keys(bound[0]):
                     reads.setdefault(key, set()).update(read)
         self._reads = reads
         self._held: dict[str, set[str]] = {}
@@ -640,6 +628,21 @@ class _ParameterFlows:
         return held
 
 
+def _binding(node: ast.AST) -> tuple[list[ast.expr], ast.expr] | None:
+    """(targets, value) of a node that binds (an assignment, a loop, a ``with ... as``, a
+    walrus, a comprehension's ``for``); None for any other node."""
+    kind = type(node)
+    if kind is ast.Assign:
+        return node.targets, node.value
+    if kind in (ast.AnnAssign, ast.AugAssign, ast.NamedExpr):
+        return ([node.target], node.value) if node.value is not None else None
+    if kind in (ast.For, ast.AsyncFor, ast.comprehension):
+        return [node.target], node.iter
+    if kind is ast.withitem:
+        return ([node.optional_vars], node.context_expr) if node.optional_vars is not None else None
+    return None
+
+
 def _read_keys(node: ast.expr) -> set[str]:
     """The names and attributes (``.name``) an expression reads."""
     keys = set()
@@ -651,10 +654,10 @@ def _read_keys(node: ast.expr) -> set[str]:
     return keys
 
 
-def _bound_keys(target: ast.expr) -> set[str]:
-    """The names and attributes a binding target binds (a container stored into counts)."""
+def _bound_keys(targets: list[ast.expr]) -> set[str]:
+    """The names and attributes (``.name``) binding targets bind (a container stored into counts)."""
     keys = set()
-    todo = [target]
+    todo = list(targets)
     while todo:
         node = todo.pop()
         kind = type(node)
@@ -698,41 +701,17 @@ class _ScopeFacts:
         self.bindings: list[tuple[set[str], set[str], _ExprFacts]] = []
         for root in roots:
             for node in _walk(root):
-                kind = type(node)
-                if kind is ast.Call:
+                if type(node) is ast.Call:
                     self.calls.append(node)
-                elif kind is ast.Assign:
-                    self._bind(node.targets, node.value)
-                elif kind in (ast.AnnAssign, ast.AugAssign, ast.NamedExpr):
-                    if node.value is not None:
-                        self._bind([node.target], node.value)
-                elif kind in (ast.For, ast.AsyncFor, ast.comprehension):
-                    self._bind([node.target], node.iter)
-                elif kind is ast.withitem:
-                    if node.optional_vars is not None:
-                        self._bind([node.optional_vars], node.context_expr)
+                    continue
+                bound = _binding(node)
+                if bound is not None:
+                    keys = _bound_keys(bound[0])
+                    names = {key for key in keys if not key.startswith(".")}
+                    self.bindings.append((names, {key[1:] for key in keys - names}, _ExprFacts(bound[1], is_source, prune)))
         self.suspect_names: set[str] = set()
         self.suspect_attributes: set[str] = set()
         self._facts: dict[int, _ExprFacts] = {}
-
-    def _bind(self, targets: list[ast.expr], value: ast.expr) -> None:
-        names: set[str] = set()
-        attributes: set[str] = set()
-        todo = list(targets)
-        while todo:
-            target = todo.pop()
-            kind = type(target)
-            if kind is ast.Name:
-                names.add(target.id)
-            elif kind is ast.Attribute:
-                attributes.add(target.attr)
-            elif kind in (ast.Tuple, ast.List):
-                todo.extend(target.elts)
-            elif kind is ast.Starred:
-                todo.append(target.value)
-            elif kind is ast.Subscript:
-                todo.append(target.value)  # ``bufs[i] = ...``: a container that may hold views
-        self.bindings.append((names, attributes, _ExprFacts(value, self.is_source, self.prune)))
 
     def close(self, attributes: set[str]) -> None:
         """Grow the suspect names to a fixpoint, given the file's suspect attributes."""
