@@ -1,0 +1,196 @@
+"""The syntax scout: questions about a file that CPython's ``ast`` answers before (and instead of)
+a libcst parse.
+
+``ast.parse`` costs about a twentieth of libcst's parse, and importing libcst more than
+flake8's whole run on a small file. A file checked on its own (pre-commit's staged files, the
+flake8 plugin, an editor's buffer) where no rule can report needs neither; the text pre-filter
+(``prefilter``) cannot tell that, since the rules' trigger words (``.cpu(``, ``forward``,
+``torch.ops``, ``.view(``) are in most engine files, while findings are in few.
+
+The scout asks, per rule family, the question its findings cannot do without: a GPU1xx
+finding needs a sink handed a view or a cast (``SinkScout``), a GPU2xx finding a hot scope
+reaching a sync site with a value that may be on the GPU (``SyncScout``). Both follow values
+through each function's bindings in no order (``ScopeFacts``) and through attributes across
+the file, reading the same names as the analyses (``analysis.layout_words``,
+``analysis.device_words``, ``analysis.triton_names``).
+
+Every answer here over-approximates the analysis it stands in for: "may" means the analysis
+could say yes; "no" must be certain. When in doubt (a syntax error, an option the scout does not
+model) the answer is "may". ``bench/bench_one_file.py`` checks that on every file of vLLM and
+SGLang, and ``tests/test_fast_path_equivalence.py`` on generated projects and the fixtures.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from sync_lint.config import Settings
+from sync_lint.pipeline.scout.hot import HotScout
+from sync_lint.pipeline.scout.sinks import SinkScout
+from sync_lint.pipeline.scout.syncs import SyncScout
+from sync_lint.pipeline.scout.syntax import (
+    FUNCTIONS,
+    FileNames,
+    UnitSpans,
+    ast_dotted,
+    bound_names,
+)
+from sync_lint.pipeline.source import split_lines
+
+__all__ = ["Scout", "ast_dotted"]
+
+
+class Scout:
+    """One file's syntax tree, parsed on the first question (none when it does not parse);
+    ``tree``: the text's tree where the caller has one (flake8 hands its plugins one)."""
+
+    def __init__(self, text: str, settings: Settings, tree: ast.Module | None = None) -> None:
+        self.text = text
+        self.settings = settings
+        self._parsed = False
+        self._tree: ast.Module | None = tree  # None: it does not parse (the libcst parse reports it)
+        self._names: FileNames | None = None
+        self._answers: dict[tuple, object] = {}  # several rules ask the same question
+        self._lines: list[str] | None = None
+
+    def lines(self) -> list[str]:
+        """The text's lines as ``ast`` numbers them (from 1: ``lines()[lineno - 1]``)."""
+        if self._lines is None:
+            self._lines = split_lines(self.text)
+        return self._lines
+
+    def _once(self, question: tuple, answer):
+        if question not in self._answers:
+            self._answers[question] = answer()
+        return self._answers[question]
+
+    def _names_of_tree(self) -> FileNames | None:
+        if not self._parsed:
+            self._parsed = True
+            if self._tree is None:
+                try:
+                    self._tree = ast.parse(self.text)
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    return None
+            self._names = FileNames(self._tree, self.settings)
+        return self._names
+
+    def tree(self) -> ast.Module | None:
+        """The file's syntax tree; None when it does not parse."""
+        return self._tree if self._names_of_tree() is not None else None
+
+    def of(self, kind: type) -> list:
+        """Every node of a kind, anywhere in the tree (empty when it does not parse)."""
+        names = self._names_of_tree()
+        return [] if names is None else names.of(kind)
+
+    def may_have_hot_scope(self) -> bool:
+        """Whether ``HotScopes`` could find a hot function or a ``torch.cuda.graph`` block (the
+        only places GPU201/GPU202/GPU204 report)."""
+        if self.settings["hot-functions"]:
+            return True  # dotted names and globs over qualnames: left to the analysis
+        names = self._names_of_tree()
+        return names is None or HotScout(names, self._tree, self.settings).found()
+
+    def hot_units(self) -> set[tuple[str | None, str]] | None:
+        """The units (``pipeline.units``: a top-level function ``(None, name)`` or a method of a
+        top-level class ``(class, name)``) where ``HotScopes`` could find a hot function or a
+        ``torch.cuda.graph`` block; None when that cannot be told here (``hot-functions`` is
+        set, the file does not parse, or such a thing is outside every unit)."""
+        if self.settings["hot-functions"]:
+            return None
+        names = self._names_of_tree()
+        if names is None:
+            return None
+        return HotScout(names, self._tree, self.settings).units()
+
+    def may_sync_in_a_hot_scope(self) -> bool:
+        """Whether a GPU2xx rule that reports only in hot scopes could report in this file on its
+        own: a hot scope may be here (``may_have_hot_scope``), and it or a function of this file
+        it may call may hold a sync (``SyncScout``)."""
+        if not self.may_have_hot_scope():
+            return False  # the cheaper question first: most files the words let through have none
+        if self.settings["hot-functions"] or self.settings["unknown-device"] == "always":
+            return True  # dotted names over qualnames; any unknown value may sync: the analysis decides
+        names = self._names_of_tree()
+        if names is None:
+            return True
+        return self._once(("hot sync",), lambda: SyncScout(names, self._tree, self.settings).found())
+
+    def bindings_matching(self, pattern: re.Pattern) -> set[str] | None:
+        return self._once(("bindings", pattern), lambda: self._bindings_matching(pattern))
+
+    def _bindings_matching(self, pattern: re.Pattern) -> set[str] | None:
+        """The names that statements outside every function bind where ``pattern`` occurs in
+        them: an import (``from torch.ops import _C``) or an assignment (``op = torch.ops.x``)
+        gives a function that uses the name what the pattern stands for. None when a statement
+        outside every function that binds nothing by itself (a call, a block, a class's own
+        code) holds it, or the file does not parse: then any function may matter."""
+        if self._names_of_tree() is None:
+            return None
+        lines = self.lines()
+        found: set[str] = set()
+        for statement in self._tree.body:
+            kind = type(statement)
+            if kind in FUNCTIONS:
+                continue  # a unit of its own, decorators included
+            if kind is ast.ClassDef:
+                first = min([statement.lineno, *(d.lineno for d in statement.decorator_list)])
+                header_end = statement.body[0].lineno - 1 if statement.body else statement.end_lineno
+                own = [(first, header_end)] + [
+                    (member.lineno, member.end_lineno) for member in statement.body if type(member) not in FUNCTIONS
+                ]
+                if any(pattern.search("".join(lines[a - 1 : b])) for a, b in own):
+                    return None
+                continue
+            if not pattern.search("".join(lines[statement.lineno - 1 : statement.end_lineno])):
+                continue
+            bound = bound_names(statement)
+            if bound is None:
+                return None
+            found |= bound
+        return found
+
+    def names_in_blocks(self, pattern: re.Pattern) -> set[str] | None:
+        """Every name and attribute that the bodies of ``with`` blocks whose items match
+        ``pattern`` mention (what a declared block may call); None when the file does not parse."""
+        if self._names_of_tree() is None:
+            return None
+        lines = self.lines()
+        found: set[str] = set()
+        for kind in (ast.With, ast.AsyncWith):
+            for block in self._names.of(kind):
+                if any(pattern.search("".join(lines[i.context_expr.lineno - 1 : i.context_expr.end_lineno])) for i in block.items):
+                    for statement in block.body:
+                        for node in ast.walk(statement):
+                            if type(node) is ast.Name:
+                                found.add(node.id)
+                            elif type(node) is ast.Attribute:
+                                found.add(node.attr)
+        return found
+
+    def sink_shaped_units(self) -> set[tuple[str | None, str]] | None:
+        """The units holding a call that may be a launch or a ``.view(dtype)``, or that are
+        Triton kernels; None when the file does not parse or such a call is outside every unit."""
+        return self._once(("sink shaped",), self._sink_shaped_units)
+
+    def _sink_shaped_units(self) -> set[tuple[str | None, str]] | None:
+        names = self._names_of_tree()
+        if names is None:
+            return None
+        spans = UnitSpans(self._tree)
+        found = {spans.unit_at(call.lineno) for call in names.of(ast.Call) if names.is_launch(call) or names.is_dtype_view(call)}
+        found.update(unit for unit, node in spans.nodes if names.triton_decorated(node))
+        # A sink outside every unit: module-level code, always parsed, but maybe a function
+        # defined there (under an ``if``) whose callers would not be.
+        return None if None in found else found
+
+    def may_report_at_a_sink(self) -> bool:
+        """Whether a GPU1xx rule could report in this file on its own: whether a sink may be
+        handed a view or a cast (``SinkScout``). Other files' functions have no summary in a
+        one-file run, so ``list[int]()``, ``x.view(-1, n)``, a launch of an imported kernel,
+        ``assert x.is_contiguous()`` in a function nothing here calls, and a custom op handed
+        only parameters and the results of other calls cannot report."""
+        names = self._names_of_tree()
+        return names is None or self._once(("sink",), lambda: SinkScout(names, self._tree, self.lines(), self.settings).found())

@@ -1,0 +1,201 @@
+"""Values followed through a function's bindings in any order: which names and attributes may
+hold a suspect value (``suspects``), and which parameters a value may be (``ParameterFlows``)."""
+
+from __future__ import annotations
+
+import ast
+
+from sync_lint.pipeline.scout.syntax import FUNCTIONS, walk
+
+
+class ParameterFlows:
+    """Which parameters of a function each of its names and attributes may hold, by any of
+    its bindings in any order (nested functions' included)."""
+
+    def __init__(self, function: ast.AST) -> None:
+        arguments = function.args
+        self.params = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+        self.params |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
+        self.calls: list[ast.Call] = []
+        reads: dict[str, set[str]] = {}  # a name (an attribute as ``.name``) -> what its values read
+        for node in walk(function):
+            if type(node) is ast.Call:
+                self.calls.append(node)
+                continue
+            bound = _binding(node)
+            if bound is not None:
+                read = _read_keys(bound[1])
+                for key in _bound_keys(bound[0]):
+                    reads.setdefault(key, set()).update(read)
+        self._reads = reads
+        self._held: dict[str, set[str]] = {}
+
+    def parameters_in(self, node: ast.expr) -> set[str]:
+        """The parameters ``node``'s value may be (a part of)."""
+        found: set[str] = set()
+        for key in _read_keys(node):
+            found |= self._held_by(key)
+        return found
+
+    def _held_by(self, key: str) -> set[str]:
+        held = self._held.get(key)
+        if held is None:
+            held = set()
+            seen = {key}
+            todo = [key]
+            while todo:
+                current = todo.pop()
+                if current in self.params:
+                    held.add(current)
+                for read in self._reads.get(current, ()):
+                    if read not in seen:
+                        seen.add(read)
+                        todo.append(read)
+            self._held[key] = held
+        return held
+
+
+def _binding(node: ast.AST) -> tuple[list[ast.expr], ast.expr] | None:
+    """(targets, value) of a node that binds (an assignment, a loop, a ``with ... as``, a
+    walrus, a comprehension's ``for``); None for any other node."""
+    kind = type(node)
+    if kind is ast.Assign:
+        return node.targets, node.value
+    if kind in (ast.AnnAssign, ast.AugAssign, ast.NamedExpr):
+        return ([node.target], node.value) if node.value is not None else None
+    if kind in (ast.For, ast.AsyncFor, ast.comprehension):
+        return [node.target], node.iter
+    if kind is ast.withitem:
+        return ([node.optional_vars], node.context_expr) if node.optional_vars is not None else None
+    return None
+
+
+def _read_keys(node: ast.expr) -> set[str]:
+    """The names and attributes (``.name``) an expression reads."""
+    keys = set()
+    for child in walk(node):
+        if type(child) is ast.Name:
+            keys.add(child.id)
+        elif type(child) is ast.Attribute:
+            keys.add("." + child.attr)
+    return keys
+
+
+def _bound_keys(targets: list[ast.expr]) -> set[str]:
+    """The names and attributes (``.name``) binding targets bind (a container stored into counts)."""
+    keys = set()
+    todo = list(targets)
+    while todo:
+        node = todo.pop()
+        kind = type(node)
+        if kind is ast.Name:
+            keys.add(node.id)
+        elif kind is ast.Attribute:
+            keys.add("." + node.attr)
+        elif kind in (ast.Tuple, ast.List):
+            todo.extend(node.elts)
+        elif kind in (ast.Starred, ast.Subscript):
+            todo.append(node.value)
+    return keys
+
+
+def suspects(tree: ast.Module, is_source, prune=None) -> tuple[list[ScopeFacts], set[str]]:
+    """Each scope's facts (``_scopes``), with the names that may hold a value ``is_source``
+    marks (a node that makes one), and the attributes any assignment of the file gives one.
+    ``prune``: expressions whose value is never suspect, whatever they read."""
+    scopes = [ScopeFacts(roots, is_source, prune) for roots in _scopes(tree)]
+    attributes: set[str] = set()
+    while True:
+        for scope in scopes:
+            scope.close(attributes)
+        found = set().union(*(scope.suspect_attributes for scope in scopes))
+        if found <= attributes:
+            return scopes, attributes
+        attributes |= found
+
+
+class ScopeFacts:
+    """One function's (or the module code's) bindings and calls, and which of its names may hold
+    a suspect value (one that a node ``is_source`` marks made, or flowed from one). Names are not
+    told apart by nested scope or order."""
+
+    def __init__(self, roots: list[ast.AST], is_source, prune=None) -> None:
+        self.roots = roots
+        self.is_source = is_source
+        self.prune = prune
+        self.calls: list[ast.Call] = []
+        # (names bound, attributes assigned, the value's facts) per binding
+        self.bindings: list[tuple[set[str], set[str], _ExprFacts]] = []
+        for root in roots:
+            for node in walk(root):
+                if type(node) is ast.Call:
+                    self.calls.append(node)
+                    continue
+                bound = _binding(node)
+                if bound is not None:
+                    keys = _bound_keys(bound[0])
+                    names = {key for key in keys if not key.startswith(".")}
+                    self.bindings.append((names, {key[1:] for key in keys - names}, _ExprFacts(bound[1], is_source, prune)))
+        self.suspect_names: set[str] = set()
+        self.suspect_attributes: set[str] = set()
+        self._facts: dict[int, _ExprFacts] = {}
+
+    def close(self, attributes: set[str]) -> None:
+        """Grow the suspect names to a fixpoint, given the file's suspect attributes."""
+        grown = True
+        while grown:
+            grown = False
+            for names, assigned, value in self.bindings:
+                if value.suspect(self.suspect_names, attributes) and not (
+                    names <= self.suspect_names and assigned <= self.suspect_attributes
+                ):
+                    self.suspect_names |= names
+                    self.suspect_attributes |= assigned
+                    grown = True
+
+    def suspect(self, node: ast.expr, attributes: set[str]) -> bool:
+        facts = self._facts.get(id(node))
+        if facts is None:
+            facts = self._facts[id(node)] = _ExprFacts(node, self.is_source, self.prune)
+        return facts.suspect(self.suspect_names, attributes)
+
+
+class _ExprFacts:
+    """What of an expression bears on a suspect value: whether it makes one itself (a node
+    ``is_source`` marks), and the names and attributes it reads."""
+
+    __slots__ = ("attributes", "makes_one", "names")
+
+    def __init__(self, node: ast.expr, is_source, prune=None) -> None:
+        self.makes_one = False
+        self.names: set[str] = set()
+        self.attributes: set[str] = set()
+        for child in walk(node, prune):
+            kind = type(child)
+            if kind is ast.Name:
+                self.names.add(child.id)
+            elif kind is ast.Attribute:
+                self.attributes.add(child.attr)
+            if not self.makes_one and is_source(child):
+                self.makes_one = True
+
+    def suspect(self, names: set[str], attributes: set[str]) -> bool:
+        return self.makes_one or not self.names.isdisjoint(names) or not self.attributes.isdisjoint(attributes)
+
+
+def _scopes(tree: ast.Module) -> list[list[ast.AST]]:
+    """The code of each top-level function and each method of a top-level class (nested
+    functions included), and last the rest: module code and class bodies."""
+    scopes: list[list[ast.AST]] = []
+    rest: list[ast.AST] = []
+    for statement in tree.body:
+        if type(statement) in FUNCTIONS:
+            scopes.append([statement])
+        elif type(statement) is ast.ClassDef:
+            for member in statement.body:
+                (scopes.append([member]) if type(member) in FUNCTIONS else rest.append(member))
+            rest.extend([*statement.bases, *statement.keywords, *statement.decorator_list])
+        else:
+            rest.append(statement)
+    scopes.append(rest or [ast.Pass()])
+    return scopes

@@ -1,0 +1,130 @@
+"""Where ``analysis.hot_scopes`` may find a hot scope (``HotScout``)."""
+
+from __future__ import annotations
+
+import ast
+
+from sync_lint.config import Settings
+from sync_lint.pipeline.scout.syntax import (
+    FUNCTIONS,
+    FileNames,
+    UnitSpans,
+    ast_dotted,
+    decorator_callee,
+    matches,
+)
+
+
+class HotScout:
+    """Over-approximates ``HotScopes``: cold patterns, CPU backends and memoizers, which only
+    take hotness away, are not modelled."""
+
+    def __init__(self, names: FileNames, tree: ast.Module, settings: Settings) -> None:
+        self.names = names
+        self.tree = tree
+        self.class_patterns = list(settings["hot-class-patterns"])
+        self.method_patterns = list(settings["hot-method-patterns"])
+
+    def found(self) -> bool:
+        return self._graph_block() or self._compiled() or self._hot_method()
+
+    def units(self) -> set[tuple[str | None, str]] | None:
+        """Per unit, the same over-approximation as ``found``: a hot method of a class that may be
+        hot or an ``nn.Module``, a top-level function passed to a compile at module level, and a
+        unit holding (at any depth: nested functions are judged too) a function that may be
+        compiled, a graph block, or a class with a hot method. None when such a thing is outside
+        every unit (a class or a function defined under a module-level ``if``): module-level
+        code is always parsed, but what it calls would not be."""
+        modules = self._module_classes()
+        spans = UnitSpans(self.tree)
+        defined = {node.name for kind in FUNCTIONS for node in self.names.of(kind)}
+        compiled = {(None, name) for name in self._compiled_by_call()}
+        if any(unit not in spans.names and unit[1] in defined for unit in compiled):
+            return None
+        found = compiled & spans.names  # a compiled import is another file's (not hot here)
+        found.update(spans.unit_at(node.lineno) for kind in FUNCTIONS for node in self.names.of(kind) if self._decorated_compiled(node))
+        found.update(
+            spans.unit_at(node.lineno) for kind in (ast.With, ast.AsyncWith) for node in self.names.of(kind)
+            if any(self._is_graph_call(item.context_expr) for item in node.items)
+        )
+        top_level = {id(statement) for statement in self.tree.body}
+        for node in self.names.of(ast.ClassDef):
+            if node.name in modules or self.may_be_hot_class(node):
+                hot_methods = [m.name for m in node.body if type(m) in FUNCTIONS and matches(m.name, self.method_patterns)]
+                if not hot_methods:
+                    continue
+                if id(node) in top_level:
+                    found.update((node.name, name) for name in hot_methods)
+                else:
+                    found.add(spans.unit_at(node.lineno))  # a class inside a function: that function's unit
+        return None if None in found else found
+
+    def _is_graph_call(self, node: ast.expr) -> bool:
+        return type(node) is ast.Call and "graph" in self.names.last_parts(node.func)
+
+    def _decorated_compiled(self, function: ast.AST) -> bool:
+        return any("compile" in self.names.last_parts(decorator_callee(decorator)) for decorator in function.decorator_list)
+
+    def _compile_calls(self) -> list[ast.Call]:
+        """Module-level calls, with an argument, of what may be ``torch.compile``."""
+        calls = (getattr(statement, "value", None) for statement in self.tree.body)
+        return [c for c in calls if type(c) is ast.Call and c.args and "compile" in self.names.last_parts(c.func)]
+
+    def _compiled_by_call(self) -> set[str]:
+        """Names passed to a call that may be ``torch.compile`` at module level."""
+        written = (ast_dotted(call.args[0]) for call in self._compile_calls())
+        return {name.rsplit(".", 1)[-1] for name in written if name}
+
+    def _graph_block(self) -> bool:
+        """``with torch.cuda.graph(g):`` (any callee whose name may end in ``graph``)."""
+        return any(
+            self._is_graph_call(item.context_expr)
+            for kind in (ast.With, ast.AsyncWith) for node in self.names.of(kind) for item in node.items
+        )
+
+    def _compiled(self) -> bool:
+        """A function decorated with ``torch.compile`` or passed to it at module level."""
+        return bool(self._compile_calls()) or any(
+            self._decorated_compiled(function) for kind in FUNCTIONS for function in self.names.of(kind)
+        )
+
+    def _hot_method(self) -> bool:
+        """A method named like ``hot-method-patterns`` in a class that may be a hot class or an
+        ``nn.Module`` subclass."""
+        with_hot_method = [
+            node for node in self.names.of(ast.ClassDef)
+            if any(type(f) in FUNCTIONS and matches(f.name, self.method_patterns) for f in ast.walk(node))
+        ]
+        if not with_hot_method:
+            return False
+        modules = self._module_classes()
+        return any(node.name in modules or self.may_be_hot_class(node) for node in with_hot_method)
+
+    def may_be_hot_class(self, node: ast.ClassDef) -> bool:
+        if matches(node.name, self.class_patterns):
+            return True
+        return any(matches(part, self.class_patterns) for base in node.bases for part in self._base_last_parts(base))
+
+    def _base_last_parts(self, base: ast.expr) -> set[str]:
+        return self.names.last_parts(base.value if type(base) is ast.Subscript else base)
+
+    def _module_classes(self) -> set[str]:
+        """Names of the classes that may be ``nn.Module`` subclasses: a base whose meaning ends in
+        ``Module``, a class of this file that may be one, or ``@support_torch_compile``."""
+        found: set[str] = set()
+        classes = self.names.of(ast.ClassDef)
+        changed = True
+        while changed:
+            changed = False
+            for node in classes:
+                if node.name in found:
+                    continue
+                parts = {part for base in node.bases for part in self._base_last_parts(base)}
+                decorated = any(
+                    name.endswith("support_torch_compile")
+                    for decorator in node.decorator_list for name in self.names.meanings(decorator_callee(decorator))
+                )
+                if decorated or any(part.endswith("Module") or part in found for part in parts):
+                    found.add(node.name)
+                    changed = True
+        return found

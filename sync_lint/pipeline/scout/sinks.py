@@ -1,0 +1,251 @@
+"""Where ``analysis.sinks`` may make a finding in a file on its own (``SinkScout``)."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from sync_lint.analysis.layout_words import (
+    LAYOUT_SUSPECT_METHODS,
+    PERMUTING_ATTRIBUTES,
+    VIEW_MAKING,
+)
+from sync_lint.config import Settings, is_strided_sink
+from sync_lint.pipeline.scout.flows import ParameterFlows, suspects
+from sync_lint.pipeline.scout.syntax import FUNCTIONS, FileNames, callee_name
+
+
+class SinkScout:
+    """Over-approximates where ``analysis.sinks`` can make a finding without other files: where a
+    sink is handed an expression whose layout may be suspect.
+
+    The sinks: a custom op (``torch.ops``, through imports), a call of a function or class of
+    this file that may carry a summary (a launch of its kernel, a call of its checked wrapper),
+    and the receiver of ``.view(dtype)`` or of ``.data_ptr()``.
+
+    A suspect expression holds a view or a cast (``analysis.layout_words``; an index with a
+    slice or an ellipsis), a name its function binds anywhere to a suspect expression, or an
+    attribute that some assignment of the file gives one. These are the only ways a layout the
+    rules report reaches a sink: the layout domain follows locals and ``self.`` attributes, and
+    reads a parameter, a global and any other call as of unknown layout, which it never reports
+    unless a cast of it is there."""
+
+    def __init__(self, names: FileNames, tree: ast.Module, lines: list[str], settings: Settings) -> None:
+        self.names = names
+        self.tree = tree
+        self.lines = lines
+        self.settings = settings
+
+    def found(self) -> bool:
+        if self.settings["contiguous-sinks"]:
+            return True  # configured callees: left to the analysis
+        needs = self._needs()
+        scopes, attributes = suspects(self.tree, _makes_view)
+        # ``.view(dtype)`` needs only a unit last stride: a column range passes it.
+        unit_scopes, unit_attributes = suspects(self.tree, _may_lose_unit_stride)
+        for scope, unit_scope in zip(scopes, unit_scopes):
+            if self.names.certainly_triton_kernel(scope.roots[0]):
+                continue  # no sink uses in a kernel
+            for call in scope.calls:
+                if self.names.is_dtype_view(call):
+                    if unit_scope.suspect(call.func.value, unit_attributes):
+                        return True
+                elif any(scope.suspect(handed, attributes) for handed in self._handed(call, needs)):
+                    return True
+        return False
+
+    def _handed(self, call: ast.Call, needs: dict[str, list[_Needs]]) -> list[ast.expr]:
+        """What ``call`` hands a sink: the receiver of a raw ``.data_ptr()``, the arguments of a
+        custom op, or those of a call of a function here that binds a parameter it needs
+        contiguous (``_needs``); the receiver of ``.view(dtype)`` is the caller's to read."""
+        func = call.func
+        if type(func) is ast.Attribute and func.attr == "data_ptr":
+            return [func.value]
+        if self._is_custom_op(call):
+            return [*call.args, *(keyword.value for keyword in call.keywords)]
+        definitions = needs.get(callee_name(call))
+        if not definitions:
+            return []
+        handed: list[ast.expr] = []
+        for definition in definitions:
+            handed.extend(definition.bound_by(call))
+        return handed
+
+    def _is_custom_op(self, call: ast.Call) -> bool:
+        return any(
+            name.startswith("torch.ops.") and not is_strided_sink(self.settings, name)
+            for name in self.names.meanings(call.func)
+        )  # fmt: skip
+
+    def _needs(self) -> dict[str, list[_Needs]]:
+        """Per name, what each function (or class) of this file of that name may need contiguous:
+        the parameters that reach a sink in it, by any binding (a summary of ``analysis.sinks``
+        over-approximated). A Triton kernel, or a function that checks its tensors
+        (``is_contiguous``, ``stride(``), may need every parameter; a class needs what its
+        ``__init__`` needs; a function calling one hands its needs on."""
+        lines = self.lines
+        found: dict[str, list[_Needs]] = {}
+        open_definitions: list[tuple[ast.AST, _Needs]] = []
+        by_node: dict[int, _Needs] = {}
+        for kind in FUNCTIONS:
+            for node in self.names.of(kind):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                text = "".join(lines[first - 1 : node.end_lineno or len(lines)])
+                if self.names.triton_decorated(node) or _CHECKS.search(text):
+                    needs = _Needs(None, every=True)
+                else:
+                    needs = _Needs(node.args)
+                    open_definitions.append((node, needs))
+                found.setdefault(node.name, []).append(needs)
+                by_node[id(node)] = needs
+        for node in self.names.of(ast.ClassDef):
+            # A class is called for its ``__init__`` (a position may bind ``self``: ``bound_by``);
+            # one it inherits may be anything.
+            init = next((m for m in node.body if type(m) in FUNCTIONS and m.name == "__init__"), None)
+            found.setdefault(node.name, []).append(by_node[id(init)] if init is not None else _Needs(None, every=True))
+        flows = {id(node): ParameterFlows(node) for node, _ in open_definitions}
+        grown = True
+        while grown:  # a wrapper of a wrapper
+            grown = False
+            for node, needs in open_definitions:
+                reaching = set()
+                for call in flows[id(node)].calls:
+                    func = call.func
+                    if self.names.is_dtype_view(call):
+                        reaching |= flows[id(node)].parameters_in(func.value)
+                    for handed in self._handed(call, found):
+                        reaching |= flows[id(node)].parameters_in(handed)
+                if not reaching <= needs.params:
+                    needs.params |= reaching
+                    grown = True
+        return found
+
+
+# The checks that make a function need its tensors contiguous (``assert x.is_contiguous()``,
+# ``x.stride(-1) == 1``): read as text, every parameter counts.
+_CHECKS = re.compile(r"is_contiguous|stride\(")
+
+
+class _Needs:
+    """The parameters one function may need contiguous (``every``: any it is handed)."""
+
+    def __init__(self, arguments: ast.arguments | None, every: bool = False) -> None:
+        self.every = every
+        self.params: set[str] = set()
+        self.positional: list[str] = []
+        self.rest: str | None = None  # ``*args``
+        self.keywords: str | None = None  # ``**kwargs``
+        if arguments is not None:
+            self.positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+            self.rest = arguments.vararg.arg if arguments.vararg else None
+            self.keywords = arguments.kwarg.arg if arguments.kwarg else None
+
+    def bound_by(self, call: ast.Call) -> list[ast.expr]:
+        """The arguments of ``call`` that may bind a needed parameter: a position counts for the
+        parameter there and for the next one (a method called through its instance binds
+        ``self`` first), anything unpacked for all."""
+        if self.every:
+            return [*call.args, *(keyword.value for keyword in call.keywords)]
+        if not self.params:
+            return []
+        handed = []
+        for position, argument in enumerate(call.args):
+            names = set(self.positional[position : position + 2])
+            if (
+                type(argument) is ast.Starred or not names.isdisjoint(self.params)
+                or (self.rest in self.params and position + 1 >= len(self.positional))
+            ):  # fmt: skip
+                handed.append(argument)
+        for keyword in call.keywords:
+            if keyword.arg is None or keyword.arg in self.params or (
+                self.keywords in self.params and keyword.arg not in self.positional
+            ):  # fmt: skip
+                handed.append(keyword.value)
+        return handed
+
+
+def _may_lose_unit_stride(node: ast.AST) -> bool:
+    """A view or a cast whose last dim may not have stride 1 (what ``.view(dtype)`` needs): as
+    ``_makes_view``, but for the ranges that keep the last stride."""
+    if type(node) is ast.Subscript:
+        return _slices(node, unit_stride_only=True)
+    return _makes_view(node)
+
+
+def _makes_view(node: ast.AST) -> bool:
+    """A view or a cast, as the layout domain reads them (``layout_words``)."""
+    kind = type(node)
+    if kind is ast.Attribute:
+        return node.attr in PERMUTING_ATTRIBUTES
+    if kind is ast.Call:
+        func = node.func
+        return (type(func) is ast.Attribute and func.attr in LAYOUT_SUSPECT_METHODS) or (
+            type(func) is ast.Name and func.id in VIEW_MAKING
+        )
+    return kind is ast.Subscript and _slices(node)
+
+
+def _slices(node: ast.Subscript, unit_stride_only: bool = False) -> bool:
+    """Whether an index may leave gaps, read as the layout domain reads basic indexing
+    (``layout._classify``): selected dims and one range that lead keep a tensor contiguous
+    (``x[i]``, ``x[:n]``, ``x[i, :k]``); a step, or a selection or a range after a range or an
+    ellipsis, does not (``x[:, 0]``, ``x[..., i]``, ``x[::2]``). Any index that is not a slice
+    counts as a selection, a size-1 slice as a range (the domain may read either more kindly).
+    ``x.shape[1:]`` is no tensor.
+
+    ``unit_stride_only``: whether it may lose the unit stride of the last dim, what
+    ``.view(dtype)`` needs: a range after a range keeps it (``x[:, :k]``) unless it may be of
+    size 1 (the domain counts ``x[:, i:i + 1]`` as a selection)."""
+    value = node.value
+    if type(value) is ast.Attribute and value.attr in ("shape", "stride"):
+        return False
+    index = node.slice
+    parts = index.elts if type(index) is ast.Tuple else [index]
+    leading = True  # only selections so far
+    for part in parts:
+        kind = type(part)
+        if kind is ast.Slice:
+            step = part.step
+            if step is not None and not (type(step) is ast.Constant and step.value in (1, None)):
+                return True  # a step slice
+            if part.lower is None and part.upper is None:
+                leading = False  # a full slice: what follows it must be full too
+                continue
+            if not leading and (not unit_stride_only or _may_be_size1(part)):
+                return True  # a range after a range, an ellipsis or a full slice
+            leading = False
+        elif kind is ast.Constant and part.value is Ellipsis:
+            leading = False
+        elif kind is ast.Constant and part.value is None:
+            continue  # a new size-1 dim
+        elif kind is ast.Starred:
+            return True  # ``x[*idx]``: anything
+        elif not leading:
+            return True  # a selection after a range, an ellipsis or a full slice
+    return False
+
+
+def _may_be_size1(part: ast.Slice) -> bool:
+    """The ranges the domain reads as one element (``LayoutDomain._is_size1_slice``): ``:1``,
+    ``0:1``, ``-1:``, ``i:i + 1``."""
+    lower, upper = part.lower, part.upper
+    if upper is not None and lower is None and _int_constant(upper) == 1:
+        return True
+    if lower is not None and _int_constant(lower) == 0 and _int_constant(upper) == 1:
+        return True
+    if upper is None and _int_constant(lower) == -1:
+        return True
+    return (
+        type(upper) is ast.BinOp and type(upper.op) is ast.Add and _int_constant(upper.right) == 1
+        and lower is not None and ast.dump(upper.left) == ast.dump(lower)
+    )  # fmt: skip
+
+
+def _int_constant(node: ast.expr | None) -> int | None:
+    """An int literal, negated or not (``layout._int_literal``)."""
+    if type(node) is ast.UnaryOp and type(node.op) is ast.USub:
+        inner = _int_constant(node.operand)
+        return -inner if inner is not None else None
+    if type(node) is ast.Constant and type(node.value) is int:
+        return node.value
+    return None

@@ -1,0 +1,196 @@
+"""Where ``analysis.syncs`` may report in a hot scope of a file on its own (``SyncScout``)."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from sync_lint.analysis.device_words import (
+    DATA_DEPENDENT_FUNCTIONS,
+    DATA_DEPENDENT_METHODS,
+    EXPLICIT_METHODS,
+    HOST_ATTRIBUTES,
+    HOST_RESULT_METHODS,
+    PROTOCOL_BUILTINS,
+    SIZE_FUNCTIONS,
+    VALUE_READS,
+)
+from sync_lint.config import Settings
+from sync_lint.pipeline.scout.flows import ScopeFacts, suspects
+from sync_lint.pipeline.scout.hot import HotScout
+from sync_lint.pipeline.scout.syntax import FileNames, UnitSpans, ast_dotted, walk
+
+
+class SyncScout:
+    """Over-approximates where ``analysis.syncs`` can report in a hot scope without other files.
+
+    A sync the hot-scope rules report needs a tensor known to be on the GPU at a sync site (a
+    condition, an index, ``.item()``, ``int()``, ``nonzero``, a size...: ``analysis.syncs``),
+    except in a method of a hot class (``unknown-device``) and for ``.synchronize()``. Only a
+    device named in the code makes one (``device=``, ``.cuda()``, ``.to("cuda")``,
+    ``.to(x.device)``, a name ending ``_gpu``: ``analysis.device``), through locals and
+    ``self.`` attributes, never through a host result (``x.shape``, ``x.size(0)``, ``len(x)``).
+    So a hot scope can report only if it, or a function of this file it may call (whose
+    summary it reads), hands a value that may come from such a word to a sync site."""
+
+    def __init__(self, names: FileNames, tree: ast.Module, settings: Settings) -> None:
+        self.names = names
+        self.tree = tree
+        self.settings = settings
+
+    def found(self) -> bool:
+        hot_scout = HotScout(self.names, self.tree, self.settings)
+        hot = hot_scout.units()
+        if hot is None:
+            return True
+        if not hot:
+            return False
+        # Any tensor of a hot class's method may be reported (``unknown-device``).
+        hot_classes = {
+            id(node) for node in self.names.of(ast.ClassDef) if hot_scout.may_be_hot_class(node)
+        } if self.settings["unknown-device"] == "hot-classes" else set()  # fmt: skip
+        spans = UnitSpans(self.tree)
+        by_name: dict[str, list[ast.AST]] = {}
+        for (_, name), node in spans.nodes:
+            by_name.setdefault(name, []).append(node)
+        scopes, attributes = suspects(self.tree, _names_a_device, self._host_result())
+        scope_of = {id(scope.roots[0]): scope for scope in scopes}
+        class_of = {id(member): statement for statement in self.tree.body if type(statement) is ast.ClassDef
+                    for member in statement.body}  # fmt: skip
+        reached = [node for unit, node in spans.nodes if unit in hot]
+        seen = {id(node) for node in reached}
+        while reached:
+            node = reached.pop()
+            if id(class_of.get(id(node))) in hot_classes:
+                return True
+            scope = scope_of[id(node)]
+            mentioned: set[str] = set()
+            for child in walk(node):
+                if self._may_sync_at(child, scope, attributes) or id(child) in hot_classes:
+                    return True
+                kind = type(child)
+                if kind is ast.Name:
+                    mentioned.add(child.id)
+                elif kind is ast.Attribute:
+                    mentioned.add(child.attr)
+            for name in mentioned:  # what it may call (or hand on as a callback)
+                for callee in by_name.get(name, ()):
+                    if id(callee) not in seen:
+                        seen.add(id(callee))
+                        reached.append(callee)
+        return False
+
+    def _host_result(self):
+        """The expressions the device domain reads as host values whatever they read: a host
+        attribute (unless the file assigns one of that name, which the domain then tracks), a
+        method with a host result, ``len()``."""
+        assigned = {node.attr for node in self.names.of(ast.Attribute) if type(node.ctx) is ast.Store}
+        host_attributes = HOST_ATTRIBUTES - assigned - {"device"}  # ``x.device`` names a device
+        rebinds_len = "len" in self.names.bound
+
+        def host(node: ast.AST) -> bool:
+            kind = type(node)
+            if kind is ast.Attribute:
+                return node.attr in host_attributes
+            if kind is ast.Call:
+                func = node.func
+                if type(func) is ast.Attribute:
+                    return func.attr in HOST_RESULT_METHODS
+                return type(func) is ast.Name and func.id == "len" and not rebinds_len
+            if kind is ast.Compare:  # ``x is None``, ``i in table``
+                return any(type(op) in _MEMBERSHIP_TESTS for op in node.ops)
+            if kind is ast.UnaryOp:
+                return type(node.op) is ast.Not
+            return kind in _HOST_EXPRESSIONS
+
+        return host
+
+    def _may_sync_at(self, node: ast.AST, scope: ScopeFacts, attributes: set[str]) -> bool:
+        """Whether ``node`` is a sync site handed a value that may be on the GPU."""
+        kind = type(node)
+        if kind in (ast.If, ast.While, ast.Assert, ast.IfExp):
+            return scope.suspect(node.test, attributes)
+        if kind is ast.comprehension:
+            return any(scope.suspect(test, attributes) for test in node.ifs)
+        if kind is ast.BoolOp:
+            return any(scope.suspect(value, attributes) for value in node.values)
+        if kind is ast.UnaryOp:
+            return type(node.op) is ast.Not and scope.suspect(node.operand, attributes)
+        if kind is ast.Subscript:  # a mask, a slice bound
+            return scope.suspect(node.slice, attributes)
+        if kind is not ast.Call:
+            return False
+        func = node.func
+        # What the site reads: not where a result goes (``device=``, ``dtype=``, ``out=``).
+        operands = [*node.args, *(keyword.value for keyword in node.keywords if keyword.arg not in _PLACEMENT_KEYWORDS)]
+        if type(func) is ast.Attribute and func.attr in _SYNC_METHODS:
+            if func.attr == "to" and not _may_name_the_host(node):
+                return False  # a cast, or a copy to the GPU
+            operands.append(func.value)
+        elif type(func) is ast.Attribute and func.attr == "synchronize":
+            return True
+        elif type(func) is ast.Name and func.id in _SYNC_BUILTINS:
+            pass
+        else:  # a torch function (``torch.nonzero(x)``, ``torch.arange(n)``; not ``tl.where``)
+            last = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None
+            if last not in _SYNC_TORCH_FUNCTIONS or not any(name.startswith("torch.") for name in self.names.meanings(func)):
+                return False
+            if last == "where" and (len(node.args) != 1 or node.keywords):
+                return False  # ``torch.where(c, a, b)`` is elementwise
+        return any(scope.suspect(operand, attributes) for operand in operands)
+
+
+# What the device domain reads as a host value whatever it holds (``DeviceDomain.evaluate``).
+_MEMBERSHIP_TESTS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
+_HOST_EXPRESSIONS = (ast.JoinedStr, ast.Lambda, ast.Dict, ast.DictComp, ast.ListComp, ast.SetComp, ast.GeneratorExp)
+# Keywords that say where and how a result is made, read by no sync site.
+_PLACEMENT_KEYWORDS = frozenset({"device", "dtype", "layout", "pin_memory", "requires_grad", "memory_format",
+                                 "non_blocking", "out", "generator"})
+# Calls that are a sync site when handed a GPU tensor (``analysis.syncs._Scanner``): methods
+# (their receiver too), builtins, and torch functions (by their last name).
+_SYNC_METHODS = EXPLICIT_METHODS | DATA_DEPENDENT_METHODS | VALUE_READS | {"to", "copy_", "repeat_interleave"}
+_SYNC_BUILTINS = frozenset({*PROTOCOL_BUILTINS, "range"})
+_SYNC_TORCH_FUNCTIONS = DATA_DEPENDENT_FUNCTIONS | VALUE_READS | SIZE_FUNCTIONS | {"where", "repeat_interleave"}
+
+
+def _may_name_the_host(call: ast.Call) -> bool:
+    """Whether ``.to(...)`` may copy to the host, as ``DeviceDomain.device_argument`` reads its
+    target: ``"cpu"``, ``torch.device("cpu")``, a name with a ``cpu`` part, ``x.device``."""
+    targets = [keyword.value for keyword in call.keywords if keyword.arg == "device"] + call.args[:1]
+    for target in targets:
+        if type(target) is ast.Constant:
+            if type(target.value) is str and target.value.startswith("cpu"):
+                return True
+        elif type(target) is ast.Attribute and target.attr == "device":
+            if not (type(target.value) is ast.Name and target.value.id in ("self", "cls")):
+                return True  # where ``x`` is: the host, if ``x`` is there (``self`` never is)
+        elif type(target) is ast.Call:
+            return True  # ``torch.device(...)``, or anything else: left to the analysis
+        else:
+            written = ast_dotted(target)
+            if written is None or "cpu" in written.rsplit(".", 1)[-1].lower().split("_"):
+                return True
+    return any(keyword.arg is None for keyword in call.keywords)  # ``.to(**kwargs)``
+
+
+# Words of a device in code: ``device=``, ``x.device``, ``.cuda()``, ``torch.cuda``, ``seq_lens_gpu``
+# (``analysis.device.name_hint``).
+_DEVICE_WORDS = re.compile(r"device|cuda|gpu", re.IGNORECASE)
+
+
+def _names_a_device(node: ast.AST) -> bool:
+    """A node that may put a value on the GPU."""
+    kind = type(node)
+    if kind is ast.Name:
+        return _DEVICE_WORDS.search(node.id) is not None
+    if kind is ast.Attribute:
+        return _DEVICE_WORDS.search(node.attr) is not None
+    if kind is ast.keyword:
+        return node.arg is not None and _DEVICE_WORDS.search(node.arg) is not None
+    if kind is ast.Call:  # ``.to("npu")``: any device named by a string (others go through ``device``)
+        func = node.func
+        return (
+            type(func) is ast.Attribute and func.attr == "to" and bool(node.args)
+            and type(node.args[0]) is ast.Constant and type(node.args[0].value) is str
+        )  # fmt: skip
+    return False

@@ -1,0 +1,234 @@
+"""The scout's reading of a file's CPython ``ast``: names through imports (``FileNames``), the
+units a file is cut into (``UnitSpans``), and a fast walk."""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import builtins
+import fnmatch
+
+from sync_lint.analysis.dtypes import DTYPES
+from sync_lint.analysis.triton_names import is_triton_decorator
+from sync_lint.config import Settings
+
+
+class FileNames:
+    """The file's imports, every meaning of each name, and ``alias-modules``: a stand-in for
+    ``analysis.names.NameTable`` that may answer more meanings than it, never fewer."""
+
+    def __init__(self, tree: ast.Module, settings: Settings) -> None:
+        self.aliases: dict[str, str] = dict(settings["alias-modules"])
+        self.imports: dict[str, set[str]] = {}
+        self.bound: set[str] = set()  # every name the file binds anywhere
+        self.relative: set[str] = set()  # names a relative import binds (their module is known by its tail only)
+        self.nodes: dict[type, list] = {}
+        for node in walk(tree):
+            kind = type(node)
+            self.nodes.setdefault(kind, []).append(node)
+            if kind is ast.Import:
+                for alias in node.names:
+                    local = alias.asname or alias.name.partition(".")[0]
+                    self.imports.setdefault(local, set()).add(alias.name if alias.asname else local)
+                    self.bound.add(local)
+            elif kind is ast.ImportFrom:
+                # Relative imports keep only their module's tail: meanings are compared by endings.
+                base = node.module or ""
+                for alias in node.names:
+                    if alias.name != "*":
+                        local = alias.asname or alias.name
+                        if node.level:
+                            self.relative.add(local)
+                        self.imports.setdefault(local, set()).add(f"{base}.{alias.name}" if base else alias.name)
+                        self.bound.add(local)
+            elif kind is ast.Name and type(node.ctx) is not ast.Load:
+                self.bound.add(node.id)
+            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.ClassDef:
+                self.bound.add(node.name)
+            elif kind is ast.Global or kind is ast.Nonlocal:
+                self.bound.update(node.names)
+
+    def of(self, kind: type) -> list:
+        return self.nodes.get(kind, [])
+
+    def meanings(self, node: ast.expr) -> set[str]:
+        """Every dotted name ``node`` may resolve to: as written, through each import of its head,
+        and with ``alias-modules`` applied to either. The analysis resolves an unimported name
+        (and a relative import) behind a package name the scout does not know, so an alias that
+        ends in a name's first parts may rename them too. Empty for no Name/Attribute chain."""
+        written = ast_dotted(node)
+        if written is None:
+            return set()
+        head, _, rest = written.partition(".")
+        candidates = {written} | {full + ("." + rest if rest else "") for full in self.imports.get(head, ())}
+        found = set(candidates)
+        for alias, target in self.aliases.items():
+            for name in candidates:
+                parts = name.split(".")
+                for k in range(1, len(parts) + 1):
+                    prefix = ".".join(parts[:k])
+                    if alias == prefix or alias.endswith("." + prefix):
+                        found.add(".".join([target, *parts[k:]]))
+        return found
+
+    def last_parts(self, node: ast.expr) -> set[str]:
+        return {name.rsplit(".", 1)[-1] for name in self.meanings(node)}
+
+    def is_launch(self, call: ast.Call) -> bool:
+        """``k[grid](...)`` where ``k`` may be a global (``sinks`` judges a launch so): not
+        ``list[int]()``, a builtin generic's constructor, unless the file rebinds ``list``."""
+        func = call.func
+        if type(func) is not ast.Subscript:
+            return False
+        written = ast_dotted(func.value)
+        if written is None:
+            return False
+        head = written.partition(".")[0]
+        return head not in BUILTINS or head in self.bound
+
+    def is_dtype_view(self, call: ast.Call) -> bool:
+        """``t.view(x)`` with one argument (positional or keyword) that may name a torch dtype:
+        its last part, through imports and aliases, is a dtype's name."""
+        func = call.func
+        if type(func) is not ast.Attribute or func.attr != "view" or len(call.args) + len(call.keywords) != 1:
+            return False
+        argument = call.args[0] if call.args else call.keywords[0].value
+        if type(argument) is ast.Starred:
+            argument = argument.value
+        return not DTYPES.isdisjoint(self.last_parts(argument))
+
+    def triton_decorated(self, function: ast.AST) -> bool:
+        """A decorator whose meaning may be Triton's (``@triton.jit``, an alias of it)."""
+        return any("triton" in name for d in function.decorator_list for name in self.meanings(decorator_callee(d)))
+
+    def certainly_triton_kernel(self, function: ast.AST) -> bool:
+        """A decorator the analyses certainly resolve to Triton's (``analysis.functions``): its
+        head is imported by absolute imports only, and each of them, with ``alias-modules``
+        applied as ``NameTable`` applies them, gives a Triton name."""
+        if type(function) not in FUNCTIONS:
+            return False
+        for decorator in function.decorator_list:
+            written = ast_dotted(decorator_callee(decorator))
+            if written is None:
+                continue
+            head, _, rest = written.partition(".")
+            imported = self.imports.get(head)
+            if not imported or head in self.relative:
+                continue
+            if all(is_triton_decorator(self._aliased(full + ("." + rest if rest else ""))) for full in imported):
+                return True
+        return False
+
+    def _aliased(self, full: str) -> str:
+        for alias, target in self.aliases.items():  # the first that matches, as ``NameTable.apply_aliases``
+            if full == alias or full.startswith(alias + "."):
+                return target + full[len(alias) :]
+        return full
+
+
+class UnitSpans:
+    """The units of ``pipeline.units`` (each top-level function, each method of a top-level
+    class) by their lines, decorators included: which unit a node at a line is in."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.nodes: list[tuple[tuple[str | None, str], ast.AST]] = []
+        for statement in tree.body:
+            if type(statement) in FUNCTIONS:
+                self.nodes.append(((None, statement.name), statement))
+            elif type(statement) is ast.ClassDef:
+                self.nodes.extend(((statement.name, m.name), m) for m in statement.body if type(m) in FUNCTIONS)
+        self.names = {unit for unit, _ in self.nodes}
+        self._starts = [min([node.lineno, *(d.lineno for d in node.decorator_list)]) for _, node in self.nodes]
+        self._ends = [node.end_lineno for _, node in self.nodes]
+
+    def unit_at(self, line: int) -> tuple[str | None, str] | None:
+        index = bisect.bisect_right(self._starts, line) - 1
+        if index >= 0 and line <= self._ends[index]:
+            return self.nodes[index][0]
+        return None
+
+
+def bound_names(statement: ast.stmt) -> set[str] | None:
+    """The names an import or a plain assignment binds; None for any other statement."""
+    kind = type(statement)
+    if kind is ast.Import or kind is ast.ImportFrom:
+        return {alias.asname or alias.name.partition(".")[0] for alias in statement.names}
+    targets = statement.targets if kind is ast.Assign else [statement.target] if kind in (ast.AnnAssign, ast.AugAssign) else None
+    if targets is None:
+        return None
+    names = set()
+    for target in targets:
+        for node in ast.walk(target):
+            if type(node) is ast.Name:
+                names.add(node.id)
+            elif type(node) not in (ast.Tuple, ast.List, ast.Starred, ast.Store):
+                return None  # ``x.attr = ...``, ``d[k] = ...``: state the scout does not follow
+    return names
+
+
+def callee_name(call: ast.Call) -> str | None:
+    """The last name of what a call calls: ``f``, ``self.f``, ``mod.kernel[grid]``."""
+    func = call.func
+    if type(func) is ast.Subscript:
+        func = func.value
+    if type(func) is ast.Name:
+        return func.id
+    if type(func) is ast.Attribute:
+        return func.attr
+    return None
+
+
+def decorator_callee(decorator: ast.expr) -> ast.expr:
+    return decorator.func if type(decorator) is ast.Call else decorator
+
+
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+BUILTINS = frozenset(dir(builtins))
+
+
+def matches(name: str, patterns: list[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+# Fields that never hold a node worth visiting: names, constants, and the shared singleton
+# nodes of contexts and operators (``Load``, ``Add``), which are most of a tree's nodes.
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "kind", "type_comment", "level", "module", "conversion"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def walk(tree: ast.AST, prune=None) -> list[ast.AST]:
+    """Every node of ``tree`` but the context and operator singletons, in no set order: what
+    ``ast.walk`` gives, at about a third of its cost (it asks every field of every node).
+    ``prune``: a test of the nodes to leave out, with all below them."""
+    found = []
+    stack = [tree]
+    child_fields = _CHILD_FIELDS
+    node_type = ast.AST
+    while stack:
+        node = stack.pop()
+        if prune is not None and prune(node):
+            continue
+        found.append(node)
+        kind = type(node)
+        fields = child_fields.get(kind)
+        if fields is None:
+            fields = child_fields[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                stack.extend(item for item in value if isinstance(item, node_type))
+            elif isinstance(value, node_type):
+                stack.append(value)
+    return found
+
+
+def ast_dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` for an ``ast`` Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)
+        node = node.value
+    if type(node) is ast.Name:
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
