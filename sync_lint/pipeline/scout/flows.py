@@ -16,17 +16,12 @@ class ParameterFlows:
         arguments = function.args
         self.params = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
         self.params |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
-        self.calls: list[ast.Call] = []
+        self.calls, bindings = _calls_and_bindings([function])
         reads: dict[str, set[str]] = {}  # a name (an attribute as ``.name``) -> what its values read
-        for node in walk(function):
-            if type(node) is ast.Call:
-                self.calls.append(node)
-                continue
-            bound = _binding(node)
-            if bound is not None:
-                read = _read_keys(bound[1])
-                for key in _bound_keys(bound[0]):
-                    reads.setdefault(key, set()).update(read)
+        for targets, value in bindings:
+            read = _read_keys(value)
+            for key in _bound_keys(targets):
+                reads.setdefault(key, set()).update(read)
         self._reads = reads
         self._held: dict[str, set[str]] = {}
 
@@ -53,6 +48,21 @@ class ParameterFlows:
                         todo.append(read)
             self._held[key] = held
         return held
+
+
+def _calls_and_bindings(roots: list[ast.AST]) -> tuple[list[ast.Call], list[tuple[list[ast.expr], ast.expr]]]:
+    """Every call under ``roots``, and every binding as (targets, value)."""
+    calls = []
+    bindings = []
+    for root in roots:
+        for node in walk(root):
+            if type(node) is ast.Call:
+                calls.append(node)
+                continue
+            bound = _binding(node)
+            if bound is not None:
+                bindings.append(bound)
+    return calls, bindings
 
 
 def _binding(node: ast.AST) -> tuple[list[ast.expr], ast.expr] | None:
@@ -123,19 +133,13 @@ class ScopeFacts:
         self.roots = roots
         self.is_source = is_source
         self.prune = prune
-        self.calls: list[ast.Call] = []
+        self.calls, bindings = _calls_and_bindings(roots)
         # (names bound, attributes assigned, the value's facts) per binding
         self.bindings: list[tuple[set[str], set[str], _ExprFacts]] = []
-        for root in roots:
-            for node in walk(root):
-                if type(node) is ast.Call:
-                    self.calls.append(node)
-                    continue
-                bound = _binding(node)
-                if bound is not None:
-                    keys = _bound_keys(bound[0])
-                    names = {key for key in keys if not key.startswith(".")}
-                    self.bindings.append((names, {key[1:] for key in keys - names}, _ExprFacts(bound[1], is_source, prune)))
+        for targets, value in bindings:
+            keys = _bound_keys(targets)
+            names = {key for key in keys if not key.startswith(".")}
+            self.bindings.append((names, {key[1:] for key in keys - names}, _ExprFacts(value, is_source, prune)))
         self.suspect_names: set[str] = set()
         self.suspect_attributes: set[str] = set()
         self._facts: dict[int, _ExprFacts] = {}
