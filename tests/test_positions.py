@@ -72,6 +72,8 @@ def test_repository_files(path: Path) -> None:
     _assert_same_positions(path.read_text(encoding="utf-8"))
 
 
+# Generated programs such as ``1j[0]`` are valid syntax that CPython's compiler warns about.
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(hypothesmith.from_node())
 def test_generated_programs(text: str) -> None:
