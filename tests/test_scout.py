@@ -108,6 +108,12 @@ CASES = {
     "a jit helper called under a relatively imported triton": (
         ("from .compat import triton\n@triton.jit\ndef helper(p):\n    pass\n\n@triton.jit\n"
          "def kern(x):\n    helper(x[:, 0])\n"), False, True),
+    "a method whose sink reads only its instance's state": (
+        ("import torch\nclass A:\n    def helper(self, x):\n        torch.ops._C.op(self.buf)\n        return x\n\n"
+         "    def user(self, t):\n        self.helper(t[:, 0])\n"), False, False),
+    "a static method whose first parameter reaches a sink": (
+        ("import torch\nclass A:\n    @staticmethod\n    def helper(x):\n        torch.ops._C.op(x)\n\n"
+         "    def user(self, t):\n        A.helper(t[:, 0])\n"), False, True),
     "a class whose __init__ hands its argument to a custom op": (
         ("import torch\nclass A:\n    def __init__(self, x):\n        torch.ops._C.op(x)\n\n"
          "def f(t):\n    return A(t[:, 0])\n"), False, True),

@@ -10,11 +10,13 @@ from sync_lint.pipeline.scout.syntax import FUNCTIONS, walk
 
 class ParameterFlows:
     """Which parameters of a function each of its names and attributes may hold, by any of
-    its bindings in any order (nested functions' included)."""
+    its bindings in any order (nested functions' included). ``method``: its first parameter
+    is the instance (or class), which the analyses' summaries leave out (``FunctionInfo.params``)."""
 
-    def __init__(self, function: ast.AST) -> None:
+    def __init__(self, function: ast.AST, method: bool = False) -> None:
         arguments = function.args
-        self.params = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+        positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+        self.params = {*positional[1 if method else 0 :], *(a.arg for a in arguments.kwonlyargs)}
         self.params |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
         self.calls, bindings = _calls_and_bindings([function])
         reads: dict[str, set[str]] = {}  # a name (an attribute as ``.name``) -> what its values read
@@ -201,5 +203,6 @@ def _scopes(tree: ast.Module) -> list[list[ast.AST]]:
             rest.extend([*statement.bases, *statement.keywords, *statement.decorator_list])
         else:
             rest.append(statement)
-    scopes.append(rest or [ast.Pass()])
+    if rest:
+        scopes.append(rest)
     return scopes

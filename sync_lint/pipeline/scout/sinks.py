@@ -12,7 +12,13 @@ from sync_lint.analysis.layout_words import (
 )
 from sync_lint.config import Settings, is_strided_sink
 from sync_lint.pipeline.scout.flows import ParameterFlows, suspects
-from sync_lint.pipeline.scout.syntax import FUNCTIONS, FileNames, callee_name
+from sync_lint.pipeline.scout.syntax import (
+    FUNCTIONS,
+    FileNames,
+    ast_dotted,
+    callee_name,
+    decorator_callee,
+)
 
 
 class SinkScout:
@@ -23,8 +29,8 @@ class SinkScout:
     this file that may carry a summary (a launch of its kernel, a call of its checked wrapper),
     and the receiver of ``.view(dtype)`` or of ``.data_ptr()``.
 
-    A suspect expression holds a view or a cast (``analysis.layout_words``; an index with a
-    slice or an ellipsis), a name its function binds anywhere to a suspect expression, or an
+    A suspect expression holds a view or a cast (``analysis.layout_words``; an index that may
+    leave gaps, ``_slices``), a name its function binds anywhere to a suspect expression, or an
     attribute that some assignment of the file gives one. These are the only ways a layout the
     rules report reaches a sink: the layout domain follows locals and ``self.`` attributes, and
     reads a parameter, a global and any other call as of unknown layout, which it never reports
@@ -41,14 +47,17 @@ class SinkScout:
             return True  # configured callees: left to the analysis
         needs = self._needs()
         scopes, attributes = suspects(self.tree, _makes_view)
-        # ``.view(dtype)`` needs only a unit last stride: a column range passes it.
-        unit_scopes, unit_attributes = suspects(self.tree, _may_lose_unit_stride)
-        for scope, unit_scope in zip(scopes, unit_scopes):
+        # ``.view(dtype)`` needs only a unit last stride (a column range passes it): tracked
+        # apart, and only in a file that has one.
+        unit_scopes, unit_attributes = None, set()
+        for index, scope in enumerate(scopes):
             if self.names.certainly_triton_kernel(scope.roots[0]):
                 continue  # no sink uses in a kernel
             for call in scope.calls:
                 if self.names.is_dtype_view(call):
-                    if unit_scope.suspect(call.func.value, unit_attributes):
+                    if unit_scopes is None:
+                        unit_scopes, unit_attributes = suspects(self.tree, _may_lose_unit_stride)
+                    if unit_scopes[index].suspect(call.func.value, unit_attributes):
                         return True
                 elif any(scope.suspect(handed, attributes) for handed in self._handed(call, needs)):
                     return True
@@ -103,7 +112,13 @@ class SinkScout:
             # one it inherits may be anything.
             init = next((m for m in node.body if type(m) in FUNCTIONS and m.name == "__init__"), None)
             found.setdefault(node.name, []).append(by_node[id(init)] if init is not None else _Needs(None, every=True))
-        flows = {id(node): ParameterFlows(node) for node, _ in open_definitions}
+        methods = {
+            id(member) for node in self.names.of(ast.ClassDef) for member in node.body
+            if type(member) in FUNCTIONS and not any(
+                (ast_dotted(decorator_callee(d)) or "").endswith("staticmethod") for d in member.decorator_list
+            )
+        }  # fmt: skip
+        flows = {id(node): ParameterFlows(node, method=id(node) in methods) for node, _ in open_definitions}
         grown = True
         while grown:  # a wrapper of a wrapper
             grown = False
