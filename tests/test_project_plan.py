@@ -158,7 +158,7 @@ def forward(x):
 
 
 def calls_by_name(t, out):
-    copy_rows(t, out)
+    copy_rows(t[:, 0], out)
 
 
 def mentions_only(layer, x):
@@ -182,6 +182,80 @@ def test_a_unit_that_only_mentions_a_name_is_no_caller(tmp_path):
     files = write_package(tmp_path, {"ops/__init__.py": OPS_INIT, "ops/kernels.py": KERNELS, "lookalikes.py": LOOKALIKES})
     kept = kept_functions(runner.Linter(make_settings()), files)
     assert kept["lookalikes.py"] == {"calls_by_name"}
+
+
+MIDDLE = '''
+from pkg.ops import copy_rows
+
+
+def middle(x, out):
+    copy_rows(x, out)
+    return out.stride(0)
+
+
+def other_wrapper(y, out):
+    copy_rows(y, out)
+    return out.stride(0)
+'''
+
+TOP = '''
+import torch
+
+from pkg.middle import middle, other_wrapper
+from pkg.ops import copy_rows
+
+
+def top(t, out):
+    middle(t.t(), out)
+
+
+def plain_values(out):
+    scratch = torch.empty(4, 4)
+    copy_rows(scratch, out)
+    other_wrapper(scratch.contiguous(), out)
+
+
+def plain_parameters(t, out):
+    other_wrapper(t, out)
+'''
+
+UNDER_IF = '''
+import torch
+
+from pkg.middle import other_wrapper
+
+if torch.cuda.is_available():
+
+    def main(t):
+        other_wrapper(t[:, 0], t)
+'''
+
+
+def test_only_calls_handed_a_view_or_a_cast_and_the_summaries_they_rest_on_are_kept(tmp_path):
+    """A GPU1xx finding needs a sink, or a function whose summary may make one, handed a value
+    that may be a view or a cast; the summaries it rests on are those of that function and of
+    what it hands its parameters to. Callers handing only fresh tensors or their own
+    parameters, which nothing hands a view, cannot report and carry no summary that matters."""
+    files = write_package(tmp_path, {"ops/__init__.py": OPS_INIT, "ops/kernels.py": KERNELS, "middle.py": MIDDLE, "top.py": TOP})
+    kept = kept_functions(runner.Linter(make_settings()), files)
+    assert kept["top.py"] == {"top"}
+    assert kept["middle.py"] == {"middle"}  # ``other_wrapper`` is never handed a view
+    assert kept["kernels.py"] == {"copy_rows", "_copy_kernel"}
+    fast = findings(files, fast=True)
+    assert fast == findings(files, fast=False)
+    assert [(Path(entry[0]).name, entry[3]) for entry in fast] == [("top.py", "GPU102")], fast
+
+
+def test_a_function_outside_every_unit_handing_a_view_keeps_its_callee(tmp_path):
+    """A function under a module-level ``if`` is in no unit of its own: the code outside every
+    unit is always parsed, and the functions it hands a view to must be too."""
+    files = write_package(tmp_path, {"ops/__init__.py": OPS_INIT, "ops/kernels.py": KERNELS, "middle.py": MIDDLE, "script.py": UNDER_IF})
+    kept = kept_functions(runner.Linter(make_settings()), files)
+    assert kept["middle.py"] == {"other_wrapper"}
+    assert kept["kernels.py"] == {"copy_rows", "_copy_kernel"}
+    fast = findings(files, fast=True)
+    assert fast == findings(files, fast=False)
+    assert [(Path(entry[0]).name, entry[3]) for entry in fast] == [("script.py", "GPU102")], fast
 
 
 def test_callees_of_hot_code_are_kept_across_files(package):

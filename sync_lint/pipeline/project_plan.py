@@ -9,8 +9,11 @@ nor a summary a finding rests on. A run of many files therefore goes in two pass
    function unit (``units``), the dotted names it may call: in its own module, or in others
    through the file's imports or its class's bases, resolved as the analyses resolve a call.
 2. ``ProjectPlan`` follows each rule's seeds over those calls across the whole project, the way
-   the rule's summaries flow (a sink rule: to the callers; a hot-scope rule: to the callees),
-   and each file is linted with only the units reached (``units.MaskPlan``).
+   the rule's summaries flow (a hot-scope rule: to the callees), and each file is linted with
+   only the units reached (``units.MaskPlan``). The sink rules (GPU1xx) share a narrower
+   closure (``ProjectPlan._sink_closure``): of the callers of their seeds, only the functions
+   the scout finds handing a value that may be a view or a cast to one of them or to a sink
+   (``Scout.sink_handing``), and what those hand their values on to.
 
 What a call may reach is over-approximated: every dotted name in a unit's text (comments and
 strings too) is read as a possible call, through every import of its head, a ``self.`` method
@@ -33,7 +36,7 @@ from sync_lint.analysis.modules import LIBRARY_ROOTS, resolve_relative
 from sync_lint.config import Settings
 from sync_lint.pipeline import prefilter
 from sync_lint.pipeline.profile import span
-from sync_lint.pipeline.scout import Scout, ast_dotted
+from sync_lint.pipeline.scout import ScopeHanding, Scout, ast_dotted
 from sync_lint.pipeline.source import SourceFile
 from sync_lint.pipeline.units import MaskPlan
 from sync_lint.rules.base import BLOCK_CALLEES, CALLEES, CALLERS, Rule
@@ -53,11 +56,21 @@ _MAX_REEXPORT_HOPS = 8
 MODULE_CODE = -1
 
 
+# A call that hands a value on, for the GPU1xx plan (``scout.HandedCall``): the dotted names its
+# callee may be, whether it hands a value that may be a view or a cast, and whether it hands one
+# that the calling function's parameters may flow into.
+Handed = tuple[tuple[str, ...], bool, bool]
+
+
 @dataclass
 class UnitOutline:
     index: int  # the unit's index in ``MaskPlan.units``, or MODULE_CODE
     qualname: str  # ``<module>.<function>`` or ``<module>.<Class>.<method>``
     refs: tuple[str, ...]  # dotted names it may call, in this module or another
+    # For the GPU1xx plan (``ProjectPlan._sink_closure``): whether it may hand a suspect value to
+    # a sink of its own, and its calls that hand a value on; None: not known (any call counts).
+    reports_at_sink: bool = True
+    handed: tuple[Handed, ...] | None = None
 
 
 @dataclass
@@ -70,6 +83,7 @@ class FileOutline:
     units: list[UnitOutline] = field(default_factory=list)
     # Rule code -> (seed unit indices, directions the rule's summaries flow in).
     seeds: dict[str, tuple[tuple[int, ...], frozenset[str]]] = field(default_factory=dict)
+    at_sinks: tuple[str, ...] = ()  # the codes of its rules that report only at sinks (GPU1xx)
     # Parse it whole: a plan cannot be made (``prefilter.rule_seeds`` says None). Its units are
     # then all kept, and all seeds of its rules.
     whole: bool = False
@@ -128,8 +142,12 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
         plan = MaskPlan(text, file_scout.lines())  # the same lines, split once
         found.cuts = tuple(plan.units)
         seeds = prefilter.rule_seeds(active, plan, file_scout)
+    found.at_sinks = tuple(rule.code for rule in active if rule.reports_only_at_sinks)
     with span("outline: calls"):
-        found.units = _unit_outlines(plan, tree, module_name, found.imports, settings["alias-modules"], whole=seeds is None)
+        found.units = _unit_outlines(
+            plan, tree, module_name, found.imports, settings["alias-modules"], whole=seeds is None,
+            sink_scout=file_scout if found.at_sinks else None,
+        )
     if seeds is None:
         found.whole = True
         every = tuple(unit.index for unit in found.units)
@@ -169,19 +187,25 @@ def _with_aliases(names: set[str], aliases: dict[str, str]) -> set[str]:
 
 def _unit_outlines(
     plan: MaskPlan, tree: ast.Module, module_name: str, imports: dict[str, tuple[str, ...]], aliases: dict[str, str],
-    whole: bool,
+    whole: bool, sink_scout: Scout | None = None,
 ) -> list[UnitOutline]:
     """Each function unit's qualified name and the dotted names it may call, as the analyses
     resolve a call (``SyncAnalysis._callee``, ``SinkAnalysis.callee_of``): a name of this module
     (a top-level function or class: ``<module>.<chain>``), through an import of its head, or
     ``self.``/``cls.``/``super().`` methods of its class and of every base of it. Module-level
     code is a unit too (``MODULE_CODE``, named as the module) where it defines a function, or
-    where the file is parsed whole (``whole``); elsewhere it is neither called nor a seed."""
+    where the file is parsed whole (``whole``); elsewhere it is neither called nor a seed.
+
+    ``sink_scout``: the file's scout, where a GPU1xx rule may run on it. A unit then also gets
+    what the GPU1xx plan reads (``UnitOutline.handed``: ``Scout.sink_handing``, its calls'
+    names resolved the same way), unless the file is parsed whole. The analyses look into the
+    code outside every unit only for the functions it defines, which make it a unit here."""
     prefix = f"{module_name}." if module_name else ""
     bases = _class_bases(tree, module_name, imports)
     local = {plan.units[index].name for index in plan.functions() if plan.units[index].class_index is None}
     local.update(bases)  # the top-level classes
     resolve = _CallNames(module_name, imports, local, aliases)
+    by_first_line = {}
     outlines = []
     in_functions: set[int] = set()
     for index in plan.functions():
@@ -191,13 +215,48 @@ def _unit_outlines(
         qualname = prefix + ".".join(part for part in (class_name, name) if part)
         own = (f"{prefix}{class_name}", *bases.get(class_name, ())) if class_name else ()
         outlines.append(UnitOutline(index, qualname, resolve(plan.unit_text(unit), own)))
+        by_first_line[unit.first] = (outlines[-1], own)
     module_text = "".join(line for i, line in enumerate(plan.lines) if i not in in_functions)
+    module_own = tuple({f"{prefix}{c}" for c in bases} | {base for outside in bases.values() for base in outside})
+    module_outline = None
     if module_name and (whole or _DEFINITION.search(module_text)):
         # ``self.`` in module-level code: a method of a class defined there, or nested in a
         # class's body; any class of the file may be its own.
-        own = tuple({f"{prefix}{c}" for c in bases} | {base for outside in bases.values() for base in outside})
-        outlines.append(UnitOutline(MODULE_CODE, module_name, resolve(module_text, own)))
+        module_outline = UnitOutline(MODULE_CODE, module_name, resolve(module_text, module_own))
+        outlines.append(module_outline)
+    if sink_scout is None or whole or not (module_name or module_outline):
+        return outlines  # without a module name, a function outside every unit is in no unit here
+    with span("outline: sink handing"):
+        handing = sink_scout.sink_handing(resolve.may_resolve)
+    if handing is not None and _attach_handing(handing, by_first_line, resolve) and module_outline is not None:
+        rest = next((scope for scope in handing if scope.function is None), None)
+        if rest is not None:
+            module_outline.reports_at_sink = rest.reports
+            module_outline.handed = tuple(
+                (resolve(call.callee, module_own), call.suspect, call.from_parameters) for call in rest.calls
+            )  # fmt: skip
+        else:
+            module_outline.reports_at_sink, module_outline.handed = False, ()
     return outlines
+
+
+def _attach_handing(handing: list[ScopeHanding], by_first_line: dict, resolve: _CallNames) -> bool:
+    """Give each function unit its scope's ``handed`` calls (``UnitOutline.handed``), with
+    their names resolved; False (and nothing given) when a scope is in no unit of the cut."""
+    matched = []
+    for scope in handing:
+        if scope.function is None:
+            continue
+        node = scope.function
+        first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+        found = by_first_line.get(first)
+        if found is None:
+            return False
+        matched.append((found, scope))
+    for (unit, own), scope in matched:
+        unit.reports_at_sink = scope.reports
+        unit.handed = tuple((resolve(call.callee, own), call.suspect, call.from_parameters) for call in scope.calls)
+    return True
 
 
 _DEFINITION = re.compile(r"\bdef\s")
@@ -212,6 +271,13 @@ class _CallNames:
         self.own_root = module_name.partition(".")[0]
         self.imports = imports
         self.local = local
+
+    def may_resolve(self, head: str) -> bool:
+        """Whether a dotted name with this head may name a function of the run."""
+        return head in ("self", "cls") or head in self.local or any(
+            full.partition(".")[0] not in LIBRARY_ROOTS or full.partition(".")[0] == self.own_root
+            for full in self.imports.get(head, ())
+        )  # fmt: skip
 
     def __call__(self, text: str, own: tuple[str, ...]) -> tuple[str, ...]:
         """``own``: the qualified names of the unit's class and its bases (none outside a class)."""
@@ -280,7 +346,7 @@ class ProjectPlan:
                 self._ids[(o.path, unit.index)] = len(self._units)
                 by_qualname.setdefault(unit.qualname, []).append(len(self._units))
                 self._units.append((o.path, unit.index))
-        resolver = _Resolver(by_qualname, module_imports)
+        self._resolver = resolver = _Resolver(by_qualname, module_imports)
         self._calls: list[set[int]] = [set() for _ in self._units]
         with span("project plan: calls"):
             for o in outlines:
@@ -293,26 +359,70 @@ class ProjectPlan:
 
     def _close(self, outlines: list[FileOutline]) -> set[int]:
         """The units to keep: each rule's seeds (over all files), followed along the calls the
-        way its summaries flow (to the callees, to the callers, or both); the union over rules."""
-        callers: list[list[int]] | None = None
+        way its summaries flow (to the callees, to the callers, or both); the union over rules.
+        The rules that report only at sinks (GPU1xx) share one closure (``_sink_closure``)."""
+        callers = [[] for _ in self._units]
+        for caller, callees in enumerate(self._calls):
+            for callee in callees:
+                callers[callee].append(caller)
         by_rule: dict[str, tuple[list[int], frozenset[str]]] = {}
+        sink_seeds: list[int] = []
         for o in outlines:
             for code, (seeds, directions) in o.seeds.items():
+                ids = [self._ids[(o.path, index)] for index in seeds if (o.path, index) in self._ids]
+                if code in o.at_sinks:
+                    sink_seeds.extend(ids)
+                    continue
                 entry = by_rule.setdefault(code, ([], directions))
-                entry[0].extend(self._ids[(o.path, index)] for index in seeds if (o.path, index) in self._ids)
+                entry[0].extend(ids)
         kept: set[int] = set()
         for seeds, directions in by_rule.values():
             kept.update(seeds)
             if CALLEES in directions or BLOCK_CALLEES in directions:
                 kept |= _reach(seeds, self._calls)
             if CALLERS in directions:
-                if callers is None:
-                    callers = [[] for _ in self._units]
-                    for caller, callees in enumerate(self._calls):
-                        for callee in callees:
-                            callers[callee].append(caller)
                 kept |= _reach(seeds, callers)
+        if sink_seeds:
+            with span("project plan: sinks"):
+                kept |= self._sink_closure(outlines, sink_seeds, callers)
         return kept
+
+    def _sink_closure(self, outlines: list[FileOutline], seeds: list[int], callers: list[list[int]]) -> set[int]:
+        """The units a GPU1xx finding may be in or rest on. Such a finding is where a sink, or a
+        call of a function whose summary may make one (it may reach a sink: a caller of a seed,
+        ``relevant``), is handed a value that may be a view or a cast; the summaries it rests on
+        are those of that callee and, transitively, of the functions each of them hands a
+        value its parameters may flow into. So: the units that may report (the scout's
+        ``UnitOutline.handed``, ``reports_at_sink``), and what they
+        hand values to, to a fixpoint, within ``relevant``. A unit the scout could not read
+        counts as handing anything to everything it may call; one in a file no GPU1xx rule
+        runs on (none of their words is there) neither reports nor has a summary."""
+        relevant = _reach(seeds, callers)
+        targets = self._resolver.targets
+        reporters: list[int] = []
+        next_units: dict[int, set[int]] = {}
+        for o in outlines:
+            for unit in o.units:
+                unit_id = self._ids[(o.path, unit.index)]
+                if not o.at_sinks:
+                    next_units[unit_id] = set()  # no GPU1xx rule runs on its file: no summary either
+                    continue
+                if unit.handed is None:
+                    onward = self._calls[unit_id] & relevant
+                    if onward or unit_id in relevant:
+                        reporters.append(unit_id)
+                    next_units[unit_id] = onward
+                    continue
+                onward = set()
+                reports = unit.reports_at_sink
+                for refs, suspect, _from_parameters in unit.handed:
+                    reached = set().union(*(targets(ref) for ref in refs)) & relevant if refs else set()
+                    onward |= reached
+                    reports = reports or (suspect and bool(reached))
+                if reports:
+                    reporters.append(unit_id)
+                next_units[unit_id] = onward
+        return _reach(reporters, next_units)
 
     def units_to_keep(self, path: str) -> KeptUnits | None:
         """The function units of ``path`` to parse; None: parse it whole."""

@@ -27,7 +27,7 @@ import re
 
 from sync_lint.config import Settings
 from sync_lint.pipeline.scout.hot import HotScout
-from sync_lint.pipeline.scout.sinks import SinkScout
+from sync_lint.pipeline.scout.sinks import HandedCall, ScopeHanding, SinkScout
 from sync_lint.pipeline.scout.syncs import SyncScout
 from sync_lint.pipeline.scout.syntax import (
     FUNCTIONS,
@@ -38,7 +38,7 @@ from sync_lint.pipeline.scout.syntax import (
 )
 from sync_lint.pipeline.source import split_lines
 
-__all__ = ["Scout", "ast_dotted"]
+__all__ = ["HandedCall", "ScopeHanding", "Scout", "ast_dotted"]
 
 
 class Scout:
@@ -194,3 +194,13 @@ class Scout:
         only parameters and the results of other calls cannot report."""
         names = self._names_of_tree()
         return names is None or self._once(("sink",), lambda: SinkScout(names, self._tree, self.lines(), self.settings).found())
+
+    def sink_handing(self, may_be_called) -> list[ScopeHanding] | None:
+        """What each scope of the file hands to sinks and to other functions, for a run of many
+        files (``SinkScout.handing``; ``may_be_called``: whether a name may be the head of a
+        call of a function of the run); None when that cannot be told here (the file does not
+        parse, or ``contiguous-sinks`` names sinks the scout does not model)."""
+        names = self._names_of_tree()
+        if names is None or self.settings["contiguous-sinks"]:
+            return None
+        return SinkScout(names, self._tree, self.lines(), self.settings).handing(may_be_called)

@@ -4,6 +4,7 @@ hold a suspect value (``suspects``), and which parameters a value may be (``Para
 from __future__ import annotations
 
 import ast
+import bisect
 
 from sync_lint.pipeline.scout.syntax import FUNCTIONS, walk
 
@@ -13,24 +14,36 @@ class ParameterFlows:
     its bindings in any order (nested functions' included). ``method``: its first parameter
     is the instance (or class), which the analyses' summaries leave out (``FunctionInfo.params``)."""
 
-    def __init__(self, function: ast.AST, method: bool = False) -> None:
+    def __init__(self, function: ast.AST, method: bool = False, scope: ScopeFacts | None = None) -> None:
+        """``scope``: the function's facts where the caller has them (one walk less)."""
         arguments = function.args
         positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
         self.params = {*positional[1 if method else 0 :], *(a.arg for a in arguments.kwonlyargs)}
         self.params |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
-        self.calls, bindings = _calls_and_bindings([function])
         reads: dict[str, set[str]] = {}  # a name (an attribute as ``.name``) -> what its values read
-        for targets, value in bindings:
-            read = _read_keys(value)
-            for key in _bound_keys(targets):
-                reads.setdefault(key, set()).update(read)
+        if scope is not None:
+            self.calls = scope.calls
+            for names, assigned, value in scope.bindings:
+                read = value.keys()
+                for key in (*names, *("." + attribute for attribute in assigned)):
+                    reads.setdefault(key, set()).update(read)
+        else:
+            self.calls, bindings = _calls_and_bindings([function])
+            for targets, value in bindings:
+                read = _read_keys(value)
+                for key in _bound_keys(targets):
+                    reads.setdefault(key, set()).update(read)
         self._reads = reads
         self._held: dict[str, set[str]] = {}
 
     def parameters_in(self, node: ast.expr) -> set[str]:
         """The parameters ``node``'s value may be (a part of)."""
+        return self.parameters_in_keys(_read_keys(node))
+
+    def parameters_in_keys(self, keys) -> set[str]:
+        """The parameters a value that reads ``keys`` (names, attributes as ``.name``) may be."""
         found: set[str] = set()
-        for key in _read_keys(node):
+        for key in keys:
             found |= self._held_by(key)
         return found
 
@@ -111,11 +124,17 @@ def _bound_keys(targets: list[ast.expr]) -> set[str]:
     return keys
 
 
-def suspects(tree: ast.Module, is_source, prune=None) -> tuple[list[ScopeFacts], set[str]]:
+def suspects(tree: ast.Module, is_source, prune=None, nodes_of=None) -> tuple[list[ScopeFacts], set[str]]:
     """Each scope's facts (``_scopes``), with the names that may hold a value ``is_source``
     marks (a node that makes one), and the attributes any assignment of the file gives one.
-    ``prune``: expressions whose value is never suspect, whatever they read."""
-    scopes = [ScopeFacts(roots, is_source, prune) for roots in _scopes(tree)]
+    ``prune``: expressions whose value is never suspect, whatever they read. ``nodes_of``:
+    every node of a kind in the tree (``FileNames.of``), which spares a walk of each scope."""
+    scope_roots = _scopes(tree)
+    if nodes_of is None:
+        parts = [_calls_and_bindings(roots) for roots in scope_roots]
+    else:
+        parts = _calls_and_bindings_by_scope(scope_roots, nodes_of)
+    scopes = [ScopeFacts(roots, is_source, prune, found) for roots, found in zip(scope_roots, parts)]
     attributes: set[str] = set()
     while True:
         for scope in scopes:
@@ -126,16 +145,61 @@ def suspects(tree: ast.Module, is_source, prune=None) -> tuple[list[ScopeFacts],
         attributes |= found
 
 
+# The node kinds ``_binding`` reads, and where a node of each starts (``comprehension`` and
+# ``withitem`` have no position of their own).
+_BINDING_KINDS = {
+    ast.Assign: None, ast.AnnAssign: None, ast.AugAssign: None, ast.NamedExpr: None, ast.For: None,
+    ast.AsyncFor: None, ast.comprehension: "target", ast.withitem: "context_expr",
+}  # fmt: skip
+
+
+def _calls_and_bindings_by_scope(scope_roots: list[list[ast.AST]], nodes_of) -> list[tuple[list, list]]:
+    """``_calls_and_bindings`` of each scope, from the file's nodes by kind: a node belongs to
+    the function scope whose lines (decorators included) hold its first line, else to the last
+    scope (the rest). Top-level functions and methods never share a line."""
+    spans = []  # (first line, last line, scope index), by first line
+    for index, roots in enumerate(scope_roots):
+        root = roots[0]
+        if len(roots) == 1 and type(root) in FUNCTIONS:
+            spans.append((min([root.lineno, *(d.lineno for d in root.decorator_list)]), root.end_lineno, index))
+    spans.sort()
+    starts = [first for first, _, _ in spans]
+    rest = len(scope_roots) - 1  # the last scope, unless every scope is a function
+    has_rest = bool(scope_roots) and not (len(scope_roots[rest]) == 1 and type(scope_roots[rest][0]) in FUNCTIONS)
+
+    def scope_at(line: int) -> int | None:
+        at = bisect.bisect_right(starts, line) - 1
+        if at >= 0 and line <= spans[at][1]:
+            return spans[at][2]
+        return rest if has_rest else None
+
+    found: list[tuple[list, list]] = [([], []) for _ in scope_roots]
+    for call in nodes_of(ast.Call):
+        index = scope_at(call.lineno)
+        if index is not None:
+            found[index][0].append(call)
+    for kind, anchor in _BINDING_KINDS.items():
+        for node in nodes_of(kind):
+            bound = _binding(node)
+            if bound is None:
+                continue
+            index = scope_at((getattr(node, anchor) if anchor else node).lineno)
+            if index is not None:
+                found[index][1].append(bound)
+    return found
+
+
 class ScopeFacts:
     """One function's (or the module code's) bindings and calls, and which of its names may hold
     a suspect value (one that a node ``is_source`` marks made, or flowed from one). Names are not
     told apart by nested scope or order."""
 
-    def __init__(self, roots: list[ast.AST], is_source, prune=None) -> None:
+    def __init__(self, roots: list[ast.AST], is_source, prune=None, calls_and_bindings=None) -> None:
+        """``calls_and_bindings``: ``_calls_and_bindings(roots)``, where the caller has them."""
         self.roots = roots
         self.is_source = is_source
         self.prune = prune
-        self.calls, bindings = _calls_and_bindings(roots)
+        self.calls, bindings = calls_and_bindings or _calls_and_bindings(roots)
         # (names bound, attributes assigned, the value's facts) per binding
         self.bindings: list[tuple[set[str], set[str], _ExprFacts]] = []
         for targets, value in bindings:
@@ -160,10 +224,13 @@ class ScopeFacts:
                     grown = True
 
     def suspect(self, node: ast.expr, attributes: set[str]) -> bool:
+        return self.facts(node).suspect(self.suspect_names, attributes)
+
+    def facts(self, node: ast.expr) -> _ExprFacts:
         facts = self._facts.get(id(node))
         if facts is None:
             facts = self._facts[id(node)] = _ExprFacts(node, self.is_source, self.prune)
-        return facts.suspect(self.suspect_names, attributes)
+        return facts
 
 
 class _ExprFacts:
@@ -184,6 +251,10 @@ class _ExprFacts:
                 self.attributes.add(child.attr)
             if not self.makes_one and is_source(child):
                 self.makes_one = True
+
+    def keys(self) -> set[str]:
+        """The names and attributes (``.name``) it reads (``_read_keys``)."""
+        return self.names | {"." + attribute for attribute in self.attributes}
 
     def suspect(self, names: set[str], attributes: set[str]) -> bool:
         return self.makes_one or not self.names.isdisjoint(names) or not self.attributes.isdisjoint(attributes)

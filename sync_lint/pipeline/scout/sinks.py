@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 
 from sync_lint.analysis.layout_words import (
     LAYOUT_SUSPECT_METHODS,
@@ -46,7 +47,7 @@ class SinkScout:
         if self.settings["contiguous-sinks"]:
             return True  # configured callees: left to the analysis
         needs = self._needs()
-        scopes, attributes = suspects(self.tree, _makes_view)
+        scopes, attributes = suspects(self.tree, _makes_view, nodes_of=self.names.of)
         # ``.view(dtype)`` needs only a unit last stride (a column range passes it): tracked
         # apart, and only in a file that has one.
         unit_scopes, unit_attributes = None, set()
@@ -56,12 +57,56 @@ class SinkScout:
             for call in scope.calls:
                 if self.names.is_dtype_view(call):
                     if unit_scopes is None:
-                        unit_scopes, unit_attributes = suspects(self.tree, _may_lose_unit_stride)
+                        unit_scopes, unit_attributes = suspects(self.tree, _may_lose_unit_stride, nodes_of=self.names.of)
                     if unit_scopes[index].suspect(call.func.value, unit_attributes):
                         return True
                 elif any(scope.suspect(handed, attributes) for handed in self._handed(call, needs)):
                     return True
         return False
+
+    def handing(self, may_be_called) -> list[ScopeHanding]:
+        """Per scope of the file (``flows._scopes``: each top-level function and method, then the
+        rest), what a run of many files needs to know of it (``project_plan``): whether it hands
+        a suspect value to a sink of its own (a custom op, ``.view(dtype)``, ``.data_ptr()``),
+        and the calls that hand a suspect value, or a value its parameters may flow into, to a
+        function whose summary a finding or its own summary may rest on: a call (or launch) of a
+        dotted name whose head ``may_be_called`` says may name such a function."""
+        scopes, attributes = suspects(self.tree, _makes_view, nodes_of=self.names.of)
+        unit_scopes, unit_attributes = None, set()
+        methods = _method_ids(self.names)
+        found = []
+        for index, scope in enumerate(scopes):
+            root = scope.roots[0]
+            kernel = self.names.certainly_triton_kernel(root)
+            function = type(root) in FUNCTIONS
+            flows = None
+            reports = False
+            handed: list[HandedCall] = []
+            for call in scope.calls:
+                func = call.func
+                if not kernel and not reports:  # no sink uses in a kernel
+                    if self.names.is_dtype_view(call):
+                        if unit_scopes is None:
+                            unit_scopes, unit_attributes = suspects(self.tree, _may_lose_unit_stride, nodes_of=self.names.of)
+                        reports = unit_scopes[index].suspect(func.value, unit_attributes)
+                    elif (type(func) is ast.Attribute and func.attr == "data_ptr") or self._is_custom_op(call):
+                        reports = any(scope.suspect(value, attributes) for value in self._handed(call, {}))
+                chain = ast_dotted(func.value if type(func) is ast.Subscript else func)
+                if chain is None or not may_be_called(chain.partition(".")[0]):
+                    continue  # nothing the analyses look a summary up for
+                facts = [scope.facts(value) for value in (*call.args, *(keyword.value for keyword in call.keywords))]
+                suspect = any(fact.suspect(scope.suspect_names, attributes) for fact in facts)
+                if function and flows is None:
+                    flows = ParameterFlows(root, method=id(root) in methods, scope=scope)
+                # Outside every function and method (a function under a module-level ``if``, a
+                # nested class's method), parameters are not told apart: any value may be one.
+                from_parameters = bool(facts) and (
+                    flows is None or any(flows.parameters_in_keys(fact.keys()) for fact in facts)
+                )  # fmt: skip
+                if suspect or from_parameters:
+                    handed.append(HandedCall(chain, suspect, from_parameters))
+            found.append(ScopeHanding(root if function else None, reports, tuple(handed)))
+        return found
 
     def _handed(self, call: ast.Call, needs: dict[str, list[_Needs]]) -> list[ast.expr]:
         """What ``call`` hands a sink: the receiver of a raw ``.data_ptr()``, the arguments of a
@@ -81,6 +126,14 @@ class SinkScout:
         return handed
 
     def _is_custom_op(self, call: ast.Call) -> bool:
+        if not self.names.aliases:
+            # Without ``alias-modules``, only ``torch`` written or imported can mean ``torch.ops``.
+            written = ast_dotted(call.func)
+            if written is None:
+                return False
+            head = written.partition(".")[0]
+            if head != "torch" and not any(full.startswith("torch") for full in self.names.imports.get(head, ())):
+                return False
         return any(
             name.startswith("torch.ops.") and not is_strided_sink(self.settings, name)
             for name in self.names.meanings(call.func)
@@ -112,12 +165,7 @@ class SinkScout:
             # one it inherits may be anything.
             init = next((m for m in node.body if type(m) in FUNCTIONS and m.name == "__init__"), None)
             found.setdefault(node.name, []).append(by_node[id(init)] if init is not None else _Needs(None, every=True))
-        methods = {
-            id(member) for node in self.names.of(ast.ClassDef) for member in node.body
-            if type(member) in FUNCTIONS and not any(
-                (ast_dotted(decorator_callee(d)) or "").endswith("staticmethod") for d in member.decorator_list
-            )
-        }  # fmt: skip
+        methods = _method_ids(self.names)
         flows = {id(node): ParameterFlows(node, method=id(node) in methods) for node, _ in open_definitions}
         grown = True
         while grown:  # a wrapper of a wrapper
@@ -134,6 +182,39 @@ class SinkScout:
                     needs.params |= reaching
                     grown = True
         return found
+
+
+@dataclass(frozen=True)
+class HandedCall:
+    """A call that hands a value on (``SinkScout.handing``): the dotted name it calls (of the
+    kernel, for a launch ``k[grid](...)``), and whether what it hands may be a view or a cast
+    (``suspect``) or hold what a parameter of the calling function was handed (``from_parameters``)."""
+
+    callee: str
+    suspect: bool
+    from_parameters: bool
+
+
+@dataclass(frozen=True)
+class ScopeHanding:
+    """One scope's part in GPU1xx findings (``SinkScout.handing``). ``function``: its function
+    node (None: the code outside every top-level function and method). ``reports``: it may
+    hand a suspect value to a sink of its own."""
+
+    function: ast.AST | None
+    reports: bool
+    calls: tuple[HandedCall, ...]
+
+
+def _method_ids(names: FileNames) -> set[int]:
+    """The methods of the file's classes that receive their instance (or class) first: not
+    static methods."""
+    return {
+        id(member) for node in names.of(ast.ClassDef) for member in node.body
+        if type(member) in FUNCTIONS and not any(
+            (ast_dotted(decorator_callee(d)) or "").endswith("staticmethod") for d in member.decorator_list
+        )
+    }  # fmt: skip
 
 
 # The checks that make a function need its tensors contiguous (``assert x.is_contiguous()``,

@@ -53,7 +53,7 @@ class SyncScout:
         by_name: dict[str, list[ast.AST]] = {}
         for (_, name), node in spans.nodes:
             by_name.setdefault(name, []).append(node)
-        scopes, attributes = suspects(self.tree, _names_a_device, self._host_result())
+        scopes, attributes = suspects(self.tree, _names_a_device, self._host_result(), nodes_of=self.names.of)
         scope_of = {id(scope.roots[0]): scope for scope in scopes}
         class_of = {id(member): statement for statement in self.tree.body if type(statement) is ast.ClassDef
                     for member in statement.body}  # fmt: skip
