@@ -258,6 +258,52 @@ def test_a_function_outside_every_unit_handing_a_view_keeps_its_callee(tmp_path)
     assert [(Path(entry[0]).name, entry[3]) for entry in fast] == [("script.py", "GPU102")], fast
 
 
+NEEDS = '''
+from pkg.ops import copy_rows
+
+
+def launch(x, scale, out):
+    copy_rows(x, out)
+    return out.data_ptr(), scale.numel()
+
+
+def fill(y, out):
+    copy_rows(out, out)
+    return out.data_ptr(), y.shape
+'''
+
+HANDS_VIEWS = '''
+import torch
+
+from pkg.needs import fill, launch
+
+
+def passes_a_view_to_a_needed_parameter(t, out):
+    launch(t.t(), torch.ones(1), out)
+
+
+def passes_a_view_to_a_parameter_not_needed(t, out):
+    launch(t.contiguous(), t[:, 0], out)
+    fill(t[:, 0], out)
+'''
+
+
+def test_only_parameters_that_may_reach_a_sink_count(tmp_path):
+    """``launch`` hands ``x`` to a kernel wrapper, but only reads the metadata of ``scale``, and
+    ``fill`` never hands ``y`` on: a view handed to those cannot make a finding. Of ``launch``'s
+    callees, only those its parameter ``x`` reaches keep their summaries needed."""
+    files = write_package(tmp_path, {
+        "ops/__init__.py": OPS_INIT, "ops/kernels.py": KERNELS, "needs.py": NEEDS, "views.py": HANDS_VIEWS,
+    })
+    kept = kept_functions(runner.Linter(make_settings()), files)
+    assert kept["views.py"] == {"passes_a_view_to_a_needed_parameter"}
+    assert kept["needs.py"] == {"launch"}
+    assert kept["kernels.py"] == {"copy_rows", "_copy_kernel"}
+    fast = findings(files, fast=True)
+    assert fast == findings(files, fast=False)
+    assert [(Path(entry[0]).name, entry[1], entry[3]) for entry in fast] == [("views.py", 8, "GPU102")], fast
+
+
 def test_callees_of_hot_code_are_kept_across_files(package):
     kept = kept_functions(runner.Linter(make_settings()), package)
     assert "build" in kept["model.py"]

@@ -57,9 +57,10 @@ MODULE_CODE = -1
 
 
 # A call that hands a value on, for the GPU1xx plan (``scout.HandedCall``): the dotted names its
-# callee may be, whether it hands a value that may be a view or a cast, and whether it hands one
-# that the calling function's parameters may flow into.
-Handed = tuple[tuple[str, ...], bool, bool]
+# callee may be, and its arguments that may matter: (key, the caller's parameters the value may
+# hold (None: any), whether it may be a view or a cast).
+Argument = tuple[int | str, tuple[str, ...] | None, bool]
+Handed = tuple[tuple[str, ...], tuple[Argument, ...]]
 
 
 @dataclass
@@ -67,10 +68,14 @@ class UnitOutline:
     index: int  # the unit's index in ``MaskPlan.units``, or MODULE_CODE
     qualname: str  # ``<module>.<function>`` or ``<module>.<Class>.<method>``
     refs: tuple[str, ...]  # dotted names it may call, in this module or another
-    # For the GPU1xx plan (``ProjectPlan._sink_closure``): whether it may hand a suspect value to
-    # a sink of its own, and its calls that hand a value on; None: not known (any call counts).
+    # For the GPU1xx plan (``ProjectPlan._sink_closure``), from ``scout.ScopeHanding``: whether
+    # it may hand a suspect value to a sink of its own, its calls that hand a value on (None:
+    # not known; any call counts), the parameters its own sinks may need (None: any), and how
+    # a call binds its parameters (None: not known).
     reports_at_sink: bool = True
     handed: tuple[Handed, ...] | None = None
+    needs: frozenset[str] | None = None
+    signature: tuple[tuple[str, ...], str | None, str | None, bool] | None = None
 
 
 @dataclass
@@ -198,7 +203,8 @@ def _unit_outlines(
 
     ``sink_scout``: the file's scout, where a GPU1xx rule may run on it. A unit then also gets
     what the GPU1xx plan reads (``UnitOutline.handed``: ``Scout.sink_handing``, its calls'
-    names resolved the same way), unless the file is parsed whole. The analyses look into the
+    names resolved the same way); a file parsed whole keeps every unit, but what its units hand
+    on still decides what other files keep. The analyses look into the
     code outside every unit only for the functions it defines, which make it a unit here."""
     prefix = f"{module_name}." if module_name else ""
     bases = _class_bases(tree, module_name, imports)
@@ -224,25 +230,19 @@ def _unit_outlines(
         # class's body; any class of the file may be its own.
         module_outline = UnitOutline(MODULE_CODE, module_name, resolve(module_text, module_own))
         outlines.append(module_outline)
-    if sink_scout is None or whole or not (module_name or module_outline):
+    if sink_scout is None or not (module_name or module_outline):
         return outlines  # without a module name, a function outside every unit is in no unit here
     with span("outline: sink handing"):
         handing = sink_scout.sink_handing(resolve.may_resolve)
     if handing is not None and _attach_handing(handing, by_first_line, resolve) and module_outline is not None:
         rest = next((scope for scope in handing if scope.function is None), None)
-        if rest is not None:
-            module_outline.reports_at_sink = rest.reports
-            module_outline.handed = tuple(
-                (resolve(call.callee, module_own), call.suspect, call.from_parameters) for call in rest.calls
-            )  # fmt: skip
-        else:
-            module_outline.reports_at_sink, module_outline.handed = False, ()
+        _give(module_outline, rest, module_own, resolve)
     return outlines
 
 
 def _attach_handing(handing: list[ScopeHanding], by_first_line: dict, resolve: _CallNames) -> bool:
-    """Give each function unit its scope's ``handed`` calls (``UnitOutline.handed``), with
-    their names resolved; False (and nothing given) when a scope is in no unit of the cut."""
+    """Give each function unit what its scope hands on (``_give``); False (and nothing given)
+    when a scope is in no unit of the cut."""
     matched = []
     for scope in handing:
         if scope.function is None:
@@ -254,9 +254,20 @@ def _attach_handing(handing: list[ScopeHanding], by_first_line: dict, resolve: _
             return False
         matched.append((found, scope))
     for (unit, own), scope in matched:
-        unit.reports_at_sink = scope.reports
-        unit.handed = tuple((resolve(call.callee, own), call.suspect, call.from_parameters) for call in scope.calls)
+        _give(unit, scope, own, resolve)
     return True
+
+
+def _give(unit: UnitOutline, scope: ScopeHanding | None, own: tuple[str, ...], resolve: _CallNames) -> None:
+    """The unit's part in GPU1xx findings, with its calls' names resolved (``own``: its class
+    and bases); no scope: it hands nothing on."""
+    if scope is None:
+        unit.reports_at_sink, unit.handed, unit.needs, unit.signature = False, (), frozenset(), None
+        return
+    unit.reports_at_sink = scope.reports
+    unit.handed = tuple((resolve(call.callee, own), call.arguments) for call in scope.calls)
+    unit.needs = scope.needs
+    unit.signature = scope.signature
 
 
 _DEFINITION = re.compile(r"\bdef\s")
@@ -388,41 +399,53 @@ class ProjectPlan:
         return kept
 
     def _sink_closure(self, outlines: list[FileOutline], seeds: list[int], callers: list[list[int]]) -> set[int]:
-        """The units a GPU1xx finding may be in or rest on. Such a finding is where a sink, or a
-        call of a function whose summary may make one (it may reach a sink: a caller of a seed,
-        ``relevant``), is handed a value that may be a view or a cast; the summaries it rests on
-        are those of that callee and, transitively, of the functions each of them hands a
-        value its parameters may flow into. So: the units that may report (the scout's
-        ``UnitOutline.handed``, ``reports_at_sink``), and what they
-        hand values to, to a fixpoint, within ``relevant``. A unit the scout could not read
-        counts as handing anything to everything it may call; one in a file no GPU1xx rule
-        runs on (none of their words is there) neither reports nor has a summary."""
+        """The units a GPU1xx finding may be in or rest on.
+
+        A finding is where a sink of the unit's own, or a call of a function that may need the
+        parameter it binds (``_SinkFacts.needs``), is handed a value that may be a view or a cast:
+        the unit *reports*. It rests on the callee's summary for that parameter, and a summary
+        for a parameter rests on those of the functions the parameter is handed on to (its
+        needs, and whether it is only read through, which decides a fix's safety). So the plan
+        keeps the reporting units, and follows each (function, parameter) that matters to the
+        functions it is handed to, within ``relevant`` (the callers of a seed: the functions that
+        may reach a sink at all). A unit the scout could not read hands anything to everything
+        it may call; one in a file no GPU1xx rule runs on (none of their words is there)
+        neither reports nor has a summary."""
         relevant = _reach(seeds, callers)
-        targets = self._resolver.targets
-        reporters: list[int] = []
-        next_units: dict[int, set[int]] = {}
-        for o in outlines:
-            for unit in o.units:
-                unit_id = self._ids[(o.path, unit.index)]
-                if not o.at_sinks:
-                    next_units[unit_id] = set()  # no GPU1xx rule runs on its file: no summary either
-                    continue
-                if unit.handed is None:
-                    onward = self._calls[unit_id] & relevant
-                    if onward or unit_id in relevant:
-                        reporters.append(unit_id)
-                    next_units[unit_id] = onward
-                    continue
-                onward = set()
-                reports = unit.reports_at_sink
-                for refs, suspect, _from_parameters in unit.handed:
-                    reached = set().union(*(targets(ref) for ref in refs)) & relevant if refs else set()
-                    onward |= reached
-                    reports = reports or (suspect and bool(reached))
-                if reports:
-                    reporters.append(unit_id)
-                next_units[unit_id] = onward
-        return _reach(reporters, next_units)
+        facts = _SinkFacts(self, outlines, relevant)
+        kept: set[int] = set()
+        matter: dict[int, set[str] | None] = {}  # unit -> the parameters that matter (None: all)
+        todo: deque[int] = deque()
+
+        def add(unit_id: int, params: set[str] | None) -> None:
+            """``params`` of the unit matter (None: all): follow them if that is news."""
+            known = matter.get(unit_id, set())
+            if unit_id in matter and (known is None or (params is not None and params <= known)):
+                return
+            matter[unit_id] = None if params is None or known is None else known | params
+            todo.append(unit_id)
+
+        for unit_id, calls in facts.calls.items():
+            if facts.reports[unit_id]:
+                kept.add(unit_id)
+            for targets, arguments in calls:
+                for target in targets:
+                    bound = facts.bound(target, [key for key, _, suspect in arguments if suspect], needed_only=True)
+                    if bound is None or bound:
+                        kept.add(unit_id)
+                        add(target, bound)
+        while todo:
+            unit_id = todo.popleft()
+            kept.add(unit_id)
+            params = matter[unit_id]
+            for targets, arguments in facts.calls.get(unit_id, ()):
+                keys = [key for key, held, _ in arguments if held is None or params is None or not params.isdisjoint(held)]
+                if keys:
+                    for target in targets:
+                        bound = facts.bound(target, keys)
+                        if bound is None or bound:
+                            add(target, bound)
+        return kept
 
     def units_to_keep(self, path: str) -> KeptUnits | None:
         """The function units of ``path`` to parse; None: parse it whole."""
@@ -432,6 +455,99 @@ class ProjectPlan:
         return KeptUnits(o.fingerprint, tuple(
             unit.index for unit in o.units if unit.index != MODULE_CODE and self._ids[(path, unit.index)] in self.kept
         ), o.active, o.cuts)  # fmt: skip
+
+
+class _SinkFacts:
+    """What the GPU1xx plan reads of each unit (``UnitOutline``): its calls with their targets
+    resolved (within ``relevant``), whether it reports at a sink of its own, and, to a fixpoint
+    over the calls, which of its parameters may reach a sink (``needs``), as the analyses'
+    summaries close them (``ProjectIndex._close``), over-approximated."""
+
+    _EVERY = None  # ``needs`` of a unit that may need any parameter
+
+    def __init__(self, plan: ProjectPlan, outlines: list[FileOutline], relevant: set[int]) -> None:
+        targets = plan._resolver.targets
+        self.calls: dict[int, list[tuple[set[int], tuple[Argument, ...]]]] = {}
+        self.reports: dict[int, bool] = {}
+        self.needs: dict[int, set[str] | None] = {}
+        self.signatures: dict[int, tuple | None] = {}
+        for o in outlines:
+            if not o.at_sinks:
+                continue  # no GPU1xx rule runs there: no findings, no summaries
+            for unit in o.units:
+                unit_id = plan._ids[(o.path, unit.index)]
+                self.signatures[unit_id] = unit.signature
+                if unit.handed is None:  # not read by the scout: anything to all it may call
+                    self.reports[unit_id] = unit_id in relevant
+                    self.needs[unit_id] = self._EVERY
+                    onward = plan._calls[unit_id] & relevant
+                    self.calls[unit_id] = [(onward, (("*", None, True),))] if onward else []
+                    continue
+                self.reports[unit_id] = unit.reports_at_sink
+                self.needs[unit_id] = None if unit.needs is None else set(unit.needs)
+                calls = []
+                for refs, arguments in unit.handed:
+                    reached = set().union(*(targets(ref) for ref in refs)) & relevant if refs else set()
+                    if reached:
+                        calls.append((reached, arguments))
+                self.calls[unit_id] = calls
+        self._close()
+
+    def _close(self) -> None:
+        """A parameter handed to one a callee needs is needed, to a fixpoint."""
+        grown = True
+        while grown:
+            grown = False
+            for unit_id, calls in self.calls.items():
+                needs = self.needs[unit_id]
+                if needs is self._EVERY:
+                    continue
+                for targets, arguments in calls:
+                    for target in targets:
+                        for key, held, _ in arguments:
+                            if self.bound(target, [key], needed_only=True) != set():
+                                if held is None:
+                                    self.needs[unit_id] = needs = self._EVERY
+                                    grown = True
+                                    break
+                                if not needs.issuperset(held):
+                                    needs.update(held)
+                                    grown = True
+                        if needs is self._EVERY:
+                            break
+                    if needs is self._EVERY:
+                        break
+
+    def bound(self, unit_id: int, keys: list, needed_only: bool = False) -> set[str] | None:
+        """The parameters of a unit that arguments with these keys may bind (None: any), as
+        ``scout.sinks._Needs.bound_by`` reads a call: a position binds the parameter there, or
+        in a method also the next one (called through its instance, it binds ``self`` first);
+        ``*`` / ``**`` anything. ``needed_only``: only those it may need (``needs``)."""
+        if not keys:
+            return set()
+        needs = self.needs.get(unit_id, set())
+        if needed_only and needs is not self._EVERY and not needs:
+            return set()
+        signature = self.signatures.get(unit_id)
+        if signature is None:
+            return None if not needed_only or needs is self._EVERY else set(needs)
+        positional, rest, keywords, method = signature
+        found: set[str] = set()
+        for key in keys:
+            if key in ("*", "**"):
+                return None if not needed_only or needs is self._EVERY else set(needs)
+            if type(key) is int:
+                last = key + 1 if method else key
+                found.update(positional[key : last + 1])
+                if rest is not None and last >= len(positional):
+                    found.add(rest)
+            elif key in positional or keywords is None:
+                found.add(key)
+            else:
+                found.update((key, keywords))
+        if needed_only and needs is not self._EVERY:
+            found &= needs
+        return found
 
 
 def _reach(seeds: list[int], edges) -> set[int]:

@@ -68,45 +68,77 @@ class SinkScout:
         """Per scope of the file (``flows._scopes``: each top-level function and method, then the
         rest), what a run of many files needs to know of it (``project_plan``): whether it hands
         a suspect value to a sink of its own (a custom op, ``.view(dtype)``, ``.data_ptr()``),
-        and the calls that hand a suspect value, or a value its parameters may flow into, to a
-        function whose summary a finding or its own summary may rest on: a call (or launch) of a
-        dotted name whose head ``may_be_called`` says may name such a function."""
+        which of its parameters such a sink may be handed (its own needs), and each call that
+        hands a suspect value or a value of a parameter to a function whose summary a finding or
+        its own summary may rest on: a call (or launch) of a dotted name whose head
+        ``may_be_called`` says may name such a function."""
         scopes, attributes = suspects(self.tree, _makes_view, nodes_of=self.names.of)
         unit_scopes, unit_attributes = None, set()
         methods = _method_ids(self.names)
         found = []
         for index, scope in enumerate(scopes):
             root = scope.roots[0]
+            if type(root) not in FUNCTIONS:
+                # The rest (a function under a module-level ``if``, a nested class's method):
+                # parameters are not told apart, so any value may be one, and any needed.
+                found.append(ScopeHanding(None, True, self._handed_calls(scope, attributes, may_be_called, None), None, None))
+                continue
             kernel = self.names.certainly_triton_kernel(root)
-            function = type(root) in FUNCTIONS
-            flows = None
+            flows = ParameterFlows(root, method=id(root) in methods, scope=scope)
             reports = False
-            handed: list[HandedCall] = []
+            needs: set[str] | None = set()
+            first = min([root.lineno, *(d.lineno for d in root.decorator_list)])
+            if self.names.triton_decorated(root) or _CHECKS.search("".join(self.lines[first - 1 : root.end_lineno])):
+                needs = None  # every parameter, as ``_needs`` reads them
             for call in scope.calls:
+                if kernel:
+                    break  # no sink uses in a kernel
                 func = call.func
-                if not kernel and not reports:  # no sink uses in a kernel
-                    if self.names.is_dtype_view(call):
+                if self.names.is_dtype_view(call):
+                    sunk = [func.value]
+                    if not reports:
                         if unit_scopes is None:
                             unit_scopes, unit_attributes = suspects(self.tree, _may_lose_unit_stride, nodes_of=self.names.of)
                         reports = unit_scopes[index].suspect(func.value, unit_attributes)
-                    elif (type(func) is ast.Attribute and func.attr == "data_ptr") or self._is_custom_op(call):
-                        reports = any(scope.suspect(value, attributes) for value in self._handed(call, {}))
-                chain = ast_dotted(func.value if type(func) is ast.Subscript else func)
-                if chain is None or not may_be_called(chain.partition(".")[0]):
-                    continue  # nothing the analyses look a summary up for
-                facts = [scope.facts(value) for value in (*call.args, *(keyword.value for keyword in call.keywords))]
-                suspect = any(fact.suspect(scope.suspect_names, attributes) for fact in facts)
-                if function and flows is None:
-                    flows = ParameterFlows(root, method=id(root) in methods, scope=scope)
-                # Outside every function and method (a function under a module-level ``if``, a
-                # nested class's method), parameters are not told apart: any value may be one.
-                from_parameters = bool(facts) and (
-                    flows is None or any(flows.parameters_in_keys(fact.keys()) for fact in facts)
-                )  # fmt: skip
-                if suspect or from_parameters:
-                    handed.append(HandedCall(chain, suspect, from_parameters))
-            found.append(ScopeHanding(root if function else None, reports, tuple(handed)))
+                elif (type(func) is ast.Attribute and func.attr == "data_ptr") or self._is_custom_op(call):
+                    sunk = self._handed(call, {})
+                    reports = reports or any(scope.suspect(value, attributes) for value in sunk)
+                else:
+                    continue
+                if needs is not None:
+                    for value in sunk:
+                        needs |= flows.parameters_in(value)
+            signature = _Needs(root.args)
+            found.append(ScopeHanding(
+                root, reports, self._handed_calls(scope, attributes, may_be_called, flows),
+                None if needs is None else frozenset(needs),
+                (tuple(signature.positional), signature.rest, signature.keywords, id(root) in methods),
+            ))  # fmt: skip
         return found
+
+    def _handed_calls(self, scope, attributes: set[str], may_be_called, flows: ParameterFlows | None) -> tuple[HandedCall, ...]:
+        """The calls of a scope that hand on a suspect value or one its parameters may flow into
+        (``flows``; None: any value may be a parameter's), with what each argument may be."""
+        handed = []
+        for call in scope.calls:
+            func = call.func
+            chain = ast_dotted(func.value if type(func) is ast.Subscript else func)
+            if chain is None or not may_be_called(chain.partition(".")[0]):
+                continue  # nothing the analyses look a summary up for
+            arguments = []
+            bound = [
+                *(("*" if type(value) is ast.Starred else position, value) for position, value in enumerate(call.args)),
+                *(("**" if keyword.arg is None else keyword.arg, keyword.value) for keyword in call.keywords),
+            ]  # fmt: skip
+            for key, value in bound:
+                facts = scope.facts(value)
+                suspect = facts.suspect(scope.suspect_names, attributes)
+                params = None if flows is None else tuple(sorted(flows.parameters_in_keys(facts.keys())))
+                if suspect or params is None or params:
+                    arguments.append((key, params, suspect))
+            if arguments:
+                handed.append(HandedCall(chain, tuple(arguments)))
+        return tuple(handed)
 
     def _handed(self, call: ast.Call, needs: dict[str, list[_Needs]]) -> list[ast.expr]:
         """What ``call`` hands a sink: the receiver of a raw ``.data_ptr()``, the arguments of a
@@ -187,23 +219,28 @@ class SinkScout:
 @dataclass(frozen=True)
 class HandedCall:
     """A call that hands a value on (``SinkScout.handing``): the dotted name it calls (of the
-    kernel, for a launch ``k[grid](...)``), and whether what it hands may be a view or a cast
-    (``suspect``) or hold what a parameter of the calling function was handed (``from_parameters``)."""
+    kernel, for a launch ``k[grid](...)``), and per argument that may matter, its key (a
+    position, a keyword, ``"*"`` / ``"**"`` for one unpacked), the calling function's
+    parameters its value may hold (None: any), and whether it may be a view or a cast."""
 
     callee: str
-    suspect: bool
-    from_parameters: bool
+    arguments: tuple[tuple[int | str, tuple[str, ...] | None, bool], ...]
 
 
 @dataclass(frozen=True)
 class ScopeHanding:
     """One scope's part in GPU1xx findings (``SinkScout.handing``). ``function``: its function
     node (None: the code outside every top-level function and method). ``reports``: it may
-    hand a suspect value to a sink of its own."""
+    hand a suspect value to a sink of its own. ``needs``: the parameters that may reach a sink
+    of its own (None: any may). ``signature``: how a call binds its parameters (positional
+    names, ``*args``, ``**kwargs``, and whether it is a method, which a call through its
+    instance binds from the second name on); None outside a function."""
 
     function: ast.AST | None
     reports: bool
     calls: tuple[HandedCall, ...]
+    needs: frozenset[str] | None
+    signature: tuple[tuple[str, ...], str | None, str | None, bool] | None
 
 
 def _method_ids(names: FileNames) -> set[int]:
