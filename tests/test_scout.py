@@ -175,6 +175,17 @@ def test_alias_modules_rename_what_the_scout_sees():
     assert Scout(text, make_settings(alias_modules={"mm.Base": "vllm.FlashMetadataBuilder"})).may_have_hot_scope()
 
 
+def test_a_custom_op_through_alias_modules_is_a_sink():
+    """A shim that ``alias-modules`` maps onto ``torch.ops`` makes its calls custom ops; a map
+    onto anything else (the default Triton shims) cannot."""
+    from sync_lint.api import lint_text
+
+    text = "from vllm import shim\ndef f(x):\n    shim.op(x.t())\n"
+    assert not Scout(text, SETTINGS).may_report_at_a_sink()
+    assert Scout(text, make_settings(alias_modules={"vllm.shim": "torch.ops._C"})).may_report_at_a_sink()
+    assert lint_text(text, alias_modules={"vllm.shim": "torch.ops._C"}), "the analysis reports it too"
+
+
 def test_every_reporting_example_is_a_may():
     """Each rule example that reports (``Rule.invalid``) must pass the scout questions its rule
     is gated by: the scout may never drop a real finding."""

@@ -158,8 +158,9 @@ class SinkScout:
         return handed
 
     def _is_custom_op(self, call: ast.Call) -> bool:
-        if not self.names.aliases:
-            # Without ``alias-modules``, only ``torch`` written or imported can mean ``torch.ops``.
+        if not any(target.startswith("torch") for target in self.names.aliases.values()):
+            # Unless ``alias-modules`` renames something to torch's names, only ``torch`` written
+            # or imported can mean ``torch.ops``.
             written = ast_dotted(call.func)
             if written is None:
                 return False
