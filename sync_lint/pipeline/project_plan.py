@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 import gc
 import re
+import sys
 import zlib
 from collections import deque
 from dataclasses import dataclass, field
@@ -306,7 +307,9 @@ class _CallNames:
                     refs.add(".".join([full, *rest]))
         for method in _SUPER_METHOD.findall(text):
             refs.update(f"{owner}.{method}" for owner in own)
-        return tuple(sorted(refs))
+        # Interned: the same names recur across a file's units (and a worker's batch), which
+        # are pickled to the main process and all held there at once.
+        return tuple(sorted(map(sys.intern, refs)))
 
 
 def _class_bases(tree: ast.Module, module_name: str, imports: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
@@ -467,10 +470,11 @@ class _SinkFacts:
 
     def __init__(self, plan: ProjectPlan, outlines: list[FileOutline], relevant: set[int]) -> None:
         targets = plan._resolver.targets
-        self.calls: dict[int, list[tuple[set[int], tuple[Argument, ...]]]] = {}
+        self.calls: dict[int, list[tuple[frozenset[int], tuple[Argument, ...]]]] = {}
         self.reports: dict[int, bool] = {}
         self.needs: dict[int, set[str] | None] = {}
         self.signatures: dict[int, tuple | None] = {}
+        resolved: dict[tuple[str, ...], frozenset[int]] = {}
         for o in outlines:
             if not o.at_sinks:
                 continue  # no GPU1xx rule runs there: no findings, no summaries
@@ -481,13 +485,15 @@ class _SinkFacts:
                     self.reports[unit_id] = unit_id in relevant
                     self.needs[unit_id] = self._EVERY
                     onward = plan._calls[unit_id] & relevant
-                    self.calls[unit_id] = [(onward, (("*", None, True),))] if onward else []
+                    self.calls[unit_id] = [(frozenset(onward), (("*", None, True),))] if onward else []
                     continue
                 self.reports[unit_id] = unit.reports_at_sink
                 self.needs[unit_id] = None if unit.needs is None else set(unit.needs)
                 calls = []
                 for refs, arguments in unit.handed:
-                    reached = set().union(*(targets(ref) for ref in refs)) & relevant if refs else set()
+                    reached = resolved.get(refs)
+                    if reached is None:  # one set per name: most calls name a few functions
+                        reached = resolved[refs] = frozenset().union(*(targets(ref) for ref in refs)) & relevant
                     if reached:
                         calls.append((reached, arguments))
                 self.calls[unit_id] = calls

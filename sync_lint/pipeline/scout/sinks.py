@@ -42,6 +42,9 @@ class SinkScout:
         self.tree = tree
         self.lines = lines
         self.settings = settings
+        # One object per distinct argument description (``_handed_calls``): a run of many files
+        # holds every file's outline at once.
+        self._shared: dict[tuple, tuple] = {}
 
     def found(self) -> bool:
         if self.settings["contiguous-sinks"]:
@@ -135,7 +138,8 @@ class SinkScout:
                 suspect = facts.suspect(scope.suspect_names, attributes)
                 params = None if flows is None else tuple(sorted(flows.parameters_in_keys(facts.keys())))
                 if suspect or params is None or params:
-                    arguments.append((key, params, suspect))
+                    argument = (key, params, suspect)
+                    arguments.append(self._shared.setdefault(argument, argument))
             if arguments:
                 handed.append(HandedCall(chain, tuple(arguments)))
         return tuple(handed)
