@@ -204,21 +204,26 @@ def walk(tree: ast.AST, prune=None) -> list[ast.AST]:
     stack = [tree]
     child_fields = _CHILD_FIELDS
     node_type = ast.AST
+    pop, push, keep = stack.pop, stack.append, found.append  # bound once: this loop is hot
     while stack:
-        node = stack.pop()
+        node = pop()
         if prune is not None and prune(node):
             continue
-        found.append(node)
+        keep(node)
         kind = type(node)
         fields = child_fields.get(kind)
         if fields is None:
             fields = child_fields[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
         for name in fields:
             value = getattr(node, name, None)
+            if value is None:
+                continue
             if type(value) is list:
-                stack.extend(item for item in value if isinstance(item, node_type))
+                for item in value:
+                    if isinstance(item, node_type):
+                        push(item)
             elif isinstance(value, node_type):
-                stack.append(value)
+                push(value)
     return found
 
 
