@@ -229,6 +229,77 @@ def where_{i}(t):
     return t.device
 '''
 
+# GPU1xx across files (``project_plan.ProjectPlan._sink_closure``): kernel wrappers taking their
+# tensors by position, keyword, ``*args`` / ``**kwargs`` and through a method, each with a
+# parameter it only reads; the callers hand views and casts to some parameters that reach the
+# kernel and to some that do not.
+WRAPPERS = '''\
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scale_kernel(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs, mask=mask) * 2, mask=mask)
+
+
+def scale_into(src, dst, *, note=None):
+    _scale_kernel[(triton.cdiv(src.numel(), 128),)](src, dst, src.numel(), BLOCK=128)
+    return dst.data_ptr(), note
+
+
+def forward_all(*tensors, **options):
+    return scale_into(*tensors, **options)
+
+
+def by_keyword(meta, out=None, src=None):
+    return scale_into(src, out, note=meta.shape)
+
+
+class Scaler:
+    def __init__(self, out):
+        self.out = out
+
+    def run(self, src, label):
+        return scale_into(src, self.out, note=label)
+
+    def twice(self, src, label):
+        self.run(src, label)
+        return self.run(src.contiguous(), label)
+
+    @staticmethod
+    def plain(src, dst):
+        return scale_into(src, dst)
+'''
+
+VIEWS = '''\
+import torch
+
+from gen.wrappers import Scaler, by_keyword, forward_all, scale_into
+
+
+def hands_views_{i}(t, out):
+    scale_into(t.contiguous(), out, note=t[:, 1])
+    by_keyword(t[:, 0], out=out, src=t.contiguous())
+    Scaler.plain(t.contiguous(), out)
+    {extra}
+
+
+class Local{i}(Scaler):
+    def go(self, t):
+        return self.twice(t.contiguous(), t[:, 0])
+'''
+
+VIEW_CALLS = [
+    "scale_into(t[:, 0], out)",
+    "forward_all(t.t(), out)",
+    "by_keyword(t, out=out, src=t.transpose(0, 1))",
+    "Scaler.plain(t[::2], out)",
+]
+
 # Code whose words pass the one-file gate of GPU1xx and GPU2xx rules but whose syntax does not
 # (``pipeline.scout``): a ``forward`` of no module, ``list[str]()``, ``.view(-1, 2)``. Every
 # other one also holds a real module's ``forward`` (through an aliased import), which must report.
@@ -306,6 +377,10 @@ def corpus(tmp_path_factory) -> Path:
         (gen / f"user_{i}.py").write_bytes(generated_module(rng, i, helpers).encode())
     for i in range(8):
         (gen / f"callers_{i}.py").write_text(CALLERS.format(i=i, j=i % helpers))
+    (gen / "wrappers.py").write_text(WRAPPERS)
+    for i in range(len(VIEW_CALLS) + 1):
+        extra = VIEW_CALLS[i] if i < len(VIEW_CALLS) else "return out"
+        (gen / f"views_{i}.py").write_text(VIEWS.format(i=i, extra=extra))
     for i in range(4):
         (gen / f"lookalike_{i}.py").write_text(LOOKALIKE.format(i=i) + (LOOKALIKE_MODULE.format(i=i) if i % 2 else ""))
     files = python_files(root)
@@ -365,6 +440,10 @@ def test_corpus_is_not_vacuous(corpus_plain):
     assert {"GPU991", "GPU992"} <= codes, codes
     assert any(entry[6].startswith("probe: `host_read_") for entry in corpus_plain)
     assert any("callers_" in entry[0] and entry[5] == "GPU992" for entry in corpus_plain)
+    # GPU1xx findings through the cross-file wrappers: views handed to parameters that reach the
+    # kernel (``forward_all``'s ``*tensors`` is not followed by the analyses)
+    views = {entry[0].rsplit("views_", 1)[1] for entry in corpus_plain if "views_" in entry[0] and entry[5].startswith("GPU1")}
+    assert views == {"0.py", "2.py", "3.py"}, sorted(views)
     real = {code for code in codes if code not in ("GPU991", "GPU992")}
     if any(not rule.tool_rule for rule in all_rules()):
         assert real, codes

@@ -525,10 +525,11 @@ class _SinkFacts:
                         break
 
     def bound(self, unit_id: int, keys: list, needed_only: bool = False) -> set[str] | None:
-        """The parameters of a unit that arguments with these keys may bind (None: any), as
-        ``scout.sinks._Needs.bound_by`` reads a call: a position binds the parameter there, or
-        in a method also the next one (called through its instance, it binds ``self`` first);
-        ``*`` / ``**`` anything. ``needed_only``: only those it may need (``needs``)."""
+        """The parameters of a unit that arguments with these keys may bind (None: any), as a
+        summary binds a call's arguments (``FunctionSummary.param_for``): a position binds the
+        parameter there, past ``self`` / ``cls`` in a method (``self.f(x)`` and ``Cls.f(x)``
+        alike), or ``*args``; a keyword its parameter or ``**kwargs``; ``*`` / ``**`` anything.
+        ``needed_only``: only those it may need (``needs``)."""
         if not keys:
             return set()
         needs = self.needs.get(unit_id, set())
@@ -543,9 +544,10 @@ class _SinkFacts:
             if key in ("*", "**"):
                 return None if not needed_only or needs is self._EVERY else set(needs)
             if type(key) is int:
-                last = key + 1 if method else key
-                found.update(positional[key : last + 1])
-                if rest is not None and last >= len(positional):
+                index = key + 1 if method else key  # a summary's parameters leave ``self`` out
+                if index < len(positional):
+                    found.add(positional[index])
+                elif rest is not None:
                     found.add(rest)
             elif key in positional or keywords is None:
                 found.add(key)

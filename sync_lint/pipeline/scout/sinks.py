@@ -238,8 +238,8 @@ class ScopeHanding:
     node (None: the code outside every top-level function and method). ``reports``: it may
     hand a suspect value to a sink of its own. ``needs``: the parameters that may reach a sink
     of its own (None: any may). ``signature``: how a call binds its parameters (positional
-    names, ``*args``, ``**kwargs``, and whether it is a method, which a call through its
-    instance binds from the second name on); None outside a function."""
+    names, ``*args``, ``**kwargs``, and whether it is a method, whose first parameter no
+    argument of a call binds); None outside a function."""
 
     function: ast.AST | None
     reports: bool
