@@ -233,6 +233,45 @@ def test_cache_is_used_and_bypassed(project):
     assert not (project / ".sync_lint_cache").exists()
 
 
+KERNEL_WRAPPER = """\
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _copy_kernel(src_ptr, dst_ptr, n):
+    offs = tl.arange(0, 128)
+    tl.store(dst_ptr + offs, tl.load(src_ptr + offs))
+
+
+def copy_rows(src, dst):
+    _copy_kernel[(1,)](src, dst, src.numel())
+"""
+
+USES_THE_WRAPPER = """\
+from lib.ops import copy_rows
+
+
+def step(block_table, out):
+    copy_rows(block_table[:, 0], out)
+"""
+
+
+def test_cache_sees_a_new_package(tmp_path):
+    """Adding ``lib/__init__.py`` makes ``lib/ops.py`` the module ``lib.ops`` (it was ``ops``):
+    no file's text changed, but the wrapper's summary now answers the caller's import. A warm
+    run must find what a run without the cache finds."""
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "ops.py").write_text(KERNEL_WRAPPER)
+    (tmp_path / "step.py").write_text(USES_THE_WRAPPER)
+    assert run("check", "--isolated", ".", cwd=tmp_path).returncode == 0  # ``lib.ops`` is no module yet
+    (tmp_path / "lib" / "__init__.py").write_text("")
+    cold = run("check", "--isolated", "--no-cache", ".", cwd=tmp_path)
+    assert cold.returncode == 1 and "GPU102" in cold.stdout, cold.stdout
+    warm = run("check", "--isolated", ".", cwd=tmp_path)
+    assert warm.stdout == cold.stdout
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_profile_prints_time_per_phase_and_rule(jobs):
     # Over fixtures and reference_kernels (more files than the serial threshold), in one

@@ -70,7 +70,9 @@ class Linter:
             return lint_source(source, self.settings, scope.rules, reexports=scope.reexports, alone=scope.scout, kept=kept)
 
         if self.cache is not None:
-            return self.cache.lint_path(path, lint, variant=(kept, scope.key()), source=source)
+            # The module name is part of what the facts hold (their summaries' names), and the
+            # file's text does not decide it: adding an ``__init__.py`` above it changes it.
+            return self.cache.lint_path(path, lint, variant=(kept, scope.key(), module_name_for(path)), source=source)
         return lint_path(path, lint) if source is None else lint(source)
 
     def outline_one(self, path: str, scope: RunScope | None = None, source: SourceFile | None = None) -> FileOutline:
@@ -88,7 +90,9 @@ class Linter:
             return project_plan.FileOutline(path)  # linting it reports why
 
         if self.cache is not None:
-            return self.cache.lint_path(path, make, variant=("outline", scope.key()), source=source, on_error=unreadable)
+            return self.cache.lint_path(
+                path, make, variant=("outline", scope.key(), module_name), source=source, on_error=unreadable
+            )
         if source is None:
             try:
                 source = read(path)
