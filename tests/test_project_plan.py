@@ -314,6 +314,53 @@ def test_callees_of_hot_code_are_kept_across_files(package):
     assert not {"cold_helper", "stand_alone"} & kept["base.py"]
 
 
+HOT_MODULES = '''
+import torch
+from torch import nn
+
+from pkg.helpers import host_count, never_called_from_hot_code
+
+
+class Quiet(nn.Module):
+    def forward(self, x):
+        if x.shape[0] > 4:
+            x = never_called_from_hot_code(x)
+        return self.proj(x) * 2
+
+
+class Loud(nn.Module):
+    def forward(self, x):
+        return host_count(x)
+
+
+class Direct(nn.Module):
+    def forward(self, x):
+        positions = torch.arange(8, device=x.device)
+        if positions[0]:
+            return x
+        return x + 1
+'''
+
+
+def test_hot_code_that_cannot_reach_a_sync_is_masked(tmp_path):
+    """A hot scope reports only a sync on a value from a named device, its own or in what it
+    calls: a ``forward`` whose code names no device and calls nothing that may sync is masked,
+    and so is what it calls."""
+    files = write_package(tmp_path, {"helpers.py": HELPERS, "hot.py": HOT_MODULES})
+    plan = runner.Linter(make_settings()).outline_all(files, None, None, {})
+    kept = {}
+    for path in files:
+        text = read(path).text
+        units = MaskPlan(text, split_lines(text))
+        found = plan.units_to_keep(path)
+        kept[Path(path).name] = {units.qualified(i) for i in (found.indices if found else units.functions())}
+    assert kept["hot.py"] == {("Loud", "forward"), ("Direct", "forward")}
+    assert kept["helpers.py"] == {(None, "host_count")}
+    fast = findings(files, fast=True)
+    assert fast == findings(files, fast=False)
+    assert {(Path(entry[0]).name, entry[1]) for entry in fast} >= {("hot.py", 17), ("hot.py", 23)}, fast
+
+
 def test_findings_equal_the_plain_path(package):
     fast = findings(package, fast=True)
     assert fast == findings(package, fast=False)

@@ -75,6 +75,9 @@ class UnitOutline:
     # a call binds its parameters (None: not known).
     reports_at_sink: bool = True
     handed: tuple[Handed, ...] | None = None
+    # For the hot-scope rules (``ProjectPlan._close``): whether its code may sync on a value from a
+    # named device (``Scout.units_that_may_sync``; True: not known).
+    may_sync: bool = True
     needs: frozenset[str] | None = None
     signature: tuple[tuple[str, ...], str | None, str | None, bool] | None = None
 
@@ -90,6 +93,7 @@ class FileOutline:
     # Rule code -> (seed unit indices, directions the rule's summaries flow in).
     seeds: dict[str, tuple[tuple[int, ...], frozenset[str]]] = field(default_factory=dict)
     at_sinks: tuple[str, ...] = ()  # the codes of its rules that report only at sinks (GPU1xx)
+    in_hot_scopes: tuple[str, ...] = ()  # the codes of its rules that report only in hot scopes
     # Parse it whole: a plan cannot be made (``prefilter.rule_seeds`` says None). Its units are
     # then all kept, and all seeds of its rules.
     whole: bool = False
@@ -154,6 +158,14 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
             plan, tree, module_name, found.imports, settings["alias-modules"], whole=seeds is None,
             sink_scout=file_scout if found.at_sinks else None,
         )
+    found.in_hot_scopes = tuple(rule.code for rule in active if rule.reports_only_in_hot_scopes)
+    if found.in_hot_scopes:
+        with span("outline: syncs"):
+            may_sync = file_scout.units_that_may_sync()
+        if may_sync is not None:
+            for unit in found.units:
+                if unit.index != MODULE_CODE:
+                    unit.may_sync = plan.qualified(unit.index) in may_sync
     if seeds is None:
         found.whole = True
         every = tuple(unit.index for unit in found.units)
@@ -381,15 +393,22 @@ class ProjectPlan:
                 callers[callee].append(caller)
         by_rule: dict[str, tuple[list[int], frozenset[str]]] = {}
         sink_seeds: list[int] = []
+        hot_seeds: list[int] = []
         for o in outlines:
             for code, (seeds, directions) in o.seeds.items():
                 ids = [self._ids[(o.path, index)] for index in seeds if (o.path, index) in self._ids]
                 if code in o.at_sinks:
                     sink_seeds.extend(ids)
                     continue
+                if code in o.in_hot_scopes:
+                    hot_seeds.extend(ids)
+                    continue
                 entry = by_rule.setdefault(code, ([], directions))
                 entry[0].extend(ids)
         kept: set[int] = set()
+        if hot_seeds:
+            with span("project plan: hot scopes"):
+                kept |= self._hot_closure(outlines, hot_seeds, callers)
         for seeds, directions in by_rule.values():
             kept.update(seeds)
             if CALLEES in directions or BLOCK_CALLEES in directions:
@@ -400,6 +419,17 @@ class ProjectPlan:
             with span("project plan: sinks"):
                 kept |= self._sink_closure(outlines, sink_seeds, callers)
         return kept
+
+    def _hot_closure(self, outlines: list[FileOutline], seeds: list[int], callers: list[list[int]]) -> set[int]:
+        """The units a hot-scope finding may be in or rest on: a hot unit, or what it calls, to any
+        depth, that may reach a unit whose code may sync on a value from a named device
+        (``UnitOutline.may_sync``; a summary records a sync only from such code). A unit in a
+        file no hot-scope rule runs on has no summary to record one in."""
+        syncing = [
+            self._ids[(o.path, unit.index)] for o in outlines if o.in_hot_scopes for unit in o.units if unit.may_sync
+        ]  # fmt: skip
+        may_reach_a_sync = _reach(syncing, callers)
+        return _reach(seeds, self._calls) & may_reach_a_sync
 
     def _sink_closure(self, outlines: list[FileOutline], seeds: list[int], callers: list[list[int]]) -> set[int]:
         """The units a GPU1xx finding may be in or rest on.

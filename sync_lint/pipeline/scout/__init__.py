@@ -118,6 +118,18 @@ class Scout:
             return True
         return self._once(("hot sync",), lambda: SyncScout(names, self._tree, self.settings).found())
 
+    def units_that_may_sync(self) -> set[tuple[str | None, str]] | None:
+        """The units (as ``hot_units`` names them) whose code may sync on a value from a named
+        device, for a run of many files (``SyncScout.units_that_may_sync``); None when that
+        cannot be told here: ``hot-functions`` or ``unknown-device = "always"`` is set, or the
+        file does not parse."""
+        if self.settings["hot-functions"] or self.settings["unknown-device"] == "always":
+            return None
+        names = self._names_of_tree()
+        if names is None:
+            return None
+        return SyncScout(names, self._tree, self.settings).units_that_may_sync(self.lines())
+
     def bindings_matching(self, pattern: re.Pattern) -> set[str] | None:
         return self._once(("bindings", pattern), lambda: self._bindings_matching(pattern))
 

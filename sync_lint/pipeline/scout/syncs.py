@@ -80,6 +80,45 @@ class SyncScout:
                         reached.append(callee)
         return False
 
+    def units_that_may_sync(self, lines: list[str]) -> set[tuple[str | None, str]]:
+        """The units (``UnitSpans``) whose code may sync on a value from a named device, read
+        coarser than ``found``: a unit may where its text holds a device word (``device``,
+        ``cuda``, ``gpu``, ``.to("...")``) or ``synchronize``, or reads an attribute that code
+        holding one assigns (to a fixpoint over the file), or is a method of a class that may be
+        hot (``unknown-device``). Elsewhere no value of it can come from a named device, so it
+        neither reports a sync nor records one in its summary. A unit with a sync site it never
+        hands such a value still counts: the sync sites are left to ``found``."""
+        spans = UnitSpans(self.tree)
+        texts: dict[tuple | None, str] = {}  # unit (None: the code outside every unit) -> its text
+        outside = []
+        done = 0  # units are in line order
+        for index, (unit, node) in enumerate(spans.nodes):
+            first, last = spans.starts[index] - 1, node.end_lineno
+            outside.append("".join(lines[done:first]))
+            texts[unit] = texts.get(unit, "") + "".join(lines[first:last])
+            done = max(done, last)
+        outside.append("".join(lines[done:]))
+        texts[None] = "".join(outside)
+        assigned: dict[tuple | None, set[str]] = {}
+        for node in self.names.of(ast.Attribute):
+            if type(node.ctx) is not ast.Load:
+                assigned.setdefault(spans.unit_at(node.lineno), set()).add(node.attr)
+        tainted = {unit for unit, text in texts.items() if _DEVICE_TEXT.search(text)}
+        attributes: set[str] = set()
+        while True:
+            grown = set().union(*(assigned.get(unit, ()) for unit in tainted)) - attributes
+            if not grown:
+                break
+            attributes |= grown
+            pattern = re.compile(r"\.\s*(?:" + "|".join(sorted(map(re.escape, attributes))) + r")\b")
+            tainted |= {unit for unit, text in texts.items() if unit not in tainted and pattern.search(text)}
+        if self.settings["unknown-device"] == "hot-classes":
+            hot_scout = HotScout(self.names, self.tree, self.settings)
+            hot_classes = {node.name for node in self.tree.body if type(node) is ast.ClassDef and hot_scout.may_be_hot_class(node)}
+            tainted |= {unit for unit in spans.names if unit[0] in hot_classes}
+        tainted.discard(None)
+        return tainted
+
     def _host_result(self):
         """The expressions the device domain reads as host values whatever they read: a host
         attribute (unless the file assigns one of that name, which the domain then tracks), a
@@ -172,6 +211,11 @@ def _may_name_the_host(call: ast.Call) -> bool:
                 return True
     return any(keyword.arg is None for keyword in call.keywords)  # ``.to(**kwargs)``
 
+
+# What a unit's text must hold to hand a sync site a value from a named device, or to sync
+# itself (``units_that_may_sync``): the device words below, a string device (``.to("npu")``),
+# or ``synchronize``.
+_DEVICE_TEXT = re.compile(r"device|cuda|gpu|synchroni|\.\s*to\s*\(\s*[rbuf]*[\"']", re.IGNORECASE)
 
 # Words of a device in code: ``device=``, ``x.device``, ``.cuda()``, ``torch.cuda``, ``seq_lens_gpu``
 # (``analysis.device.name_hint``).

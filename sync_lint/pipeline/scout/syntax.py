@@ -138,11 +138,11 @@ class UnitSpans:
             elif type(statement) is ast.ClassDef:
                 self.nodes.extend(((statement.name, m.name), m) for m in statement.body if type(m) in FUNCTIONS)
         self.names = {unit for unit, _ in self.nodes}
-        self._starts = [min([node.lineno, *(d.lineno for d in node.decorator_list)]) for _, node in self.nodes]
+        self.starts = [min([node.lineno, *(d.lineno for d in node.decorator_list)]) for _, node in self.nodes]
         self._ends = [node.end_lineno for _, node in self.nodes]
 
     def unit_at(self, line: int) -> tuple[str | None, str] | None:
-        index = bisect.bisect_right(self._starts, line) - 1
+        index = bisect.bisect_right(self.starts, line) - 1
         if index >= 0 and line <= self._ends[index]:
             return self.nodes[index][0]
         return None
