@@ -9,11 +9,13 @@ nor a summary a finding rests on. A run of many files therefore goes in two pass
    function unit (``units``), the dotted names it may call: in its own module, or in others
    through the file's imports or its class's bases, resolved as the analyses resolve a call.
 2. ``ProjectPlan`` follows each rule's seeds over those calls across the whole project, the way
-   the rule's summaries flow (a hot-scope rule: to the callees), and each file is linted with
-   only the units reached (``units.MaskPlan``). The sink rules (GPU1xx) share a narrower
-   closure (``ProjectPlan._sink_closure``): of the callers of their seeds, only the functions
-   the scout finds handing a value that may be a view or a cast to one of them or to a sink
-   (``Scout.sink_handing``), and what those hand their values on to.
+   the rule's summaries flow, and each file is linted with only the units reached
+   (``units.MaskPlan``). Two families follow what the scout tells of each function:
+   - the hot-scope rules (``_hot_closure``): what hot code calls, only as far as it may reach
+     code that may sync on a value from a named device (``Scout.units_that_may_sync``);
+   - the sink rules, GPU1xx (``_sink_closure``): of the callers of their seeds, only the
+     functions that hand a value that may be a view or a cast to a parameter that may reach a
+     sink, or to a sink (``Scout.sink_handing``), and what those hand such a parameter on to.
 
 What a call may reach is over-approximated: every dotted name in a unit's text (comments and
 strings too) is read as a possible call, through every import of its head, a ``self.`` method
