@@ -498,6 +498,23 @@ def test_cache_cold_then_warm_equals_plain(corpus_files, corpus_plain, tmp_path,
     assert parsed == [], f"warm run parsed {len(parsed)} files"
 
 
+def test_a_warm_run_reuses_the_plan(corpus, corpus_files, corpus_plain, tmp_path, monkeypatch):
+    """A warm run reads back what the plan keeps of each file instead of outlining and planning
+    again; a changed file makes it plan again (``Cache.whole_run``)."""
+    cache_dir = str(tmp_path / "cache")
+    assert fast(corpus_files, jobs=1, cache_dir=cache_dir) == corpus_plain
+    outlined = []
+    original = runner.Linter.outline_one
+    monkeypatch.setattr(runner.Linter, "outline_one", lambda self, *a, **k: outlined.append(a[0]) or original(self, *a, **k))
+    assert fast(corpus_files, jobs=1, cache_dir=cache_dir) == corpus_plain
+    assert outlined == []
+    work = tmp_path / "work"
+    shutil.copytree(corpus, work)
+    files = python_files(work)
+    assert fast(files, jobs=1, cache_dir=cache_dir) == fast(files, jobs=1)  # other paths: planned again
+    assert outlined
+
+
 def test_cache_sees_a_changed_callee(corpus, corpus_files, tmp_path, monkeypatch):
     """A warm run after an edit in one file must see its effect on callers in other files."""
     work = tmp_path / "work"

@@ -85,6 +85,40 @@ class Cache:
             self._store(entry, facts)
         return facts
 
+    def whole_run(
+        self, paths: list[str], variant: tuple, make: Callable[[], T], sources: dict[str, SourceFile] | None = None,
+    ) -> T:
+        """A result of the whole run's files together (the project plan), keyed by every path,
+        its module name and its content: any change to any of them makes it again. ``sources``:
+        the files the run already read. A file that cannot be read is not cached around."""
+        from sync_lint.pipeline.lint_file import module_name_for
+
+        with span("cache lookup"):
+            digest = hashlib.blake2b(self.salt + b"\0run\0" + repr(variant).encode(), digest_size=20)
+            try:
+                for path in paths:
+                    source = sources.get(path) if sources else None
+                    if source is not None:
+                        raw = source.raw
+                    else:
+                        with open(path, "rb") as handle:
+                            raw = handle.read()
+                    digest.update(f"\0{os.path.abspath(path)}\0{module_name_for(path)}\0{len(raw)}\0".encode())
+                    digest.update(raw)
+            except OSError:
+                return make()
+            key = digest.hexdigest()
+            entry = os.path.join(self.folder, key[:2], "run-" + key)
+            try:
+                with open(entry, "rb") as handle:
+                    return pickle.load(handle)
+            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+                pass
+        found = make()
+        with span("cache store"):
+            self._store(entry, found)
+        return found
+
     def _store(self, entry: str, facts) -> None:
         # Written atomically so that a parallel run never reads half an entry; a failure to
         # write the cache never fails the run.

@@ -482,6 +482,10 @@ class ProjectPlan:
                             add(target, bound)
         return kept
 
+    def kept_by_file(self) -> KeptPlan:
+        """What the plan keeps of each file, without the outlines: what a cache stores."""
+        return KeptPlan({path: self.units_to_keep(path) for path in self.outlines})
+
     def units_to_keep(self, path: str) -> KeptUnits | None:
         """The function units of ``path`` to parse; None: parse it whole."""
         o = self.outlines.get(path)
@@ -490,6 +494,17 @@ class ProjectPlan:
         return KeptUnits(o.fingerprint, tuple(
             unit.index for unit in o.units if unit.index != MODULE_CODE and self._ids[(path, unit.index)] in self.kept
         ), o.active, o.cuts)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class KeptPlan:
+    """A ``ProjectPlan``'s answer for each file (``ProjectPlan.kept_by_file``), as a warm run
+    reads it back from the cache instead of outlining and planning again."""
+
+    kept: dict[str, KeptUnits | None]
+
+    def units_to_keep(self, path: str) -> KeptUnits | None:
+        return self.kept.get(path)
 
 
 class _SinkFacts:

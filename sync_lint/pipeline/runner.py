@@ -27,7 +27,12 @@ from sync_lint.rules.base import Rule
 # The project plan is imported where a run of many files makes one: a one-file run (what
 # pre-commit and the flake8 plugin do) never needs it.
 if TYPE_CHECKING:
-    from sync_lint.pipeline.project_plan import FileOutline, KeptUnits, ProjectPlan
+    from sync_lint.pipeline.project_plan import (
+        FileOutline,
+        KeptPlan,
+        KeptUnits,
+        ProjectPlan,
+    )
 
 # Below this many files a process pool costs more than it saves (start-up and imports).
 PARALLEL_THRESHOLD = 48
@@ -130,7 +135,7 @@ class Linter:
 
     # -- many files -----------------------------------------------------------------------
     def lint_all(
-        self, paths: list[str], jobs: int | None = None, progress=None, plan: ProjectPlan | None = None,
+        self, paths: list[str], jobs: int | None = None, progress=None, plan: ProjectPlan | KeptPlan | None = None,
         pool: _Pool | None = None, scope: RunScope | None = None, sources: dict[str, SourceFile] | None = None,
     ) -> list[FileFacts]:
         """Facts of ``paths``, in order. ``plan``: the project plan (None: parse whole).
@@ -154,6 +159,18 @@ class Linter:
         return pool.map(_worker_lint_batch, list(zip(paths, kept)), progress)
 
     def outline_all(
+        self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
+    ) -> ProjectPlan | KeptPlan:
+        """The project plan of a run of these files; with a cache, what it keeps of each file,
+        made again only when a file, its module name or the configuration changed."""
+        if self.cache is None:
+            return self._plan(paths, pool, scope, sources)
+        variant = ("plan", (scope or self.whole_project).key())
+        return self.cache.whole_run(
+            paths, variant, lambda: self._plan(paths, pool, scope, sources).kept_by_file(), sources=sources
+        )
+
+    def _plan(
         self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
     ) -> ProjectPlan:
         with profile.span("outline"):
