@@ -1,4 +1,6 @@
-"""A cache of ``FileFacts`` keyed by file path and content, tool version and effective config.
+"""A cache of ``FileFacts`` (and outlines) keyed by file path, module name and content, tool
+version and effective config; and of the project plan of a whole run, keyed by all of those for
+every file of the run (``Cache.whole_run``).
 
 Cross-file resolution is not cached: it is redone each run from the cached facts of every
 file, so that a change in one file is seen by the others.
