@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,7 @@ from sync_lint.pipeline.scout import Scout
 from sync_lint.rules import all_rules
 
 SETTINGS = make_settings()
+ROOT = Path(__file__).resolve().parent.parent
 
 # (source, may have a hot scope, may call a sink)
 CASES = {
@@ -341,3 +343,61 @@ def test_a_dtype_view_needs_only_a_unit_last_stride(receiver, may):
     assert Scout(text, SETTINGS).may_report_at_a_sink() == may
     if not may:
         assert lint_text(text) == []
+
+
+SCOPES_SAMPLE = '''\
+import torch
+
+
+@torch.compile(mode=pick("x"))
+def top(a, b=make()):
+    c = [f(v) for v in a if (w := g(v))]
+    with ctx(a) as (d, e):
+        d.attr += h(e)
+    for i, j in pairs(b):
+        def inner(k=i):
+            return k.t()
+    return c
+
+
+class Holder(Base, meta=choose()):
+    table = build()
+    for name in names():
+        pass
+
+    def method(self, x):
+        self.y: int = x.item()
+        return self.y
+
+    class Nested:
+        def deep(self):
+            z = q()
+
+
+if torch.cuda.is_available():
+    def under_if(p):
+        r = p.cpu()
+'''
+
+
+@pytest.mark.parametrize("name", ["sample", *sorted(str(p) for p in (ROOT / "fixtures").rglob("*.py"))[:40]])
+def test_scopes_from_nodes_by_kind_equal_a_walk_of_each_scope(name):
+    """``suspects(nodes_of=...)`` buckets the file's nodes into scopes by line instead of walking
+    each scope; both must find the same calls and bindings in each scope (``flows._binding``
+    and ``flows._BINDING_KINDS`` must name the same kinds)."""
+    import ast
+
+    from sync_lint.pipeline.scout import flows
+    from sync_lint.pipeline.scout.syntax import FileNames
+
+    text = SCOPES_SAMPLE if name == "sample" else Path(name).read_text()
+    tree = ast.parse(text)
+    roots = flows._scopes(tree)
+    walked = [flows._calls_and_bindings(scope) for scope in roots]
+    bucketed = flows._calls_and_bindings_by_scope(roots, FileNames(tree, SETTINGS).of)
+
+    def ids(found):
+        calls, bindings = found
+        return sorted(map(id, calls)), sorted(id(value) for _, value in bindings)
+
+    assert [ids(found) for found in bucketed] == [ids(found) for found in walked]

@@ -18,7 +18,7 @@ from typing import TypeVar
 
 from sync_lint import __version__
 from sync_lint.config import Settings
-from sync_lint.pipeline.lint_file import FileFacts, tool_diagnostic
+from sync_lint.pipeline.lint_file import FileFacts, module_name_for, tool_diagnostic
 from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.source import SourceError, SourceFile, decode
 
@@ -93,8 +93,6 @@ class Cache:
         """A result of the whole run's files together (the project plan), keyed by every path,
         its module name and its content: any change to any of them makes it again. ``sources``:
         the files the run already read. A file that cannot be read is not cached around."""
-        from sync_lint.pipeline.lint_file import module_name_for
-
         with span("cache lookup"):
             digest = hashlib.blake2b(self.salt + b"\0run\0" + repr(variant).encode(), digest_size=20)
             try:

@@ -552,24 +552,21 @@ class _SinkFacts:
         while grown:
             grown = False
             for unit_id, calls in self.calls.items():
-                needs = self.needs[unit_id]
-                if needs is self._EVERY:
-                    continue
-                for targets, arguments in calls:
-                    for target in targets:
-                        for key, held, _ in arguments:
-                            if self.bound(target, [key], needed_only=True) != set():
-                                if held is None:
-                                    self.needs[unit_id] = needs = self._EVERY
-                                    grown = True
-                                    break
-                                if not needs.issuperset(held):
-                                    needs.update(held)
-                                    grown = True
-                        if needs is self._EVERY:
-                            break
-                    if needs is self._EVERY:
-                        break
+                if self.needs[unit_id] is not self._EVERY:
+                    grown |= self._grow(unit_id, calls)
+
+    def _grow(self, unit_id: int, calls: list[tuple[frozenset[int], tuple[Argument, ...]]]) -> bool:
+        """Add to a unit's needs what its calls hand to needed parameters; grown?"""
+        needs = self.needs[unit_id]
+        before = len(needs)
+        for targets, arguments in calls:
+            for key, held, _ in arguments:
+                if any(self.bound(target, [key], needed_only=True) != set() for target in targets):
+                    if held is None:  # any of its parameters may be handed there
+                        self.needs[unit_id] = self._EVERY
+                        return True
+                    needs.update(held)
+        return len(needs) != before
 
     def bound(self, unit_id: int, keys: list, needed_only: bool = False) -> set[str] | None:
         """The parameters of a unit that arguments with these keys may bind (None: any), as a
