@@ -1,4 +1,4 @@
-"""The command line: ``sync-lint check``, ``sync-lint fix``, ``sync-lint rule``, ``sync-lint server``.
+"""The command line: ``sync-lint check``, ``fix``, ``rule``, ``clean``, ``server``.
 
 Exit status: 0 clean, 1 findings (or, for ``fix --diff``, a diff), 2 the tool could not do its
 job (bad configuration, a file it could not read or decode, an internal error).
@@ -100,6 +100,11 @@ def build_parser() -> argparse.ArgumentParser:
     rule.add_argument("code", nargs="?", help="a code (GPU201) or name (undeclared-sync-in-hot-path)")
     rule.add_argument("--all", action="store_true", help="print every rule's page")
 
+    clean = commands.add_parser("clean", help="remove the cache")
+    clean.add_argument("--cache-dir", help="cache folder (default: .sync_lint_cache beside the config)")
+    clean.add_argument("--config", type=Path, help="a pyproject.toml to read instead of the nearest one")
+    clean.add_argument("--isolated", action="store_true", help="ignore every configuration file")
+
     commands.add_parser("server", help="run the language server on stdin/stdout (for editors)")
     return parser
 
@@ -114,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_fix(args)
         if args.command == "rule":
             return run_rule(args)
+        if args.command == "clean":
+            return run_clean(args)
         if args.command == "server":
             return run_server(args)
         parser.print_help(sys.stderr)
@@ -182,8 +189,12 @@ def _excluded_with_parents(discovery: Discovery, path: str) -> bool:
     return False
 
 
+def _cache_dir(args, settings: config.Settings) -> str:
+    return args.cache_dir or str(settings.root / ".sync_lint_cache")
+
+
 def _linter(args, settings: config.Settings) -> Linter:
-    cache_dir = None if args.no_cache else (args.cache_dir or str(settings.root / ".sync_lint_cache"))
+    cache_dir = None if args.no_cache else _cache_dir(args, settings)
     return Linter(settings, cache_dir=cache_dir, fast=not args.parse_whole_files)
 
 
@@ -382,6 +393,26 @@ def _unified_diff(path: str, before: str, after: str) -> str:
     ):
         lines.append(line if line.endswith(("\n", "\r")) else line + "\n\\ No newline at end of file\n")
     return "".join(lines)
+
+
+def run_clean(args) -> int:
+    """Remove the cache (as ``ruff clean`` does): what a run would use, found the same way."""
+    from sync_lint.pipeline.cache import clean
+
+    if args.config is not None and not args.config.is_file():
+        raise UsageError(f"--config {args.config}: no such file")
+    folder = _cache_dir(args, config.load(args.config, args.isolated))
+    try:
+        removed = clean(folder)
+    except OSError as exc:
+        raise UsageError(f"{exc.filename or folder}: cannot remove: {exc.strerror}") from None
+    if removed is None:
+        print(f"sync-lint: no cache at {folder}", file=sys.stderr)
+    else:
+        files, size = removed
+        noun = "entry" if files == 1 else "entries"
+        print(f"sync-lint: removed the cache at {folder} ({files} {noun}, {size / 1e6:.1f} MB)", file=sys.stderr)
+    return EXIT_CLEAN
 
 
 def run_rule(args) -> int:

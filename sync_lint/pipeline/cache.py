@@ -4,6 +4,13 @@ every file of the run (``Cache.whole_run``).
 
 Cross-file resolution is not cached: it is redone each run from the cached facts of every
 file, so that a change in one file is seen by the others.
+
+Entries are never updated, only added: each edit of a file, each new version of the tool or of
+the configuration adds its own. A run of a project checked on every commit would grow the cache
+without end, so the runner prunes it (``Cache.prune``): what no run has read or written for
+``MAX_AGE_SECONDS``, and all but the newest ``KEEP_RUN_PLANS`` plans (one is made for each state
+of a tree, and serves only that state: a branch checked out again). A read refreshes an entry's
+time (at most once a day per entry), so what is still in use stays.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import hashlib
 import os
 import pickle
 import tempfile
+import time
 from collections.abc import Callable
 from functools import lru_cache
 from typing import TypeVar
@@ -23,6 +31,22 @@ from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.source import SourceError, SourceFile, decode
 
 T = TypeVar("T")
+
+MAX_AGE_SECONDS = 14 * 24 * 3600
+KEEP_RUN_PLANS = 8  # a vLLM plan is about 2.6 MB
+PRUNE_EVERY_SECONDS = 3600  # pruning lists every entry: not on every run
+_REFRESH_AFTER_SECONDS = 24 * 3600  # a read that finds an entry older refreshes its time
+_ORPHAN_AFTER_SECONDS = 3600  # a half-written entry (``_store``'s temporary file) of a killed run
+_RUN_PREFIX = "run-"
+_PRUNED_MARKER = ".last-pruned"
+# The standard tag that tells backup and archiving tools a folder holds only a cache.
+_CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by sync-lint.\n"
+    "# For information about cache directory tags, see https://bford.info/cachedir/\n"
+)
+_OWN_FILES = (".gitignore", "CACHEDIR.TAG", _PRUNED_MARKER)
+_HEX = frozenset("0123456789abcdef")
 
 
 def _error_facts(path: str, error: SourceError) -> FileFacts:
@@ -72,8 +96,7 @@ class Cache:
                     return on_error(path, SourceError("GPU003", f"cannot read file: {exc.strerror}"))
             entry = self._entry(path, raw, variant)
             try:
-                with open(entry, "rb") as handle:
-                    return pickle.load(handle)
+                return _load(entry)
             except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
                 pass  # a miss, or an entry from an incompatible version: lint again
         try:
@@ -108,10 +131,9 @@ class Cache:
             except OSError:
                 return make()
             key = digest.hexdigest()
-            entry = os.path.join(self.folder, key[:2], "run-" + key)
+            entry = os.path.join(self.folder, key[:2], _RUN_PREFIX + key)
             try:
-                with open(entry, "rb") as handle:
-                    return pickle.load(handle)
+                return _load(entry)
             except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
                 pass
         found = make()
@@ -125,9 +147,11 @@ class Cache:
         try:
             if not os.path.isdir(self.folder):
                 os.makedirs(self.folder, exist_ok=True)
-                # As ruff and pytest do: the cache never shows up as untracked files.
+                # As ruff and pytest do: the cache never shows up as untracked files, nor in backups.
                 with open(os.path.join(self.folder, ".gitignore"), "w") as ignore:
                     ignore.write("*\n")
+                with open(os.path.join(self.folder, "CACHEDIR.TAG"), "w") as tag:
+                    tag.write(_CACHEDIR_TAG)
             os.makedirs(os.path.dirname(entry), exist_ok=True)
             handle, temp = tempfile.mkstemp(dir=os.path.dirname(entry))
             with os.fdopen(handle, "wb") as out:
@@ -135,3 +159,131 @@ class Cache:
             os.replace(temp, entry)
         except OSError:
             pass
+
+    def prune(self, now: float | None = None) -> tuple[int, int]:
+        """Remove what no run has used for ``MAX_AGE_SECONDS``, the run plans past the newest
+        ``KEEP_RUN_PLANS``, and temporary files of killed runs; at most once per
+        ``PRUNE_EVERY_SECONDS``. Returns (files removed, bytes freed). A run in parallel may
+        lose an entry it was about to read: that is a miss, never an error; and nothing here
+        ever fails the run."""
+        now = time.time() if now is None else now
+        marker = os.path.join(self.folder, _PRUNED_MARKER)
+        try:
+            if now - os.stat(marker).st_mtime < PRUNE_EVERY_SECONDS:
+                return 0, 0
+        except OSError:
+            pass  # never pruned (or no cache yet)
+        removed = freed = 0
+        plans: list[tuple[float, str, int]] = []
+
+        def remove(path: str, size: int) -> None:
+            nonlocal removed, freed
+            try:
+                os.remove(path)
+            except OSError:
+                return
+            removed += 1
+            freed += size
+
+        for shard in _shards(self.folder):
+            try:
+                entries = list(os.scandir(shard))
+            except OSError:
+                continue
+            for entry in entries:
+                if not _is_entry(entry.name):
+                    continue
+                try:
+                    stat = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                age = now - stat.st_mtime
+                if entry.name.startswith("tmp"):
+                    if age > _ORPHAN_AFTER_SECONDS:
+                        remove(entry.path, stat.st_size)
+                elif age > MAX_AGE_SECONDS:
+                    remove(entry.path, stat.st_size)
+                elif entry.name.startswith(_RUN_PREFIX):
+                    plans.append((stat.st_mtime, entry.path, stat.st_size))
+            try:
+                os.rmdir(shard)  # only when empty
+            except OSError:
+                pass
+        for _, path, size in sorted(plans, reverse=True)[KEEP_RUN_PLANS:]:
+            remove(path, size)
+        try:
+            with open(marker, "w"):
+                pass
+            os.utime(marker, (now, now))
+        except OSError:
+            pass
+        return removed, freed
+
+
+def _load(entry: str):
+    """An entry's content; a read refreshes its time (once a day at most) so that pruning
+    keeps it."""
+    with open(entry, "rb") as handle:
+        found = pickle.load(handle)
+        if time.time() - os.fstat(handle.fileno()).st_mtime > _REFRESH_AFTER_SECONDS:
+            try:
+                os.utime(entry)
+            except OSError:
+                pass
+    return found
+
+
+def _shards(folder: str) -> list[str]:
+    """The entry folders of a cache (named by the first two hex digits of their keys)."""
+    try:
+        return [
+            entry.path for entry in os.scandir(folder)
+            if len(entry.name) == 2 and _HEX.issuperset(entry.name) and entry.is_dir(follow_symlinks=False)
+        ]  # fmt: skip
+    except OSError:
+        return []
+
+
+def _is_entry(name: str) -> bool:
+    """A name ``_entry``, ``whole_run`` or ``_store``'s temporary file gives: never anything
+    else in a folder mistaken for the cache (git's object folders hold 38-digit names)."""
+    key = name.removeprefix(_RUN_PREFIX)
+    return (len(key) == 40 and _HEX.issuperset(key)) or name.startswith("tmp")
+
+
+def _is_cache(folder: str) -> bool:
+    """A folder this tool made a cache of: its tag, or the ``.gitignore`` of earlier versions."""
+    for name, content in (("CACHEDIR.TAG", _CACHEDIR_TAG), (".gitignore", "*\n")):
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                if handle.read() == content:
+                    return True
+        except (OSError, UnicodeDecodeError):
+            continue
+    return False
+
+
+def clean(folder: str) -> tuple[int, int] | None:
+    """Remove the cache in ``folder`` (``sync-lint clean``): its entries, and its own files and
+    the folder if nothing else is left in it. Files that are not the cache's are left alone,
+    so a mistaken ``--cache-dir`` never deletes anything else. None: there is no cache there
+(``_is_cache``). An entry that cannot be removed raises ``OSError``.
+    Returns (files removed, bytes freed)."""
+    if not _is_cache(folder):
+        return None
+    removed = freed = 0
+    for shard in _shards(folder):
+        for entry in list(os.scandir(shard)):
+            if _is_entry(entry.name) and entry.is_file(follow_symlinks=False):
+                freed += entry.stat(follow_symlinks=False).st_size
+                os.remove(entry.path)
+                removed += 1
+        if not os.listdir(shard):
+            os.rmdir(shard)
+    if set(os.listdir(folder)) <= set(_OWN_FILES):
+        for name in _OWN_FILES:
+            path = os.path.join(folder, name)
+            if os.path.isfile(path):
+                os.remove(path)
+        os.rmdir(folder)
+    return removed, freed

@@ -212,6 +212,9 @@ class Linter:
                     for i, whole in zip(redo, again):
                         facts[i] = whole
                         diagnostics[i] = self.finalize(whole, index)
+        if self.cache is not None:
+            with profile.span("cache prune"):
+                self.cache.prune()
         return RunResult(
             diagnostics=[d for found in diagnostics for d in found],
             files_checked=len(paths),
