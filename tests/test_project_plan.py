@@ -429,6 +429,58 @@ def test_masked_functions_still_count_as_defined(package):
     assert {"pkg.caller.unrelated", "pkg.caller.also_unrelated", "pkg.caller.forward_step"} <= facts.functions
 
 
+FACADE = '''
+import torch
+
+from pkg.ops.kernels import copy_rows as copy_rows_fast
+
+
+class Options:
+    dtype = torch.float16
+
+    def describe(self, x):
+        return x.to(torch.int32)  # a cast no sink is handed: GPU101 runs on the file, nothing is kept
+'''
+
+THROUGH_THE_FACADE = '''
+from pkg import facade
+
+
+def step(block_table, out):
+    facade.copy_rows_fast(block_table[:, 0], out)
+'''
+
+
+def test_a_file_kept_nothing_of_is_not_parsed_but_its_imports_are_followed(tmp_path):
+    """``facade.py`` holds no function that matters (``KeptUnits.names_only``): it is not
+    parsed, yet the call through its import still reaches the kernel wrapper, and its
+    functions still count as defined."""
+    files = write_package(tmp_path, {"ops/__init__.py": "", "ops/kernels.py": KERNELS, "facade.py": FACADE,
+                                     "user.py": THROUGH_THE_FACADE})
+    linter = runner.Linter(make_settings())
+    plan = linter.outline_all(files, None, None, {})
+    facade = next(p for p in files if p.endswith("facade.py"))
+    kept = plan.units_to_keep(facade)
+    assert kept is not None and kept.names_only and kept.active
+    facts = linter.lint_one(facade, kept)
+    assert not facts.parsed
+    assert facts.imports["copy_rows_fast"] == "pkg.ops.kernels.copy_rows"
+    assert "pkg.facade.Options.describe" in facts.functions
+    found = findings(files, fast=True)
+    assert [(Path(f[0]).name, f[3]) for f in found] == [("user.py", "GPU102")]
+    assert found == findings(files, fast=False)
+
+
+def test_a_function_outside_every_unit_keeps_the_file_parsed(tmp_path):
+    """Findings and summaries are of functions; one defined under a module-level ``if`` is in no
+    unit, so a file with one is parsed even where the plan keeps none of its units."""
+    text = FACADE + "\nif torch.cuda.is_available():\n    def host(x):\n        return x.item()\n"
+    files = write_package(tmp_path, {"ops/__init__.py": "", "ops/kernels.py": KERNELS, "facade.py": text})
+    plan = runner.Linter(make_settings()).outline_all(files, None, None, {})
+    kept = plan.units_to_keep(next(p for p in files if p.endswith("facade.py")))
+    assert kept is not None and not kept.indices and not kept.names_only
+
+
 def test_unparsable_file_is_planned_whole(tmp_path):
     files = write_package(tmp_path, {"broken.py": "def f(:\n    x.item()\n", "caller.py": CALLER})
     plan = runner.Linter(make_settings()).outline_all(files, None, None, {})

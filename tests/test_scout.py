@@ -401,3 +401,77 @@ def test_scopes_from_nodes_by_kind_equal_a_walk_of_each_scope(name):
         return sorted(map(id, calls)), sorted(id(value) for _, value in bindings)
 
     assert [ids(found) for found in bucketed] == [ids(found) for found in walked]
+
+
+IMPORTS_SAMPLE = '''\
+import os, os.path
+import torch.nn.functional as F
+from . import ops
+from .ops import chunk as chunk_op, fused
+from ..layers import *
+from typing import TYPE_CHECKING
+if TYPE_CHECKING: import skipped_one_liner
+if TYPE_CHECKING:
+    from vllm.config import VllmConfig
+elif sys.version_info >= (3, 12):
+    import tomllib as toml
+else:
+    if x: import also_skipped
+    import tomli as toml
+try:
+    import triton
+except ImportError: import skipped_handler
+except Exception:
+    triton = None
+    import fallback
+else:
+    import after_try
+finally:
+    import in_finally
+try: import skipped_try
+except ImportError: pass
+with guard():
+    import inside_with
+async def run():
+    import in_async_function
+class Holder:
+    import in_class_body
+    def method(self):
+        from os import path as ops
+    class Nested:
+        import nested_class
+for item in items:
+    import not_read_in_loops
+while False:
+    import nor_in_while
+x = 1; import after_semicolon
+def late():
+    import os as late_os; import os
+    if y: import inner_one_liner
+    import ops
+'''
+
+
+@pytest.mark.parametrize("name", ["sample", *sorted(str(p) for p in (ROOT / "fixtures").rglob("*.py")),
+                                  *sorted(str(p) for p in (ROOT / "sync_lint").rglob("*.py"))])
+def test_first_imports_from_ast_equal_the_name_tables(name):
+    """A file the project plan keeps nothing of is not parsed with libcst: its imports, which
+    other files' calls follow, come from ``first_imports`` on CPython's ``ast``. They must be
+    ``NameTable``'s, first meanings and the blocks it does not read alike, in a package and
+    out of one."""
+    import ast
+
+    import libcst as cst
+
+    from sync_lint.analysis.names import NameTable
+    from sync_lint.pipeline.scout.syntax import first_imports
+    from sync_lint.pipeline.source import split_lines
+
+    text = IMPORTS_SAMPLE if name == "sample" else Path(name).read_text()
+    for module_name, is_package in (("pkg.sub.mod", False), ("pkg.sub", True)):
+        expected = NameTable(cst.parse_module(text), module_name, {}, is_package=is_package).imports
+        found = first_imports(ast.parse(text), split_lines(text), module_name, is_package)
+        assert found == expected
+        assert list(found) == list(expected)  # the same order: the first meaning wins
+    if name == "sample":
+        assert "skipped_one_liner" not in found and "not_read_in_loops" not in found and found["toml"] == "tomllib"

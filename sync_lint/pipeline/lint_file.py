@@ -167,6 +167,10 @@ def _lint_source(
             active = [rule for rule in rules if prefilter.may_match(rule, source.text)]
     if not active:
         return _with_reexports(facts, source, settings) if reexports else facts
+    if outlined and kept.names_only:
+        named = _names_only(source, kept, facts)
+        if named is not None:
+            return named
     text = source.text
     hidden: list[tuple[str | None, str | None]] = []
     plan = None
@@ -185,6 +189,33 @@ def _lint_source(
         facts.diagnostics.append(tool_diagnostic(source.path, "GPU001", *too_long))
         return facts
     return _parse_and_check(source, text, settings, rules, active, facts, reexports, alone is not None, hidden)
+
+
+def _names_only(source: SourceFile, kept: KeptUnits, facts: FileFacts) -> FileFacts | None:
+    """The facts of a file the project plan keeps nothing of (``KeptUnits.names_only``): what its
+    masked parse would give, without it. Its imports (another file's call may go through them: a
+    re-export), read from CPython's ``ast`` of the masked text as ``NameTable`` reads libcst's
+    (``scout.syntax.first_imports``), and the functions it defines (a call of one goes nowhere
+    else). None: lint it as usual, where the parse would report something (the masked text does
+    not parse: a cut inside a string; a line too long for the parser)."""
+    with span("names only"):
+        plan = MaskPlan(source.text, split_lines(source.text), kept.cuts)
+        text = plan.masked_text()
+        if _too_long_for_the_parser(text) is not None:
+            return None
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        from sync_lint.pipeline.scout.syntax import first_imports
+
+        facts.module_name = module_name_for(source.path)
+        is_package = os.path.basename(source.path) == "__init__.py"
+        facts.imports = first_imports(tree, split_lines(text), facts.module_name, is_package)
+        facts.functions = frozenset(
+            ".".join(part for part in (facts.module_name, *plan.qualified(index)) if part) for index in plan.functions()
+        )
+    return facts
 
 
 def _parse_and_check(

@@ -110,10 +110,16 @@ class KeptUnits:
     """What the plan keeps of one file: the function units (``MaskPlan`` indices) to parse, for
     the text it outlined (``fingerprint``): a file changed since is parsed whole. ``active``
     and ``cuts`` hand the outline's rule triggers and unit cut to the lint, which would find
-    the same for that text (not part of a cache key: the text decides them)."""
+    the same for that text (not part of a cache key: the text decides them).
+
+    ``names_only``: no unit is kept and the code outside the units defines no function, so
+    nothing in the file can hold a finding or a summary (both are of functions): the lint
+    reads only what other files need of it, its imports and the names of its functions,
+    without a libcst parse (``lint_file._names_only``)."""
 
     fingerprint: int
     indices: tuple[int, ...]
+    names_only: bool = False
     active: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
     cuts: tuple = field(default=(), repr=False, compare=False)
 
@@ -491,9 +497,12 @@ class ProjectPlan:
         o = self.outlines.get(path)
         if o is None or o.whole:
             return None
-        return KeptUnits(o.fingerprint, tuple(
+        indices = tuple(
             unit.index for unit in o.units if unit.index != MODULE_CODE and self._ids[(path, unit.index)] in self.kept
-        ), o.active, o.cuts)  # fmt: skip
+        )
+        # Without a module name, a function outside every unit has no unit (``_unit_outlines``).
+        names_only = not indices and bool(o.module_name) and all(unit.index != MODULE_CODE for unit in o.units)
+        return KeptUnits(o.fingerprint, indices, names_only, o.active, o.cuts)
 
 
 @dataclass(frozen=True)

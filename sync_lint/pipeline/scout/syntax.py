@@ -1,5 +1,5 @@
-"""The scout's reading of a file's CPython ``ast``: names through imports (``FileNames``), the
-units a file is cut into (``UnitSpans``), and a fast walk."""
+"""The scout's reading of a file's CPython ``ast``: names through imports (``FileNames``,
+``first_imports``), the units a file is cut into (``UnitSpans``), and a fast walk."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ import ast
 import bisect
 import builtins
 import fnmatch
+from collections import deque
 
 from sync_lint.analysis.dtypes import DTYPES
+from sync_lint.analysis.modules import resolve_relative
 from sync_lint.analysis.triton_names import is_triton_decorator
 from sync_lint.config import Settings
 
@@ -124,6 +126,52 @@ class FileNames:
             if full == alias or full.startswith(alias + "."):
                 return target + full[len(alias) :]
         return full
+
+
+def first_imports(tree: ast.Module, lines: list[str], module_name: str, is_package: bool) -> dict[str, str]:
+    """``analysis.names.NameTable(...).imports`` of the same code, read from its ``ast``: each
+    local name's first meaning, the statements taken breadth first through ``if``, ``try``,
+    ``with``, ``def`` and ``class`` blocks, and none of a block written on its header's line
+    (``if TYPE_CHECKING: import x``: libcst's one-line suite holds small statements, which
+    ``NameTable`` does not read). ``lines``: the text's lines, to tell such a block.
+    ``tests/test_scout.py`` compares the two."""
+    found: dict[str, str] = {}
+    queue = deque(tree.body)
+    while queue:
+        statement = queue.popleft()
+        kind = type(statement)
+        if kind is ast.Import:
+            for alias in statement.names:
+                if alias.asname:
+                    found.setdefault(alias.asname, alias.name)
+                else:
+                    root = alias.name.partition(".")[0]
+                    found.setdefault(root, root)
+        elif kind is ast.ImportFrom:
+            if statement.names[0].name == "*":
+                continue
+            base = resolve_relative(module_name, is_package, statement.level or 0, statement.module or "")
+            for alias in statement.names:
+                found.setdefault(alias.asname or alias.name, f"{base}.{alias.name}" if base else alias.name)
+        elif kind in _BLOCKS_READ_FOR_IMPORTS:
+            for block in (statement.body, getattr(statement, "orelse", ()), getattr(statement, "finalbody", ())):
+                queue.extend(_own_lines(block, lines))
+            for handler in getattr(statement, "handlers", ()):
+                queue.extend(_own_lines(handler.body, lines))
+    return found
+
+
+_BLOCKS_READ_FOR_IMPORTS = (ast.If, ast.Try, ast.With, ast.AsyncWith, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _own_lines(block: list[ast.stmt], lines: list[str]) -> list[ast.stmt]:
+    """The statements of a block, or none where it is written on its header's line (text before
+    its first statement on that line, the header's colon; ``ast`` columns count UTF-8 bytes)."""
+    if not block:
+        return block
+    first = block[0]
+    before = lines[first.lineno - 1].encode("utf-8")[: first.col_offset]
+    return [] if before.strip() else block
 
 
 class UnitSpans:
