@@ -7,6 +7,7 @@ test waits."""
 from __future__ import annotations
 
 import os
+import pickle
 import time
 from pathlib import Path
 
@@ -202,3 +203,30 @@ def test_clean_reports_a_bad_config_on_one_line(tmp_path):
     result = run("clean", "--config", "missing.toml", cwd=tmp_path)
     assert result.returncode == 2
     assert result.stderr.strip() == "sync-lint: error: --config missing.toml: no such file"
+
+
+DAMAGE = {
+    "truncated": lambda raw: raw[: len(raw) // 2],
+    "empty": lambda raw: b"",
+    "garbage": lambda raw: bytes(range(256)) * 4,
+    "a flipped byte": lambda raw: raw[:5] + bytes([raw[5] ^ 0xFF]) + raw[6:],
+    "a pickle of something else": lambda raw: pickle.dumps({"not": "facts"}),
+    "a pickle of a huge length": lambda raw: b"\x80\x05\x95" + b"\xff" * 8 + b"B" + b"\xff" * 4,
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_a_damaged_entry_is_a_miss_never_an_error(tmp_path, damage):
+    """A full disk, a killed machine or another version of the tool leaves entries ``pickle``
+    fails on with almost any exception, or loads as something else: each is linted again."""
+    paths = make_project(tmp_path, files=2)  # two files: facts, outlines and a run plan
+    linter = Linter(make_settings(), cache_dir=str(tmp_path / "cache"))
+    expected = linter.run(paths, jobs=1).diagnostics
+    stored = entries(tmp_path / "cache")
+    assert any(name.startswith("run-") for name in stored) and len(stored) >= 5
+    for path in stored.values():
+        path.write_bytes(DAMAGE[damage](path.read_bytes()))
+    again = Linter(make_settings(), cache_dir=str(tmp_path / "cache")).run(paths, jobs=1)
+    assert again.diagnostics == expected
+    # The run stored sound entries over the damaged ones.
+    assert Linter(make_settings(), cache_dir=str(tmp_path / "cache")).run(paths, jobs=1).diagnostics == expected

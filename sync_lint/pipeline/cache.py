@@ -79,11 +79,11 @@ class Cache:
 
     def lint_path(
         self, path: str, lint: Callable[[SourceFile], T], variant: tuple, source: SourceFile | None = None,
-        on_error: Callable[[str, SourceError], T] | None = None,
+        on_error: Callable[[str, SourceError], T] | None = None, kind: type = FileFacts,
     ) -> T:
-        """Cached facts of ``path`` (or its outline), or ``lint``'s; ``source``: the file as the
-        run already read it. ``on_error``: the result for a file that cannot be read or
-        decoded (default: facts reporting it)."""
+        """Cached facts of ``path`` (or its outline: ``kind``), or ``lint``'s; ``source``: the
+        file as the run already read it. ``on_error``: the result for a file that cannot be read
+        or decoded (default: facts reporting it)."""
         on_error = on_error or _error_facts
         with span("cache lookup"):
             if source is not None:
@@ -95,10 +95,9 @@ class Cache:
                 except OSError as exc:
                     return on_error(path, SourceError("GPU003", f"cannot read file: {exc.strerror}"))
             entry = self._entry(path, raw, variant)
-            try:
-                return _load(entry)
-            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
-                pass  # a miss, or an entry from an incompatible version: lint again
+            found = _load(entry, kind)
+            if found is not None:
+                return found
         try:
             if source is None:
                 with span("read and decode"):
@@ -111,11 +110,13 @@ class Cache:
         return facts
 
     def whole_run(
-        self, paths: list[str], variant: tuple, make: Callable[[], T], sources: dict[str, SourceFile] | None = None,
+        self, paths: list[str], variant: tuple, make: Callable[[], T], kind: type,
+        sources: dict[str, SourceFile] | None = None,
     ) -> T:
-        """A result of the whole run's files together (the project plan), keyed by every path,
-        its module name and its content: any change to any of them makes it again. ``sources``:
-        the files the run already read. A file that cannot be read is not cached around."""
+        """A result of the whole run's files together (the project plan, a ``kind``), keyed by
+        every path, its module name and its content: any change to any of them makes it again.
+        ``sources``: the files the run already read. A file that cannot be read is not cached
+        around."""
         with span("cache lookup"):
             digest = hashlib.blake2b(self.salt + b"\0run\0" + repr(variant).encode(), digest_size=20)
             try:
@@ -132,10 +133,9 @@ class Cache:
                 return make()
             key = digest.hexdigest()
             entry = os.path.join(self.folder, key[:2], _RUN_PREFIX + key)
-            try:
-                return _load(entry)
-            except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
-                pass
+            found = _load(entry, kind)
+            if found is not None:
+                return found
         found = make()
         with span("cache store"):
             self._store(entry, found)
@@ -220,17 +220,21 @@ class Cache:
         return removed, freed
 
 
-def _load(entry: str):
-    """An entry's content; a read refreshes its time (once a day at most) so that pruning
-    keeps it."""
-    with open(entry, "rb") as handle:
-        found = pickle.load(handle)
-        if time.time() - os.fstat(handle.fileno()).st_mtime > _REFRESH_AFTER_SECONDS:
-            try:
+def _load(entry: str, kind: type):
+    """An entry's content, if it is a ``kind``; None: a miss. A read refreshes the entry's time
+    (once a day at most) so that pruning keeps it.
+
+    Any failure is a miss: an entry of an incompatible version of the tool, or one a full disk
+    or a killed machine left damaged, makes ``pickle`` raise almost any exception (or load
+    something else), and a damaged cache must cost a lint, never the run."""
+    try:
+        with open(entry, "rb") as handle:
+            found = pickle.load(handle)
+            if time.time() - os.fstat(handle.fileno()).st_mtime > _REFRESH_AFTER_SECONDS:
                 os.utime(entry)
-            except OSError:
-                pass
-    return found
+    except Exception:  # noqa: BLE001 -- a miss (no such entry) or a damaged one: see the docstring
+        return None
+    return found if isinstance(found, kind) else None
 
 
 def _shards(folder: str) -> list[str]:

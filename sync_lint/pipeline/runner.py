@@ -96,7 +96,8 @@ class Linter:
 
         if self.cache is not None:
             return self.cache.lint_path(
-                path, make, variant=("outline", scope.key(), module_name), source=source, on_error=unreadable
+                path, make, variant=("outline", scope.key(), module_name), source=source, on_error=unreadable,
+                kind=project_plan.FileOutline,
             )
         if source is None:
             try:
@@ -163,11 +164,14 @@ class Linter:
     ) -> ProjectPlan | KeptPlan:
         """The project plan of a run of these files; with a cache, what it keeps of each file,
         made again only when a file, its module name or the configuration changed."""
+        # Only a run of many files plans.
+        from sync_lint.pipeline.project_plan import KeptPlan
+
         if self.cache is None:
             return self._plan(paths, pool, scope, sources)
         variant = ("plan", (scope or self.whole_project).key())
         return self.cache.whole_run(
-            paths, variant, lambda: self._plan(paths, pool, scope, sources).kept_by_file(), sources=sources
+            paths, variant, lambda: self._plan(paths, pool, scope, sources).kept_by_file(), KeptPlan, sources=sources
         )
 
     def _plan(
