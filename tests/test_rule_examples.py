@@ -41,3 +41,19 @@ def test_invalid_example_is_flagged_on_marked_lines(rule, example):
     assert expected, f"{rule.code}: an INVALID example must mark its lines with `# expect: {rule.code}`"
     found = {d.line for d in lint_text(example, select=[rule.code], **EXAMPLE_OPTIONS) if d.code == rule.code}
     assert found == expected
+
+
+@pytest.mark.parametrize(("rule", "example"), [case for case in _cases("invalid") if case.values[0].reports_only_in_functions])
+def test_a_rule_reporting_only_in_functions_does(rule, example):
+    """``Rule.reports_only_in_functions`` lets a run of many files skip the parse of a file
+    none of whose functions matter: each finding must be inside a function."""
+    import ast
+
+    functions = [
+        (node.lineno, node.end_lineno) for node in ast.walk(ast.parse(example))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ]  # fmt: skip
+    found = [d for d in lint_text(example, select=[rule.code], **EXAMPLE_OPTIONS) if d.code == rule.code]
+    assert found
+    for d in found:
+        assert any(first <= d.line <= last for first, last in functions), d

@@ -167,7 +167,7 @@ def _lint_source(
             active = [rule for rule in rules if prefilter.may_match(rule, source.text)]
     if not active:
         return _with_reexports(facts, source, settings) if reexports else facts
-    if outlined and kept.names_only:
+    if outlined and kept.names_only and all(rule.reports_only_in_functions for rule in active):
         named = _names_only(source, kept, facts)
         if named is not None:
             return named
@@ -192,8 +192,8 @@ def _lint_source(
 
 
 def _names_only(source: SourceFile, kept: KeptUnits, facts: FileFacts) -> FileFacts | None:
-    """The facts of a file the project plan keeps nothing of (``KeptUnits.names_only``): what its
-    masked parse would give, without it. Its imports (another file's call may go through them: a
+    """The facts of a file the project plan keeps nothing of (``KeptUnits.names_only``), for rules
+    that report only in functions: what its masked parse would give, without it. Its imports (another file's call may go through them: a
     re-export), read from CPython's ``ast`` of the masked text as ``NameTable`` reads libcst's
     (``scout.syntax.first_imports``), and the functions it defines (a call of one goes nowhere
     else). None: lint it as usual, where the parse would report something (the masked text does

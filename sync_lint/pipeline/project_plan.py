@@ -113,9 +113,10 @@ class KeptUnits:
     the same for that text (not part of a cache key: the text decides them).
 
     ``names_only``: no unit is kept and the code outside the units defines no function, so
-    nothing in the file can hold a finding or a summary (both are of functions): the lint
-    reads only what other files need of it, its imports and the names of its functions,
-    without a libcst parse (``lint_file._names_only``)."""
+    nothing in the file can hold a finding or a summary of a rule that reports only in
+    functions (``Rule.reports_only_in_functions``): for such rules the lint reads only what
+    other files need of it, its imports and the names of its functions, without a libcst
+    parse (``lint_file._names_only``)."""
 
     fingerprint: int
     indices: tuple[int, ...]

@@ -83,6 +83,10 @@ class Rule:
     # Reports only at a sink the file calls (GPU1xx): in a file checked on its own, the syntax
     # scout confirms that a sink may be handed a view or a cast (``Scout.may_report_at_a_sink``).
     reports_only_at_sinks: ClassVar[bool] = False
+    # Reports, and records summaries, only in functions (not in module-level code): in a run of
+    # many files, a file none of whose functions the plan keeps is not parsed for it
+    # (``KeptUnits.names_only``).
+    reports_only_in_functions: ClassVar[bool] = False
     # For a rule that reports neither only at sinks nor only in hot scopes: which summaries its
     # finding in one function may rest on, followed within a file checked on its own to parse
     # only the functions that can matter (``prefilter.one_file_plan``): those of the functions

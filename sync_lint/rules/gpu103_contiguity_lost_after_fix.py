@@ -55,6 +55,7 @@ class ContiguityLostAfterFix(Rule):
     unit_triggers = SINK_UNIT_TRIGGERS
     alone_triggers = ALONE_SINK_TRIGGERS
     reports_only_at_sinks = True
+    reports_only_in_functions = True
     trigger_options = ("contiguous-sinks",)
     alias_trigger_targets = ("torch.ops",)
     valid = (

@@ -72,6 +72,7 @@ class UndeclaredSyncInHotPath(Rule):
     method_trigger_options = ("hot-method-patterns",)
     alone_triggers = HOT_SCOPE_MARKERS
     reports_only_in_hot_scopes = True
+    reports_only_in_functions = True
     valid = (
         # Host copies: `.item()` / `.tolist()` on CPU tensors are free.
         ("class FlashMetadataBuilder:\n"

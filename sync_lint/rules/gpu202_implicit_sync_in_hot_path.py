@@ -61,6 +61,7 @@ class ImplicitSyncInHotPath(Rule):
     method_trigger_options = ("hot-method-patterns",)
     alone_triggers = HOT_SCOPE_MARKERS
     reports_only_in_hot_scopes = True
+    reports_only_in_functions = True
     valid = (
         # Host-side counts and shape arithmetic.
         ("class GDNAttentionMetadataBuilder:\n"

@@ -45,6 +45,7 @@ class StaleSyncDeclaration(Rule):
     triggers = DECLARATION_TRIGGERS
     trigger_options = ("sync-declarations",)
     summaries_from = frozenset({BLOCK_CALLEES})  # stale unless the block, or what it calls, syncs
+    reports_only_in_functions = True  # a declaration's block is judged in its function
     valid = (
         ("from vllm.utils.gpu_sync_debug import gpu_sync_allowed\n\n"
         "class MLAMetadataBuilder:\n"

@@ -48,6 +48,7 @@ class SyncInLoop(Rule):
     method_trigger_options = ("hot-method-patterns",)
     alone_triggers = HOT_SCOPE_MARKERS
     reports_only_in_hot_scopes = True
+    reports_only_in_functions = True
     valid = (
         ("class FlashMetadataBuilder:\n"
         "    def build(self, common):\n"
