@@ -193,11 +193,12 @@ def _lint_source(
 
 def _names_only(source: SourceFile, kept: KeptUnits, facts: FileFacts) -> FileFacts | None:
     """The facts of a file the project plan keeps nothing of (``KeptUnits.names_only``), for rules
-    that report only in functions: what its masked parse would give, without it. Its imports (another file's call may go through them: a
-    re-export), read from CPython's ``ast`` of the masked text as ``NameTable`` reads libcst's
-    (``scout.syntax.first_imports``), and the functions it defines (a call of one goes nowhere
-    else). None: lint it as usual, where the parse would report something (the masked text does
-    not parse: a cut inside a string; a line too long for the parser)."""
+    that report only in functions: what its masked parse would give, without it. Its imports
+    (another file's call may go through them: a re-export), read from CPython's ``ast`` of the
+    masked text as ``NameTable`` reads libcst's (``scout.syntax.first_imports``), and the
+    functions it defines (a call of one goes nowhere else). None: lint it as usual, where the
+    parse would report something (the masked text does not parse: a cut inside a string; a
+    line too long for the parser)."""
     with span("names only"):
         plan = MaskPlan(source.text, split_lines(source.text), kept.cuts)
         text = plan.masked_text()
