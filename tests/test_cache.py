@@ -230,3 +230,22 @@ def test_a_damaged_entry_is_a_miss_never_an_error(tmp_path, damage):
     assert again.diagnostics == expected
     # The run stored sound entries over the damaged ones.
     assert Linter(make_settings(), cache_dir=str(tmp_path / "cache")).run(paths, jobs=1).diagnostics == expected
+
+
+def test_an_entry_that_cannot_be_refreshed_is_still_a_hit(tmp_path, linter, monkeypatch):
+    """A cache restored read-only (or owned by another user) answers; only pruning suffers."""
+    paths = make_project(tmp_path, files=1)
+    linter.run(paths, jobs=1)
+    now = time.time()
+    for path in entries(tmp_path / "cache").values():
+        age(path, 3, now)
+
+    def refuse(*args, **kwargs):
+        raise PermissionError("read-only")
+
+    def linted_again(*args, **kwargs):
+        pytest.fail("a miss: the file was linted and stored again")
+
+    monkeypatch.setattr(os, "utime", refuse)
+    monkeypatch.setattr(cache_stage.Cache, "_store", linted_again)
+    assert [d.code for d in linter.run(paths, jobs=1).diagnostics] == ["GPU201"]

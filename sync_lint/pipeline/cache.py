@@ -230,11 +230,17 @@ def _load(entry: str, kind: type):
     try:
         with open(entry, "rb") as handle:
             found = pickle.load(handle)
-            if time.time() - os.fstat(handle.fileno()).st_mtime > _REFRESH_AFTER_SECONDS:
-                os.utime(entry)
+            stale = time.time() - os.fstat(handle.fileno()).st_mtime > _REFRESH_AFTER_SECONDS
     except Exception:  # noqa: BLE001 -- a miss (no such entry) or a damaged one: see the docstring
         return None
-    return found if isinstance(found, kind) else None
+    if not isinstance(found, kind):
+        return None
+    if stale:
+        try:
+            os.utime(entry)
+        except OSError:
+            pass  # a cache on a read-only disk still answers
+    return found
 
 
 def _shards(folder: str) -> list[str]:
