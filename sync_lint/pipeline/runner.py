@@ -156,8 +156,8 @@ class Linter:
                         progress(1)
                 return results
             with _Pool(self, jobs) as started:
-                return started.map(_worker_lint_batch, list(zip(paths, kept)), progress)
-        return pool.map(_worker_lint_batch, list(zip(paths, kept)), progress)
+                return started.map(_worker_lint_batch, list(zip(paths, kept)), progress, _lint_costs(paths, kept))
+        return pool.map(_worker_lint_batch, list(zip(paths, kept)), progress, _lint_costs(paths, kept))
 
     def outline_all(
         self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
@@ -181,7 +181,7 @@ class Linter:
             if pool is None:
                 outlines = [self.outline_one(path, scope, sources.get(path)) for path in paths]
             else:
-                outlines = pool.map(_worker_outline_batch, paths)
+                outlines = pool.map(_worker_outline_batch, paths, costs=[_file_size(path) for path in paths])
         with profile.span("project plan"):
             from sync_lint.pipeline.project_plan import ProjectPlan
 
@@ -270,20 +270,73 @@ class _Pool:
     def __exit__(self, *exc_info) -> None:
         self.executor.shutdown()
 
-    def map(self, work, items: list, progress=None) -> list:
-        """``work`` over ``items`` in batches, results in order."""
-        # Chunks big enough to amortise pickling, small enough to balance 2+ workers.
-        chunk = max(1 if len(items) < PARALLEL_THRESHOLD else 8, min(256, len(items) // (self.jobs * 8) or 1))
-        batches = [items[i : i + chunk] for i in range(0, len(items), chunk)]
-        results: list = []
+    def map(self, work, items: list, progress=None, costs: list[float] | None = None) -> list:
+        """``work`` over ``items`` in batches, results in order. ``costs``: an estimate of each
+        item's work (``_lint_cost``, a file's size); the costliest go out first, in batches that
+        shrink as the work left does (guided self-scheduling), so that no worker is still busy
+        with a long batch when the others are done. Without costs, batches of equal count."""
+        if costs is None:
+            # Chunks big enough to amortise pickling, small enough to balance 2+ workers.
+            chunk = max(1 if len(items) < PARALLEL_THRESHOLD else 8, min(256, len(items) // (self.jobs * 8) or 1))
+            batches = [list(range(i, min(i + chunk, len(items)))) for i in range(0, len(items), chunk)]
+        else:
+            batches = _guided_batches(costs, self.jobs)
+        results: list = [None] * len(items)
         parent = profile.active()
-        for batch_result, timings in self.executor.map(work, batches):
-            results.extend(batch_result)
+        for batch, (batch_result, timings) in zip(batches, self.executor.map(work, [[items[i] for i in b] for b in batches])):
+            for index, result in zip(batch, batch_result):
+                results[index] = result
             if parent is not None and timings is not None:
                 parent.add(timings)
             if progress:
                 progress(len(batch_result))
         return results
+
+
+def _guided_batches(costs: list[float], jobs: int) -> list[list[int]]:
+    """Item indices, costliest first, cut into batches each worth an eighth of the work left per
+    worker (never less than a 512th of the whole, nor more than 256 items)."""
+    order = sorted(range(len(costs)), key=costs.__getitem__, reverse=True)
+    left = float(sum(costs)) or 1.0
+    floor = left / 512
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    cost = 0.0
+    for index in order:
+        batch.append(index)
+        cost += costs[index]
+        if cost >= max(left / (4 * jobs), floor) or len(batch) >= 256:
+            batches.append(batch)
+            left -= cost
+            batch, cost = [], 0.0
+    if batch:
+        batches.append(batch)
+    return batches
+
+
+def _file_size(path: str) -> float:
+    try:
+        return float(os.path.getsize(path))
+    except OSError:
+        return 0.0  # linting it reports why
+
+
+def _lint_costs(paths: list[str], kept: list[KeptUnits | None]) -> list[float]:
+    return [_lint_cost(path, keep) for path, keep in zip(paths, kept)]
+
+
+def _lint_cost(path: str, kept: KeptUnits | None) -> float:
+    """About the share of a file a lint parses: all of it, or its kept units and the code
+    outside every unit (``units.MaskPlan``); nothing but reading where the plan keeps nothing."""
+    size = _file_size(path)
+    if kept is None or not kept.cuts:
+        return size
+    if kept.names_only or kept.active == ():
+        return size / 20
+    lines = max(unit.last for unit in kept.cuts)
+    in_functions = sum(unit.last - unit.first for unit in kept.cuts if unit.kind in ("function", "method"))
+    parsed = lines - in_functions + sum(kept.cuts[i].last - kept.cuts[i].first for i in kept.indices)
+    return size * parsed / max(lines, 1)
 
 
 _WORKER_LINTER: Linter | None = None

@@ -1,0 +1,61 @@
+"""How a run of many files shares its work between worker processes (``runner._Pool``): the
+costliest files first, in batches that shrink as the work left does, results in input order."""
+
+from __future__ import annotations
+
+import random
+
+from sync_lint.api import make_settings
+from sync_lint.pipeline import runner
+from sync_lint.pipeline.project_plan import KeptUnits
+from sync_lint.pipeline.source import split_lines
+from sync_lint.pipeline.units import MaskPlan
+
+
+def _echo_batch(batch: list[int]):
+    """A worker's batch: each item back, and no profile."""
+    return [item * 10 for item in batch], None
+
+
+def test_guided_batches_cover_every_item_once_costliest_first():
+    random.seed(7)
+    costs = [random.paretovariate(1.2) for _ in range(3000)]  # file sizes: a few huge, most small
+    batches = runner._guided_batches(costs, jobs=2)
+    flat = [i for batch in batches for i in batch]
+    assert sorted(flat) == list(range(len(costs)))
+    assert [costs[i] for i in flat] == sorted(costs, reverse=True)
+    totals = [sum(costs[i] for i in batch) for batch in batches]
+    # The work left at the end is a sliver: no worker waits long on another's last batch.
+    assert totals[-1] <= sum(costs) / 100
+    assert max(totals[len(totals) // 2 :]) < max(totals)
+    assert len(batches) < 100 and all(len(batch) <= 256 for batch in batches)
+
+
+def test_guided_batches_of_nothing_and_of_zero_costs():
+    assert runner._guided_batches([], jobs=2) == []
+    batches = runner._guided_batches([0.0] * 10, jobs=2)
+    assert sorted(i for batch in batches for i in batch) == list(range(10))
+
+
+def test_pool_map_with_costs_returns_results_in_input_order():
+    items = list(range(500))
+    costs = [float((i * 7919) % 101) for i in items]
+    with runner._Pool(runner.Linter(make_settings()), 2) as pool:
+        assert pool.map(_echo_batch, items, costs=costs) == [i * 10 for i in items]
+        assert pool.map(_echo_batch, items) == [i * 10 for i in items]
+
+
+def test_lint_cost_is_the_share_of_a_file_that_is_parsed(tmp_path):
+    path = tmp_path / "m.py"
+    text = "import torch\n\n\ndef kept(x):\n    return x\n\n\n" + "".join(
+        f"def masked_{i}(x):\n    y = x + {i}\n    return y\n\n\n" for i in range(20)
+    )
+    path.write_text(text)
+    plan = MaskPlan(text, split_lines(text))
+    kept_index = next(i for i, unit in enumerate(plan.units) if unit.name == "kept")
+    size = path.stat().st_size
+    some = runner._lint_cost(str(path), KeptUnits(0, (kept_index,), cuts=tuple(plan.units), active=("GPU101",)))
+    none = runner._lint_cost(str(path), KeptUnits(0, (), True, cuts=tuple(plan.units), active=("GPU101",)))
+    assert runner._lint_cost(str(path), None) == size
+    assert none < some < size / 4
+    assert runner._lint_cost(str(tmp_path / "gone.py"), None) == 0.0
