@@ -56,6 +56,7 @@ def test_lint_cost_is_the_share_of_a_file_that_is_parsed(tmp_path):
     size = path.stat().st_size
     some = runner._lint_cost(str(path), KeptUnits(0, (kept_index,), cuts=tuple(plan.units), active=("GPU101",)))
     none = runner._lint_cost(str(path), KeptUnits(0, (), True, cuts=tuple(plan.units), active=("GPU101",)))
+    inactive = runner._lint_cost(str(path), KeptUnits(0, (), active=()))
     assert runner._lint_cost(str(path), None) == size
-    assert none < some < size / 4
+    assert none < some < size / 4 and inactive < size / 4
     assert runner._lint_cost(str(tmp_path / "gone.py"), None) == 0.0

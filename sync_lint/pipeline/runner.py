@@ -294,8 +294,9 @@ class _Pool:
 
 
 def _guided_batches(costs: list[float], jobs: int) -> list[list[int]]:
-    """Item indices, costliest first, cut into batches each worth an eighth of the work left per
-    worker (never less than a 512th of the whole, nor more than 256 items)."""
+    """Item indices, costliest first, cut into batches each worth a quarter of the work left per
+    worker (never less than a 512th of the whole, nor more than 256 items): a batch handed out
+    late is short."""
     order = sorted(range(len(costs)), key=costs.__getitem__, reverse=True)
     left = float(sum(costs)) or 1.0
     floor = left / 512
@@ -329,10 +330,10 @@ def _lint_cost(path: str, kept: KeptUnits | None) -> float:
     """About the share of a file a lint parses: all of it, or its kept units and the code
     outside every unit (``units.MaskPlan``); nothing but reading where the plan keeps nothing."""
     size = _file_size(path)
+    if kept is not None and (kept.names_only or kept.active == ()):
+        return size / 20
     if kept is None or not kept.cuts:
         return size
-    if kept.names_only or kept.active == ():
-        return size / 20
     lines = max(unit.last for unit in kept.cuts)
     in_functions = sum(unit.last - unit.first for unit in kept.cuts if unit.kind in ("function", "method"))
     parsed = lines - in_functions + sum(kept.cuts[i].last - kept.cuts[i].first for i in kept.indices)
