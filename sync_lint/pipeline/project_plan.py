@@ -10,7 +10,8 @@ nor a summary a finding rests on. A run of many files therefore goes in two pass
    through the file's imports or its class's bases, resolved as the analyses resolve a call.
 2. ``ProjectPlan`` follows each rule's seeds over those calls across the whole project, the way
    the rule's summaries flow, and each file is linted with only the units reached
-   (``units.MaskPlan``). Two families follow what the scout tells of each function:
+   (``units.MaskPlan``); a file with none reached is not parsed at all where its rules report
+   only in functions (``KeptUnits.names_only``). Two families follow what the scout tells of each function:
    - the hot-scope rules (``_hot_closure``): what hot code calls, only as far as it may reach
      code that may sync on a value from a named device (``Scout.units_that_may_sync``);
    - the sink rules, GPU1xx (``_sink_closure``): of the callers of their seeds, only the
