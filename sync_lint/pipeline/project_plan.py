@@ -11,7 +11,8 @@ nor a summary a finding rests on. A run of many files therefore goes in two pass
 2. ``ProjectPlan`` follows each rule's seeds over those calls across the whole project, the way
    the rule's summaries flow, and each file is linted with only the units reached
    (``units.MaskPlan``); a file with none reached is not parsed at all where its rules report
-   only in functions (``KeptUnits.names_only``). Two families follow what the scout tells of each function:
+   only in functions (``KeptUnits.names_only``). Two families follow what the scout tells of
+   each function:
    - the hot-scope rules (``_hot_closure``): what hot code calls, only as far as it may reach
      code that may sync on a value from a named device (``Scout.units_that_may_sync``);
    - the sink rules, GPU1xx (``_sink_closure``): of the callers of their seeds, only the
@@ -41,6 +42,7 @@ from sync_lint.config import Settings
 from sync_lint.pipeline import prefilter
 from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.scout import ScopeHanding, Scout, ast_dotted
+from sync_lint.pipeline.scout.syntax import first_line
 from sync_lint.pipeline.source import SourceFile
 from sync_lint.pipeline.units import MaskPlan
 from sync_lint.rules.base import BLOCK_CALLEES, CALLEES, CALLERS, Rule
@@ -78,11 +80,11 @@ class UnitOutline:
     # a call binds its parameters (None: not known).
     reports_at_sink: bool = True
     handed: tuple[Handed, ...] | None = None
-    # For the hot-scope rules (``ProjectPlan._close``): whether its code may sync on a value from a
-    # named device (``Scout.units_that_may_sync``; True: not known).
-    may_sync: bool = True
     needs: frozenset[str] | None = None
     signature: tuple[tuple[str, ...], str | None, str | None, bool] | None = None
+    # For the hot-scope rules (``ProjectPlan._hot_closure``): whether its code may sync on a
+    # value from a named device (``Scout.units_that_may_sync``; True: not known).
+    may_sync: bool = True
 
 
 @dataclass
@@ -270,9 +272,7 @@ def _attach_handing(handing: list[ScopeHanding], by_first_line: dict, resolve: _
     for scope in handing:
         if scope.function is None:
             continue
-        node = scope.function
-        first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
-        found = by_first_line.get(first)
+        found = by_first_line.get(first_line(scope.function) - 1)
         if found is None:
             return False
         matched.append((found, scope))

@@ -35,6 +35,7 @@ from sync_lint.pipeline.scout.syntax import (
     UnitSpans,
     ast_dotted,
     bound_names,
+    first_line,
 )
 from sync_lint.pipeline.source import split_lines
 
@@ -148,7 +149,7 @@ class Scout:
             if kind in FUNCTIONS:
                 continue  # a unit of its own, decorators included
             if kind is ast.ClassDef:
-                first = min([statement.lineno, *(d.lineno for d in statement.decorator_list)])
+                first = first_line(statement)
                 header_end = statement.body[0].lineno - 1 if statement.body else statement.end_lineno
                 own = [(first, header_end)] + [
                     (member.lineno, member.end_lineno) for member in statement.body if type(member) not in FUNCTIONS

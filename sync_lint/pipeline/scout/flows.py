@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import bisect
 
-from sync_lint.pipeline.scout.syntax import FUNCTIONS, walk
+from sync_lint.pipeline.scout.syntax import FUNCTIONS, first_line, walk
 
 
 class ParameterFlows:
@@ -161,7 +161,7 @@ def _calls_and_bindings_by_scope(scope_roots: list[list[ast.AST]], nodes_of) -> 
     for index, roots in enumerate(scope_roots):
         root = roots[0]
         if len(roots) == 1 and type(root) in FUNCTIONS:
-            spans.append((min([root.lineno, *(d.lineno for d in root.decorator_list)]), root.end_lineno, index))
+            spans.append((first_line(root), root.end_lineno, index))
     spans.sort()
     starts = [first for first, _, _ in spans]
     rest = len(scope_roots) - 1  # the last scope, unless every scope is a function

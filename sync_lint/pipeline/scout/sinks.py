@@ -19,6 +19,7 @@ from sync_lint.pipeline.scout.syntax import (
     ast_dotted,
     callee_name,
     decorator_callee,
+    first_line,
 )
 
 
@@ -90,7 +91,7 @@ class SinkScout:
             flows = ParameterFlows(root, method=id(root) in methods, scope=scope)
             reports = False
             needs: set[str] | None = set()
-            first = min([root.lineno, *(d.lineno for d in root.decorator_list)])
+            first = first_line(root)
             if self.names.triton_decorated(root) or _CHECKS.search("".join(self.lines[first - 1 : root.end_lineno])):
                 needs = None  # every parameter, as ``_needs`` reads them
             for call in scope.calls:
@@ -188,7 +189,7 @@ class SinkScout:
         by_node: dict[int, _Needs] = {}
         for kind in FUNCTIONS:
             for node in self.names.of(kind):
-                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                first = first_line(node)
                 text = "".join(lines[first - 1 : node.end_lineno or len(lines)])
                 if self.names.triton_decorated(node) or _CHECKS.search(text):
                     needs = _Needs(None, every=True)

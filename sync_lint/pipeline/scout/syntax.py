@@ -128,6 +128,12 @@ class FileNames:
         return full
 
 
+def first_line(definition: ast.AST) -> int:
+    """The first line of a function or class definition, its decorators included: where the
+    unit cut of ``pipeline.units`` starts it."""
+    return min([definition.lineno, *(d.lineno for d in definition.decorator_list)])
+
+
 def first_imports(tree: ast.Module, lines: list[str], module_name: str, is_package: bool) -> dict[str, str]:
     """``analysis.names.NameTable(...).imports`` of the same code, read from its ``ast``: each
     local name's first meaning, the statements taken breadth first through ``if``, ``try``,
@@ -186,7 +192,7 @@ class UnitSpans:
             elif type(statement) is ast.ClassDef:
                 self.nodes.extend(((statement.name, m.name), m) for m in statement.body if type(m) in FUNCTIONS)
         self.names = {unit for unit, _ in self.nodes}
-        self.starts = [min([node.lineno, *(d.lineno for d in node.decorator_list)]) for _, node in self.nodes]
+        self.starts = [first_line(node) for _, node in self.nodes]
         self._ends = [node.end_lineno for _, node in self.nodes]
 
     def unit_at(self, line: int) -> tuple[str | None, str] | None:
