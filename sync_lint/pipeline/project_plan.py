@@ -52,7 +52,6 @@ from sync_lint.rules.base import BLOCK_CALLEES, CALLEES, CALLERS, Rule
 # break joins two words into a chain only before a dot, which no statement starts with.)
 _CHAIN = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*")
 _SUPER_METHOD = re.compile(r"\bsuper\s*\([^()]*\)\s*\.\s*([A-Za-z_]\w*)")
-_SPACE = re.compile(r"\s+")
 _MAX_REEXPORT_HOPS = 8
 
 
@@ -302,31 +301,37 @@ class _CallNames:
     def __init__(self, module_name: str, imports: dict[str, tuple[str, ...]], local: set[str], aliases: dict[str, str]) -> None:
         self.prefix = f"{module_name}." if module_name else ""
         self.aliases = aliases  # a name of this module is renamed by them too (``NameTable``)
-        self.own_root = module_name.partition(".")[0]
-        self.imports = imports
         self.local = local
+        # Per imported name, the meanings that may be a function of the run: not a library's
+        # (unless the library is the module's own package). A chain with any other head names
+        # nothing the plan follows, which spares most chains of a unit any further look.
+        own_root = module_name.partition(".")[0]
+        self.followed = {}
+        for head, meanings in imports.items():
+            kept = tuple(full for full in meanings if full.partition(".")[0] not in LIBRARY_ROOTS or full.partition(".")[0] == own_root)
+            if kept:
+                self.followed[head] = kept
 
     def may_resolve(self, head: str) -> bool:
         """Whether a dotted name with this head may name a function of the run."""
-        return head in ("self", "cls") or head in self.local or any(
-            full.partition(".")[0] not in LIBRARY_ROOTS or full.partition(".")[0] == self.own_root
-            for full in self.imports.get(head, ())
-        )  # fmt: skip
+        return head in ("self", "cls") or head in self.local or head in self.followed
 
     def __call__(self, text: str, own: tuple[str, ...]) -> tuple[str, ...]:
         """``own``: the qualified names of the unit's class and its bases (none outside a class)."""
         refs: set[str] = set()
+        local, followed = self.local, self.followed
         for written in set(_CHAIN.findall(text)):
-            parts = (_SPACE.sub("", written) if _SPACE.search(written) else written).split(".")
-            head, rest = parts[0], parts[1:]
-            if head in ("self", "cls") and rest:
+            head = written.partition(".")[0].rstrip()  # a chain may be spaced around its dots
+            is_instance = head in ("self", "cls")
+            if not (is_instance or head in local or head in followed):
+                continue
+            rest = "".join(written.split()).split(".")[1:]
+            if is_instance and rest:
                 refs.update(f"{owner}.{rest[0]}" for owner in own)
-            if head in self.local:
-                refs.update(_with_aliases({self.prefix + ".".join(parts)}, self.aliases))
-            for full in self.imports.get(head, ()):
-                root = full.partition(".")[0]
-                if root not in LIBRARY_ROOTS or root == self.own_root:
-                    refs.add(".".join([full, *rest]))
+            if head in local:
+                refs.update(_with_aliases({self.prefix + ".".join([head, *rest])}, self.aliases))
+            for full in followed.get(head, ()):
+                refs.add(".".join([full, *rest]))
         for method in _SUPER_METHOD.findall(text):
             refs.update(f"{owner}.{method}" for owner in own)
         # Interned: the same names recur across a file's units (and a worker's batch), which

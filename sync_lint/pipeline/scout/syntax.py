@@ -24,30 +24,35 @@ class FileNames:
         self.imports: dict[str, set[str]] = {}
         self.bound: set[str] = set()  # every name the file binds anywhere
         self.relative: set[str] = set()  # names a relative import binds (their module is known by its tail only)
-        self.nodes: dict[type, list] = {}
+        self.nodes: dict[type, list] = {}  # each kind's nodes in ``walk``'s order
         for node in walk(tree):
-            kind = type(node)
-            self.nodes.setdefault(kind, []).append(node)
-            if kind is ast.Import:
-                for alias in node.names:
-                    local = alias.asname or alias.name.partition(".")[0]
-                    self.imports.setdefault(local, set()).add(alias.name if alias.asname else local)
+            bucket = self.nodes.get(type(node))
+            if bucket is None:
+                self.nodes[type(node)] = [node]
+            else:
+                bucket.append(node)
+        of = self.of
+        for node in of(ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.partition(".")[0]
+                self.imports.setdefault(local, set()).add(alias.name if alias.asname else local)
+                self.bound.add(local)
+        for node in of(ast.ImportFrom):
+            # Relative imports keep only their module's tail: meanings are compared by endings.
+            base = node.module or ""
+            for alias in node.names:
+                if alias.name != "*":
+                    local = alias.asname or alias.name
+                    if node.level:
+                        self.relative.add(local)
+                    self.imports.setdefault(local, set()).add(f"{base}.{alias.name}" if base else alias.name)
                     self.bound.add(local)
-            elif kind is ast.ImportFrom:
-                # Relative imports keep only their module's tail: meanings are compared by endings.
-                base = node.module or ""
-                for alias in node.names:
-                    if alias.name != "*":
-                        local = alias.asname or alias.name
-                        if node.level:
-                            self.relative.add(local)
-                        self.imports.setdefault(local, set()).add(f"{base}.{alias.name}" if base else alias.name)
-                        self.bound.add(local)
-            elif kind is ast.Name and type(node.ctx) is not ast.Load:
-                self.bound.add(node.id)
-            elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef or kind is ast.ClassDef:
-                self.bound.add(node.name)
-            elif kind is ast.Global or kind is ast.Nonlocal:
+        load = ast.Load
+        self.bound.update(node.id for node in of(ast.Name) if type(node.ctx) is not load)
+        for kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            self.bound.update(node.name for node in of(kind))
+        for kind in (ast.Global, ast.Nonlocal):
+            for node in of(kind):
                 self.bound.update(node.names)
 
     def of(self, kind: type) -> list:
