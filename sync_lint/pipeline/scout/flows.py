@@ -243,9 +243,11 @@ class _ExprFacts:
         self.makes_one = False
         self.names: set[str] = set()
         self.attributes: set[str] = set()
-        if type(node) is ast.Name:  # the commonest value, and one without children to walk
+        kind = type(node)
+        if kind is ast.Name or kind is ast.Constant:  # half the values; nothing below to walk
             if prune is None or not prune(node):
-                self.names.add(node.id)
+                if kind is ast.Name:
+                    self.names.add(node.id)
                 self.makes_one = bool(is_source(node))
             return
         for child in walk(node, prune):
