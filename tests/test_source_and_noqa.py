@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sync_lint.pipeline.source import LineIndex, SourceError, decode, split_lines
-from sync_lint.pipeline.suppress import scan
+from sync_lint.pipeline.suppress import Suppressions, scan
 
 
 def test_utf8_bom_is_dropped_from_text_and_restored_on_encode():
@@ -100,3 +100,71 @@ def test_noqa_comments_for_other_tools_are_read_when_a_file_has_findings():
     # A file with no finding still has its unused GPU noqa reported, not its other ones.
     clean = "x = 1  # noqa: E501\ny = 2  # noqa: GPU201\n"
     assert [(d.line, d.code) for d in lint_text(clean)] == [(2, "GPU010")]
+
+
+_NOQA_SAMPLES = [
+    "x = 1  # noqa: E501\ny = 2  # noqa:F401,E402\n",  # other tools only: nothing to read
+    "x = 1  # noqa\n",  # bare
+    "x = 1  # NOQA: e501\ny = 2  # noqa: gpu201\n",  # ours, in lower case
+    "x = f(\n    1,\n)  # noqa: E501\nz = 3  # noqa:GPU2\n",  # a prefix of ours
+    "x = 1  # noqa:\nE501 = 2\n",  # bare (the codes on the next line are not its codes)
+    "x = 1  # noqa:\n  GPU201 = 2\n",
+    "s = '# noqa: E501'  # noqa\n",  # a string before the comment
+    "s = '# noqa'  # noqa: E501\n",
+    "x = 1  # see # noqa\n",
+    "# sync-lint: noqa\nx = 1  # noqa: E501\n",  # the file-level switch
+    "# SYNC-LINT: noqa: GPU2\nx = 1  # noqa: E501\n",
+    "x = 1  # noqa: E501 GPU201\n",
+    "x = (  # noqa: E501\n    1\n)\n",
+    "def f(:\n    x = 1  # noqa: E501\n",  # not tokenizable: the physical-line fallback
+    "x = 1  # noqa: E501\r\ny = 2  # noqa\r\n",
+]
+
+
+@pytest.mark.parametrize("text", _NOQA_SAMPLES)
+def test_scan_for_ours_judges_every_finding_as_the_full_scan_does(text):
+    # A finding of each of our codes on every line: suppressed, and GPU010 reported, the same
+    # with what ``scan_for_ours`` reads as with every noqa comment of the file.
+    from sync_lint.diagnostics import Diagnostic
+    from sync_lint.pipeline.suppress import apply, scan_for_ours
+
+    lines = text.count("\n") + 1
+    findings = [
+        Diagnostic(path="f.py", line=line, col=1, end_line=line, end_col=2, code=code, message="m")
+        for line in range(1, lines + 1) for code in ("GPU201", "GPU102")
+    ]  # fmt: skip
+    judged = {"GPU201", "GPU102", "GPU010"}
+    for subset in (findings, findings[::3], []):
+        assert apply("f.py", subset, scan_for_ours(text), judged) == apply("f.py", subset, scan(text), judged)
+
+
+def test_scan_for_ours_skips_files_whose_noqa_comments_name_other_tools_only():
+    from sync_lint.pipeline.suppress import scan_for_ours
+
+    assert scan_for_ours(_NOQA_SAMPLES[0]).comments == ()
+    assert len(scan(_NOQA_SAMPLES[0]).comments) == 2
+    for text in _NOQA_SAMPLES[1:4]:
+        assert scan_for_ours(text) == scan(text) != Suppressions()
+
+
+def test_scan_for_ours_on_every_fixture_and_own_file():
+    # The same judgement on real files: each file's noqa comments, for findings on every line.
+    from pathlib import Path
+
+    from sync_lint.diagnostics import Diagnostic
+    from sync_lint.pipeline.suppress import apply, scan_for_ours
+
+    root = Path(__file__).resolve().parent.parent
+    checked = 0
+    for path in sorted([*root.glob("fixtures/**/*.py"), *root.glob("sync_lint/**/*.py"), *root.glob("tests/*.py")]):
+        text = path.read_text(encoding="utf-8")
+        if "noqa" not in text.lower():
+            continue
+        checked += 1
+        findings = [
+            Diagnostic(path="f.py", line=line, col=1, end_line=line, end_col=2, code="GPU201", message="m")
+            for line in range(1, text.count("\n") + 2)
+        ]
+        judged = {"GPU201", "GPU010"}
+        assert apply("f.py", findings, scan_for_ours(text), judged) == apply("f.py", findings, scan(text), judged), path
+    assert checked > 20

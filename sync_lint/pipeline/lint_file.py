@@ -21,7 +21,7 @@ from sync_lint.diagnostics import Diagnostic
 from sync_lint.pipeline import prefilter
 from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.source import SourceError, SourceFile, split_lines
-from sync_lint.pipeline.suppress import Suppressions, is_suppressed, scan
+from sync_lint.pipeline.suppress import Suppressions, is_suppressed, scan, scan_for_ours
 from sync_lint.pipeline.units import MaskPlan
 from sync_lint.rules.base import Finding, Rule
 
@@ -117,7 +117,7 @@ def lint_source(
         facts = _lint_source(source, settings, rules, suppressions, reexports, alone, kept)
         if not early and (facts.diagnostics or facts.pending):
             with span("noqa scan"):
-                facts.suppressions = scan(source.text)
+                facts.suppressions = scan_for_ours(source.text)
         return facts
     finally:
         if paused:
@@ -363,7 +363,7 @@ def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[R
     editor = Editor(ctx.module, ctx.source.text, positions, masked=masked)
     planned = True
     with span("noqa scan"):
-        suppressions = scan(ctx.source.text)
+        suppressions = scan_for_ours(ctx.source.text)
     for rule, finding in findings:
         where = positions[finding.node]
         diagnostic = Diagnostic(

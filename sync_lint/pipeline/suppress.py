@@ -91,6 +91,31 @@ def scan(text: str) -> Suppressions:
     return Suppressions(tuple(comments), None if file_codes is None else tuple(file_codes))
 
 
+# The word of the file-level switch, in any case (``_FILE_NOQA``): searched with the same
+# case-folding, which a lowered text does not give (``ſ`` is an ``s`` to it).
+_SWITCH_WORD = re.compile(r"sync-lint", re.IGNORECASE)
+
+
+def scan_for_ours(text: str) -> Suppressions:
+    """``scan``, or nothing where no comment can touch our findings: a noqa that names only
+    other tools' codes (``# noqa: E501``) suppresses none of them, and GPU010 judges only our
+    codes. Most of an engine's files with findings have such comments and no other: this spares
+    tokenizing them.
+
+    Read from the whole text with the comment pattern itself; a match that may matter (bare,
+    naming one of our codes, or spanning lines, where a comment alone would read otherwise)
+    or the switch's word anywhere sends the file to ``scan``. A match in a string only adds
+    work: every noqa comment's own match is among these."""
+    if "noqa" not in text.lower() or _SWITCH_WORD.search(text):
+        return scan(text)
+    for match in _NOQA.finditer(text):
+        codes = match.group("codes")
+        written = match.group(0)
+        if codes is None or not written.isascii() or "\n" in written or "\r" in written or OUR_PREFIX in codes.upper():
+            return scan(text)
+    return Suppressions()
+
+
 def _comments(text: str):
     """(line, col, comment text, first line, last line of its logical line) for each comment."""
     pending: list[tuple[int, int, str]] = []
