@@ -741,10 +741,11 @@ class _FunctionFacts:
             return  # loop bodies are walked twice; the second walk is the one that reports
         self._seen.add(id(statement))
         self._statement = statement
-        self._note_stride_local(statement)
+        parts = [(part, list(_calls_in(part))) for part in _header_parts(statement)]
+        self._note_stride_local(statement, parts)
         self._checks(statement, env)
-        for part in _header_parts(statement):
-            for call in _calls_in(part):
+        for part, calls in parts:
+            for call in calls:
                 self._call(call, env, part)
 
     def record_read_only(self) -> None:
@@ -787,7 +788,10 @@ class _FunctionFacts:
         if type(value) is cst.Name and value.value in self.info.params and _as_passed(env, value.value):
             self._handed.setdefault(value.value, []).append((id(value), callee, key))
 
-    def _note_stride_local(self, statement: cst.CSTNode) -> None:
+    def _note_stride_local(self, statement: cst.CSTNode, parts: list[tuple[cst.CSTNode, list[cst.Call]]]) -> None:
+        """``parts``: the statement's header parts with their calls (``on_statement``). An
+        assignment to a name is its own one part, and its target holds no call, so its calls
+        are its value's; an annotation may hold some, so an annotated one is walked again."""
         if isinstance(statement, cst.Assign) and len(statement.targets) == 1:
             target, value = statement.targets[0].target, statement.value
         elif isinstance(statement, cst.AnnAssign) and statement.value is not None:
@@ -796,7 +800,7 @@ class _FunctionFacts:
             return
         if not isinstance(target, cst.Name):
             return
-        roots = _stride_roots(value)
+        roots = _stride_roots(value) if type(statement) is cst.AnnAssign else _roots_of_strides(parts[0][1])
         if roots:
             self._stride_locals[target.value] = roots
         else:
@@ -1053,8 +1057,13 @@ def _stride_equalities(test: cst.BaseExpression, holds: bool) -> set[str]:
 
 def _stride_roots(node: cst.CSTNode) -> frozenset[str]:
     """Roots ``t`` of the ``t.stride(...)`` calls in an expression."""
+    return _roots_of_strides(_calls_in(node))
+
+
+def _roots_of_strides(calls) -> frozenset[str]:
+    """Roots ``t`` of the ``t.stride(...)`` calls among ``calls``."""
     roots = set()
-    for inner in _calls_in(node):
+    for inner in calls:
         if isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "stride":
             root = root_name(inner.func.value)
             if root:
