@@ -471,6 +471,39 @@ def test_a_file_kept_nothing_of_is_not_parsed_but_its_imports_are_followed(tmp_p
     assert found == findings(files, fast=False)
 
 
+# A facade with none of any rule's words: only re-exports, so nothing of it is linted; calls
+# through it must still be followed, by the plan (which outlines its imports) and by the
+# findings (the index reads them: ``pipeline.unread``) alike.
+PLAIN_FACADE = "from pkg.ops.kernels import copy_rows as copy_rows_fast\nfrom pkg.ops.kernels import describe\n"
+SECOND_FACADE = "from pkg.facade import copy_rows_fast as copy\n"  # a facade of the facade
+
+THROUGH_TWO_FACADES = '''
+from pkg.outer import copy
+
+
+def step_twice_removed(block_table, out):
+    copy(block_table[:, 1], out)
+'''
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_calls_through_a_module_no_rule_reads_are_followed(tmp_path, fast):
+    files = write_package(tmp_path, {
+        "ops/__init__.py": "", "ops/kernels.py": KERNELS, "facade.py": PLAIN_FACADE, "outer.py": SECOND_FACADE,
+        "user.py": THROUGH_THE_FACADE, "user2.py": THROUGH_TWO_FACADES,
+    })
+    linter = runner.Linter(make_settings())
+    facade = next(p for p in files if p.endswith("facade.py"))
+    outline = linter.outline_one(facade)
+    assert outline.active == () and outline.imports["copy_rows_fast"] == ("pkg.ops.kernels.copy_rows",)
+    assert not linter.lint_one(facade).imports  # not linted: the index reads it when a call goes through
+    if fast:
+        kept = kept_functions(linter, files)
+        assert "step" in kept["user.py"] and "step_twice_removed" in kept["user2.py"]
+    found = findings(files, fast=fast)
+    assert [(Path(f[0]).name, f[1], f[3]) for f in found] == [("user.py", 6, "GPU102"), ("user2.py", 6, "GPU102")]
+
+
 def test_a_function_outside_every_unit_keeps_the_file_parsed(tmp_path):
     """Findings and summaries are of functions; one defined under a module-level ``if`` is in no
     unit, so a file with one is parsed even where the plan keeps none of its units."""
@@ -650,3 +683,39 @@ def test_masked_text_keeps_lines_and_columns_and_holds_no_blank_lines_for_libcst
                     for i in range(units.units[index].first, units.units[index].last)}  # fmt: skip
     blank_elsewhere = [i for i, line in enumerate(split_lines(text)) if not line.strip() and i not in masked_lines]
     assert len(masked_lines) == 11 and len(empty_lines) == len(blank_elsewhere) == 3
+
+
+def test_a_module_no_rule_reads_answers_for_its_own_functions_and_its_imports(tmp_path):
+    """``pipeline.unread``: a name the module defines at its top level (under ``if`` / ``try``
+    too, as ``analysis.functions`` finds them) is its own, even where it also imports it; a
+    method or a nested function is no such name."""
+    from sync_lint.pipeline.unread import UnreadModules
+
+    path = tmp_path / "m.py"
+    path.write_text(textwrap.dedent('''
+        import sys
+        from impl import own, guarded, method, nested, only_imported
+
+        def own(x):
+            def nested(y):
+                return y
+            return x
+
+        try:
+            import fast
+        except ImportError:
+            def guarded(x):
+                return x
+
+        class Holder:
+            def method(self):
+                return 1
+    '''))
+    unread = UnreadModules({"m": str(path)})
+    assert unread.imports_for("m", "own") is None
+    assert unread.imports_for("m", "guarded") is None
+    for name in ("method", "nested", "only_imported"):
+        assert unread.imports_for("m", name)[name] == f"impl.{name}"
+    assert unread.imports_for("other", "own") is None
+    (tmp_path / "broken.py").write_text("from impl import x\ndef f(:\n")
+    assert UnreadModules({"b": str(tmp_path / "broken.py")}).imports_for("b", "x") is None

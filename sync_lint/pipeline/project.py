@@ -18,21 +18,32 @@ from sync_lint.analysis.summaries import (
     PendingCall,
 )
 from sync_lint.diagnostics import Diagnostic
-from sync_lint.pipeline.lint_file import FileFacts
+from sync_lint.pipeline.lint_file import FileFacts, module_name_for
+from sync_lint.pipeline.unread import UnreadModules
 
 _MAX_ALIAS_HOPS = 8
 
 
 class ProjectIndex:
-    def __init__(self, all_facts: list[FileFacts]) -> None:
+    def __init__(self, all_facts: list[FileFacts], follow_unread: bool = False) -> None:
+        """``follow_unread``: a run of many files, whose modules with no facts of their imports
+        (no rule's words are there: a facade that only re-exports) are read for them when a
+        name is first looked up through one (``pipeline.unread``)."""
         self.functions: dict[str, FunctionSummary] = {}
         self.module_imports: dict[str, dict[str, str]] = {}
         self.defined: set[str] = set()  # every function of a parsed file, summarised or not
+        unread: dict[str, str] = {}  # module -> path
         for facts in all_facts:
             self.functions.update(facts.summaries)
             self.defined.update(facts.functions)
             if facts.module_name:
                 self.module_imports[facts.module_name] = facts.imports
+            elif follow_unread:
+                unread[module_name_for(facts.path)] = facts.path
+        for module in self.module_imports:
+            unread.pop(module, None)
+        # Kept apart from ``module_imports``, which also tells modules from classes.
+        self._unread = UnreadModules(unread)
         # id(summary) -> the parameters that function is known only to read through.
         self._read_only: dict[int, set[str]] = {}
         self._close()
@@ -76,7 +87,10 @@ class ProjectIndex:
     def _through_reexport(self, name: str) -> str | None:
         parts = name.split(".")
         for cut in range(len(parts) - 1, 0, -1):
-            imports = self.module_imports.get(".".join(parts[:cut]))
+            module = ".".join(parts[:cut])
+            imports = self.module_imports.get(module)
+            if imports is None:
+                imports = self._unread.imports_for(module, parts[cut])
             if imports is not None and parts[cut] in imports:
                 return ".".join([imports[parts[cut]], *parts[cut + 1 :]])
         return None

@@ -148,17 +148,26 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
     text = source.text
     active = [rule for rule in rules if prefilter.may_match(rule, text)]
     found.active = tuple(rule.code for rule in active)
-    if not active and not (is_package and "import" in text):
-        return found  # not parsed; nothing to follow through it
+    if not active:
+        # Nothing of it is linted, yet a call may go through its imports: a facade that only
+        # re-exports (``from .impl import op``), a package's ``__init__``.
+        if "import" in text:
+            with span("outline: ast parse"):
+                try:
+                    tree = ast.parse(text)
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    return found
+            found.imports = _imports(*_import_statements(tree), module_name, is_package, settings["alias-modules"])
+        return found
     file_scout = Scout(text, settings)
     with span("outline: ast parse"):
         tree = file_scout.tree()
     if tree is None:
         found.whole = bool(active)  # the libcst parse reports it
         return found
-    found.imports = _imports(file_scout, module_name, is_package, settings["alias-modules"])
-    if not active:
-        return found
+    found.imports = _imports(
+        file_scout.of(ast.Import), file_scout.of(ast.ImportFrom), module_name, is_package, settings["alias-modules"]
+    )
     with span("outline: seeds"):
         plan = MaskPlan(text, file_scout.lines())  # the same lines, split once
         found.cuts = tuple(plan.units)
@@ -186,23 +195,44 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
     return found
 
 
-def _imports(file_scout: Scout, module_name: str, is_package: bool, aliases: dict[str, str]) -> dict[str, tuple[str, ...]]:
-    """Every import anywhere in the file (``analysis.names.NameTable`` keeps the first meaning of
-    a name imported twice; here every meaning counts), with ``alias-modules`` applied too."""
+def _imports(
+    imports: list[ast.Import], import_froms: list[ast.ImportFrom], module_name: str, is_package: bool,
+    aliases: dict[str, str],
+) -> dict[str, tuple[str, ...]]:
+    """What the import statements anywhere in a file bind (``analysis.names.NameTable`` keeps the
+    first meaning of a name imported twice; here every meaning counts), with ``alias-modules``
+    applied too."""
     meanings: dict[str, set[str]] = {}
-    for node in file_scout.of(ast.Import):
+    for node in imports:
         for alias in node.names:
             if alias.asname:
                 meanings.setdefault(alias.asname, set()).add(alias.name)
             else:
                 root = alias.name.partition(".")[0]
                 meanings.setdefault(root, set()).add(root)
-    for node in file_scout.of(ast.ImportFrom):
+    for node in import_froms:
         base = resolve_relative(module_name, is_package, node.level, node.module or "")
         for alias in node.names:
             if alias.name != "*":
                 meanings.setdefault(alias.asname or alias.name, set()).add(f"{base}.{alias.name}" if base else alias.name)
     return {local: tuple(sorted(_with_aliases(full, aliases))) for local, full in meanings.items()}
+
+
+def _import_statements(tree: ast.Module) -> tuple[list[ast.Import], list[ast.ImportFrom]]:
+    """Every import statement of a file, found without looking into expressions (which hold
+    none): cheaper than a walk of every node (``Scout.of``), for a file read for nothing else."""
+    found: dict[type, list] = {ast.Import: [], ast.ImportFrom: []}
+    todo = list(tree.body)
+    while todo:
+        statement = todo.pop()
+        if type(statement) in found:
+            found[type(statement)].append(statement)
+            continue
+        for block in ("body", "orelse", "finalbody", "handlers", "cases"):
+            inner = getattr(statement, block, None)
+            if type(inner) is list:
+                todo.extend(inner)
+    return found[ast.Import], found[ast.ImportFrom]
 
 
 def _with_aliases(names: set[str], aliases: dict[str, str]) -> set[str]:

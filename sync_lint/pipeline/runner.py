@@ -203,7 +203,7 @@ class Linter:
                 plan = self.outline_all(paths, pool, scope, sources)
             facts = self.lint_all(paths, jobs, progress, plan=plan, pool=pool, scope=scope, sources=sources)
             with profile.span("project summaries"):
-                index = ProjectIndex(facts)
+                index = ProjectIndex(facts, follow_unread=len(paths) > 1)
             with profile.span("cross-file findings and noqa"):
                 diagnostics = [self.finalize(file_facts, index) for file_facts in facts]
             # A masked file with a reported finding whose fix needs the whole module
