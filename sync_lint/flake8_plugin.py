@@ -51,8 +51,7 @@ class SyncLintChecker:
         # functions that can matter to it alone parsed.
         file_scout = Scout(text, settings, self.tree)  # flake8's own parse of the same lines
         facts = lint_source(
-            source, settings, rules_that_can_report(rules, [text], settings, file_scout), reexports=False,
-            alone=file_scout,
+            source, settings, rules_that_can_report(rules, [text], settings, file_scout), alone=file_scout,
         )
         index = ProjectIndex([facts])
         found = list(facts.diagnostics)

@@ -87,13 +87,10 @@ def lint_source(
     source: SourceFile,
     settings: Settings,
     rules: list[Rule],
-    reexports: bool = True,
     alone: Scout | None = None,
     kept: KeptUnits | None = None,
 ) -> FileFacts:
     """Lint one file (see ``_lint_source``), with Python's cyclic garbage collector paused.
-    ``reexports``: record the imports of a package ``__init__.py`` that no rule needs, which
-    other files' calls are followed through (pointless when the run has no other file).
     ``alone``: the file is checked on its own (one file given, the flake8 plugin), and this is
     its syntax scout: only the functions that can matter to it alone are parsed
     (``prefilter.one_file_plan``). ``kept``: the function units a run of many files needs
@@ -114,7 +111,7 @@ def lint_source(
         with span("noqa scan"):
             early = _noqa_matters_alone(source.text)
             suppressions = scan(source.text) if early else Suppressions()
-        facts = _lint_source(source, settings, rules, suppressions, reexports, alone, kept)
+        facts = _lint_source(source, settings, rules, suppressions, alone, kept)
         if not early and (facts.diagnostics or facts.pending):
             with span("noqa scan"):
                 facts.suppressions = scan_for_ours(source.text)
@@ -149,7 +146,6 @@ def _lint_source(
     settings: Settings,
     rules: list[Rule],
     suppressions: Suppressions,
-    reexports: bool = True,
     alone: Scout | None = None,
     kept: KeptUnits | None = None,
 ) -> FileFacts:
@@ -166,7 +162,7 @@ def _lint_source(
         else:
             active = [rule for rule in rules if prefilter.may_match(rule, source.text)]
     if not active:
-        return _with_reexports(facts, source, settings) if reexports else facts
+        return facts  # a call through its imports is followed all the same (``pipeline.unread``)
     if outlined and kept.names_only and all(rule.reports_only_in_functions for rule in active):
         named = _names_only(source, kept, facts)
         if named is not None:
@@ -188,7 +184,7 @@ def _lint_source(
     if too_long is not None:
         facts.diagnostics.append(tool_diagnostic(source.path, "GPU001", *too_long))
         return facts
-    return _parse_and_check(source, text, settings, rules, active, facts, reexports, alone is not None, hidden)
+    return _parse_and_check(source, text, settings, rules, active, facts, alone is not None, hidden)
 
 
 def _names_only(source: SourceFile, kept: KeptUnits, facts: FileFacts) -> FileFacts | None:
@@ -221,7 +217,7 @@ def _names_only(source: SourceFile, kept: KeptUnits, facts: FileFacts) -> FileFa
 
 def _parse_and_check(
     source: SourceFile, text: str, settings: Settings, rules: list[Rule], active: list[Rule], facts: FileFacts,
-    reexports: bool, alone: bool = False, hidden: list[tuple[str | None, str | None]] = (),
+    alone: bool = False, hidden: list[tuple[str | None, str | None]] = (),
 ) -> FileFacts:
     """Parse ``text`` (the source, or the source with units masked) and run the ``active`` rules.
     ``alone``: the file is all there is, so a finding conditional on a function it does not
@@ -237,7 +233,7 @@ def _parse_and_check(
             module = parse_module(text)
     except cst.ParserSyntaxError as exc:
         if text is not source.text:  # the cut landed inside a string: parse the file whole
-            return lint_source(source, settings, rules, reexports=reexports)
+            return lint_source(source, settings, rules)
         message, line, col = _syntax_error(source, exc)
         facts.diagnostics.append(tool_diagnostic(source.path, "GPU001", f"syntax error: {message}", line, col))
         return facts
@@ -288,12 +284,12 @@ def _parse_and_check(
         # many files, most findings are conditional on other files: the runner lints whole
         # only a file that ends up with a finding (``FileFacts.masked``).
         if masked and facts.diagnostics:
-            return lint_source(source, settings, rules, reexports=reexports)
+            return lint_source(source, settings, rules)
         if findings:
             with span("positions and fixes"):
                 planned = _resolve_findings(facts, ctx, findings, masked=masked)
             if not planned and alone:
-                return lint_source(source, settings, rules, reexports=reexports)
+                return lint_source(source, settings, rules)
             facts.masked = not planned
         return facts
     finally:
@@ -328,27 +324,6 @@ def _syntax_error(source: SourceFile, exc: cst.ParserSyntaxError) -> tuple[str, 
     except SyntaxError as error:
         return error.msg, error.lineno or 1, error.offset or 1
     return exc.message, exc.raw_line, exc.raw_column + 1
-
-
-def _with_reexports(facts: FileFacts, source: SourceFile, settings: Settings) -> FileFacts:
-    """A package's ``__init__.py`` that no rule needs is still a re-export shim other files
-    import through (``from .ops import fused_kda_chunk``): record its imports. These files are
-    few and small, so their parse is cheap."""
-    if not source.path.endswith("__init__.py") or "import" not in source.text:
-        return facts
-    import libcst as cst
-
-    from sync_lint.analysis.names import NameTable
-    from sync_lint.analysis.nodes import parse_module
-
-    with span("re-export shims"):
-        try:
-            module = parse_module(source.text)
-        except (cst.ParserSyntaxError, RecursionError):
-            return facts  # it is reported when a rule needs it; nothing to follow through it now
-        facts.module_name = module_name_for(source.path)
-        facts.imports = dict(NameTable(module, facts.module_name, settings["alias-modules"], is_package=True).imports)
-    return facts
 
 
 def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[Rule, Finding]], masked: bool = False) -> bool:

@@ -72,7 +72,7 @@ class Linter:
         scope = scope or self.whole_project
 
         def lint(source: SourceFile) -> FileFacts:
-            return lint_source(source, self.settings, scope.rules, reexports=scope.reexports, alone=scope.scout, kept=kept)
+            return lint_source(source, self.settings, scope.rules, alone=scope.scout, kept=kept)
 
         if self.cache is not None:
             # The module name is part of what the facts hold (their summaries' names), and the
@@ -110,7 +110,7 @@ class Linter:
         """Whole-file lint (the fix loop and the API use it: they need exact fixes). ``alone``:
         the file is all there is (an editor's buffer): only the rules that can report in it run."""
         scope = self.scope_of([source.text]) if alone else self.whole_project
-        return lint_source(source, self.settings, scope.rules, reexports=scope.reexports)
+        return lint_source(source, self.settings, scope.rules)
 
     def scope_of(self, texts: list[str]) -> RunScope:
         """What a run of just these files needs (``prefilter.rules_that_can_report``); a run of
@@ -119,7 +119,7 @@ class Linter:
             return RunScope(prefilter.rules_that_can_report(self.rules, texts, self.settings))
         file_scout = scout.Scout(texts[0], self.settings)
         rules = prefilter.rules_that_can_report(self.rules, texts, self.settings, file_scout)
-        return RunScope(rules, reexports=False, scout=file_scout)
+        return RunScope(rules, scout=file_scout)
 
     def finalize(self, facts: FileFacts, index: ProjectIndex) -> list[Diagnostic]:
         """Local + resolved cross-file findings of one file, after selection and suppression."""
@@ -230,15 +230,15 @@ class Linter:
 
 @dataclass(frozen=True)
 class RunScope:
-    """The rules a run needs, and whether its files meet others (``Linter.scope_of``)."""
+    """The rules a run needs, and for a run of one file its syntax scout (``Linter.scope_of``)."""
 
     rules: list[Rule]
-    reexports: bool = True
     scout: scout.Scout | None = None  # a run of one file: its syntax scout
 
     def key(self) -> tuple:
-        """What the cache keys facts on: they differ with the rules that made them."""
-        return (tuple(rule.code for rule in self.rules), self.reexports)
+        """What the cache keys facts on: they differ with the rules that made them, and a file
+        checked on its own keeps only what can matter to it alone."""
+        return (tuple(rule.code for rule in self.rules), self.scout is not None)
 
 
 def _read_readable(paths: list[str]) -> dict[str, SourceFile]:
