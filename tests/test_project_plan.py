@@ -685,6 +685,24 @@ def test_masked_text_keeps_lines_and_columns_and_holds_no_blank_lines_for_libcst
     assert len(masked_lines) == 11 and len(empty_lines) == len(blank_elsewhere) == 3
 
 
+def test_a_facade_edited_between_cached_runs_is_read_again(tmp_path):
+    """The cache keeps each file's facts and the whole run's plan; what a facade re-exports is
+    read by every run (the plan's key holds every file's text, the index reads the file)."""
+    files = write_package(tmp_path, {
+        "ops/__init__.py": "", "ops/kernels.py": KERNELS, "facade.py": PLAIN_FACADE, "user.py": THROUGH_THE_FACADE,
+    })
+    cache = str(tmp_path / "cache")
+
+    def run() -> list[tuple[str, str]]:
+        linter = runner.Linter(make_settings(), cache_dir=cache)
+        return sorted((Path(d.path).name, d.code) for d in linter.run(files, jobs=1).diagnostics)
+
+    assert run() == run() == [("user.py", "GPU102")]
+    facade = next(p for p in files if p.endswith("facade.py"))
+    Path(facade).write_text("def copy_rows_fast(src, dst):\n    return None\n")  # its own now; no rule reads it
+    assert run() == []
+
+
 def test_a_module_no_rule_reads_answers_for_its_own_functions_and_its_imports(tmp_path):
     """``pipeline.unread``: a name the module defines at its top level (under ``if`` / ``try``
     too, as ``analysis.functions`` finds them) is its own, even where it also imports it; a
