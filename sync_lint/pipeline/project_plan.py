@@ -8,6 +8,7 @@ nor a summary a finding rests on. A run of many files therefore goes in two pass
    (``prefilter.rule_seeds``, the same seeds a file checked on its own starts from), and, per
    function unit (``units``), the dotted names it may call: in its own module, or in others
    through the file's imports or its class's bases, resolved as the analyses resolve a call.
+   A file no rule may match is outlined for its imports alone: calls may go through it.
 2. ``ProjectPlan`` follows each rule's seeds over those calls across the whole project, the way
    the rule's summaries flow, and each file is linted with only the units reached
    (``units.MaskPlan``); a file with none reached is not parsed at all where its rules report
