@@ -270,6 +270,13 @@ HOT_SYNC_CASES = {
         False),
     "a metadata builder (unknown devices count there)": (
         "class FlashMetadataBuilder:\n    def build(self, common):\n        return common.seq_lens.tolist()\n", True),
+    # Names with a device word inside that name no device (``DeviceDomain`` reads them as nothing).
+    "a CUDA graph, a GPU count and a CUDA-graph flag": (
+        MODULE_HEAD + ("    def forward(self, x, entry):\n        if self.use_cuda_graph and self.num_gpus > 1:\n"
+                       "            entry.cudagraph.replay()\n        return int(entry.cudagraph_output)\n"), False),
+    "an attribute ending in _gpu, and one named gpu": (
+        MODULE_HEAD + ("    def forward(self, x):\n        n = self.lens_gpu\n        m = self.buffer.gpu\n"
+                       "        return n.tolist(), m.tolist()\n"), True),
 }
 
 

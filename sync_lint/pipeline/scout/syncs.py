@@ -222,13 +222,22 @@ _DEVICE_TEXT = re.compile(r"device|cuda|gpu|synchroni|\.\s*to\s*\(\s*[rbuf]*[\"'
 _DEVICE_WORDS = re.compile(r"device|cuda|gpu", re.IGNORECASE)
 
 
+def _may_name_a_device(name: str) -> bool:
+    """A name or attribute the device domain may read as a device or a tensor on one: one with
+    ``device`` in it, ``cuda`` or ``gpu`` itself, or one ending ``_gpu``
+    (``DeviceDomain._device_value``, ``name_hint``); not ``cudagraph``, ``num_gpus``,
+    ``use_cuda_graph``, which it reads as nothing of the kind."""
+    lowered = name.lower()
+    return "device" in lowered or lowered in ("cuda", "gpu") or lowered.endswith("_gpu")
+
+
 def _names_a_device(node: ast.AST) -> bool:
     """A node that may put a value on the GPU."""
     kind = type(node)
     if kind is ast.Name:
-        return _DEVICE_WORDS.search(node.id) is not None
+        return _may_name_a_device(node.id)
     if kind is ast.Attribute:
-        return _DEVICE_WORDS.search(node.attr) is not None
+        return _may_name_a_device(node.attr)
     if kind is ast.keyword:
         return node.arg is not None and _DEVICE_WORDS.search(node.arg) is not None
     if kind is ast.Call:  # ``.to("npu")``: any device named by a string (others go through ``device``)
