@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, TypeVar
 import libcst as cst
 
 from sync_lint.analysis.functions import FunctionInfo, module_functions
+from sync_lint.analysis.modules import is_package_init
 from sync_lint.analysis.names import NameTable
 from sync_lint.analysis.summaries import FunctionSummary
 from sync_lint.pipeline.profile import span
@@ -29,7 +30,7 @@ class FileContext:
         self.module_name = module_name  # dotted, e.g. "vllm.v1.attention.backends.mla"
         self.settings = settings
         self.names = NameTable(
-            module, module_name, settings["alias-modules"], is_package=source.path.endswith("__init__.py")
+            module, module_name, settings["alias-modules"], is_package=is_package_init(source.path)
         )
         # Facts about this file's functions that other files may need; analyses fill them in.
         self.summaries: dict[str, FunctionSummary] = {}

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import os
+
 # Roots of libraries whose functions are never the project's own: a call into one has no summary.
 LIBRARY_ROOTS = frozenset({
     "torch", "numpy", "math", "triton", "logging", "os", "sys", "typing", "functools", "itertools", "collections",
     "contextlib", "dataclasses", "time", "random", "re", "json", "copy", "abc", "enum", "warnings", "inspect",
     "operator", "threading", "asyncio", "weakref", "gc", "pickle", "builtins", "typing_extensions",
 })
+
+
+def is_package_init(path: str) -> bool:
+    """A package's ``__init__.py``: its module is the package (relative imports start there)."""
+    return os.path.basename(path) == "__init__.py"
 
 
 def resolve_relative(module_name: str, is_package: bool, level: int, target: str) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from sync_lint.analysis.modules import is_package_init
 from sync_lint.analysis.summaries import FunctionSummary, PendingCall
 from sync_lint.config import Settings
 from sync_lint.diagnostics import Diagnostic
@@ -207,8 +208,7 @@ def _names_only(source: SourceFile, kept: KeptUnits, facts: FileFacts) -> FileFa
         from sync_lint.pipeline.scout.syntax import first_imports
 
         facts.module_name = module_name_for(source.path)
-        is_package = os.path.basename(source.path) == "__init__.py"
-        facts.imports = first_imports(tree, split_lines(text), facts.module_name, is_package)
+        facts.imports = first_imports(tree, split_lines(text), facts.module_name, is_package_init(source.path))
         facts.functions = frozenset(
             ".".join(part for part in (facts.module_name, *plan.qualified(index)) if part) for index in plan.functions()
         )

@@ -339,7 +339,9 @@ class _CallNames:
         own_root = module_name.partition(".")[0]
         self.followed = {}
         for head, meanings in imports.items():
-            kept = tuple(full for full in meanings if full.partition(".")[0] not in LIBRARY_ROOTS or full.partition(".")[0] == own_root)
+            kept = tuple(
+                full for full in meanings if (root := full.partition(".")[0]) not in LIBRARY_ROOTS or root == own_root
+            )
             if kept:
                 self.followed[head] = kept
 

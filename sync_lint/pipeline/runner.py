@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Self
 
 from sync_lint import config
+from sync_lint.analysis.modules import is_package_init
 from sync_lint.diagnostics import Diagnostic
 from sync_lint.pipeline import cache as cache_stage
 from sync_lint.pipeline import prefilter, profile, scout, suppress
@@ -84,7 +85,7 @@ class Linter:
         """The file's outline for the project plan (cached like facts)."""
         scope = scope or self.whole_project
         module_name = module_name_for(path)
-        is_package = os.path.basename(path) == "__init__.py"
+        is_package = is_package_init(path)
 
         from sync_lint.pipeline import project_plan
 

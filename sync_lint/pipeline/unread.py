@@ -12,8 +12,8 @@ branch). The project plan reads every meaning of such a module's imports in its 
 from __future__ import annotations
 
 import ast
-import os
 
+from sync_lint.analysis.modules import is_package_init
 from sync_lint.pipeline.scout.syntax import first_imports
 from sync_lint.pipeline.source import SourceError, read, split_lines
 
@@ -62,4 +62,4 @@ def _read_module(path: str, module: str) -> tuple[set[str], dict[str, str]] | No
             for handler in getattr(statement, "handlers", ()):
                 todo.extend(handler.body)
             todo.extend(getattr(statement, "finalbody", ()))
-    return functions, first_imports(tree, split_lines(text), module, os.path.basename(path) == "__init__.py")
+    return functions, first_imports(tree, split_lines(text), module, is_package_init(path))
