@@ -11,6 +11,7 @@ import pytest
 
 from sync_lint.api import make_settings
 from sync_lint.pipeline.scout import Scout
+from sync_lint.pipeline.scout import sinks as sinks_scout
 from sync_lint.rules import all_rules
 
 SETTINGS = make_settings()
@@ -350,6 +351,45 @@ def test_a_dtype_view_needs_only_a_unit_last_stride(receiver, may):
     assert Scout(text, SETTINGS).may_report_at_a_sink() == may
     if not may:
         assert lint_text(text) == []
+
+
+@pytest.mark.parametrize(
+    ("handed", "may"),
+    [
+        # A new tensor, whatever it is made of: the domain reads none of these as a view or a cast.
+        ("x[:, 0].contiguous()", False), ("x.t().amax(-1)", False), ("x[:, 0] + 1", False), ("x.t() * 2", False),
+        ("-x.t()", False), ("x[:, 0].clamp(0, 1)", False), ("x[:, 0] > 0", False),
+        ("x.contiguous(memory_format=torch.channels_last)", False), ("x.t().sum(0).flip(0)", False),
+        # A view or a cast around one, or beside one, is still suspect.
+        ("x.t().contiguous().t()", True), ("(x + 1).to(torch.int32)", True), ("x.sum(0)[:, 1]", True),
+        ("x[:, 0].contiguous() if n else x[:, 1]", True), ("x[:, 0].clone()", True),
+    ],
+)
+def test_a_new_tensor_is_no_view_whatever_it_is_made_of(handed, may):
+    """A file checked on its own: the scout says no for a value the layout domain reads as a new
+    tensor (and then the analysis reports nothing), directly or through a name bound to it."""
+    from sync_lint.api import lint_text
+
+    direct = f"import torch\n\n\ndef f(x, n):\n    torch.ops._C.op({handed})\n"
+    through_a_name = f"import torch\n\n\ndef f(x, n):\n    y = {handed}\n    z = y\n    torch.ops._C.op(z)\n"
+    viewed = f"import torch\n\n\ndef f(x, n):\n    return ({handed}).view(torch.int8)\n"
+    for text in (direct, through_a_name, viewed):
+        assert Scout(text, SETTINGS).may_report_at_a_sink() == may, text
+        if not may:
+            assert lint_text(text) == [], text
+
+
+@pytest.mark.parametrize("method", sorted(sinks_scout._NEW_TENSOR_METHODS))
+def test_every_new_tensor_method_is_read_as_one_by_the_domain(method):
+    """Each method the scout reads as making a new tensor: called on a transpose or a column,
+    and handed to a custom op or viewed as another dtype, the analysis reports nothing."""
+    from sync_lint.api import lint_text
+
+    for receiver in ("x.t()", "x[:, 0]", "x.to(torch.int32)"):
+        for use in ("torch.ops._C.op({})", "({}).view(torch.int8)"):
+            text = f"import torch\n\n\ndef f(x):\n    return {use.format(f'{receiver}.{method}()')}\n"
+            assert not Scout(text, SETTINGS).may_report_at_a_sink(), text
+            assert lint_text(text) == [], text
 
 
 SCOPES_SAMPLE = '''\

@@ -38,6 +38,8 @@ from sync_lint.analysis.layout_words import (
     BROADCASTING,
     CAST_METHODS,
     DIM0_OK,
+    ELEMENTWISE_METHODS,
+    FRESH_METHODS,
     GAPPING,
     PERMUTING,
     PERMUTING_ATTRIBUTES,
@@ -122,31 +124,18 @@ OTHER_LAYOUT = Layout(OTHER)
 NONE_LAYOUT = Layout(NONE)
 
 # -- names the domain recognises ------------------------------------------------------------
-# (the views and casts are in ``layout_words``, which the syntax scout reads too)
+# (the views, the casts and the methods that make a new tensor are in ``layout_words``, which the
+# syntax scout reads too)
 
 _SHAPE_KEEPING = {"view", "view_as", "unsqueeze", "squeeze", "unflatten", "detach", "data", "requires_grad_"}
 _RESHAPING = {"reshape", "flatten"}
 _DIMS_ADDED = {"select": -1, "narrow": 0, "unfold": 1, "diagonal": -1}  # to the base's number of dims
 _SHAPE_FACTORIES = {"empty", "zeros", "ones", "full", "rand", "randn"}  # sizes first, as ``view`` takes them
 _ONE_D_FACTORIES = {"arange", "range", "linspace", "logspace", "randperm"}
-_FRESH_METHODS = {
-    "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "cumsum", "cumprod", "softmax",
-    "log_softmax", "index_select", "masked_select", "nonzero", "repeat", "repeat_interleave",
-    "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "flip", "roll", "ravel",
-    "argsort", "matmul", "mm", "bmm", "norm", "any", "all", "count_nonzero",
-}  # fmt: skip
 # Fresh methods whose result has another dtype than the receiver: indices, truth values, and the
 # reductions that widen an integer input to int64 (kept for a real floating input).
 _INDEX_RESULTS = {"argmax", "argmin", "nonzero", "argsort", "count_nonzero", "any", "all"}
 _WIDENING = {"sum", "prod", "cumsum", "cumprod", "mean", "norm"}
-# Elementwise methods: a new tensor whose strides follow the input (so a permuted input gives a
-# permuted result; anything else a contiguous one).
-_ELEMENTWISE_METHODS = {
-    "add", "sub", "mul", "div", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh",
-    "relu", "clamp", "clamp_min", "clamp_max", "masked_fill", "pow", "remainder", "floor",
-    "ceil", "round", "sign", "reciprocal", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
-    "bitwise_and", "bitwise_or", "maximum", "minimum", "where", "fmod", "square",
-}  # fmt: skip
 _SCALAR_METHODS = {"item", "size", "stride", "numel", "dim", "element_size", "nelement", "data_ptr",
                    "storage_offset", "ndimension", "get_device"}
 _OTHER_METHODS = {"tolist", "is_contiguous", "type", "__len__", "is_floating_point"}
@@ -892,9 +881,9 @@ class LayoutDomain:
                 return replace(base, made_contiguous=None, cast=None, ndim=ndim,
                                what=f"{base.what}, reshaped (`.{method}()` keeps it a view)")
             return Layout(UNKNOWN, ndim=ndim) if ndim is not None else UNKNOWN_LAYOUT
-        if method in _FRESH_METHODS:
+        if method in FRESH_METHODS:
             return Layout(FRESH, dtype=self._fresh_dtype(node, method, base.dtype, positional), allocated=method in _ALLOCATING)
-        if method in _ELEMENTWISE_METHODS:
+        if method in ELEMENTWISE_METHODS:
             return self._elementwise(base, *(self.evaluate(a, env) for a in positional))
         if method.endswith("_") and not method.endswith("__"):
             return base  # in place: returns the receiver

@@ -22,3 +22,20 @@ DIM0_OK = frozenset({"select", "narrow"})  # contiguous when taken along dim 0
 # (``torch.transpose(x, 0, 1)``).
 VIEW_MAKING = PERMUTING | BROADCASTING | GAPPING | DIM0_OK
 LAYOUT_SUSPECT_METHODS = VIEW_MAKING | frozenset(CAST_METHODS) | {"to", "type"}
+
+# Methods whose result is a new tensor, never a view nor a cast: certainly contiguous
+# (reductions, factories off a tensor, ...).
+FRESH_METHODS = frozenset({
+    "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "cumsum", "cumprod", "softmax",
+    "log_softmax", "index_select", "masked_select", "nonzero", "repeat", "repeat_interleave",
+    "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "flip", "roll", "ravel",
+    "argsort", "matmul", "mm", "bmm", "norm", "any", "all", "count_nonzero",
+})  # fmt: skip
+# Elementwise methods: a new tensor whose strides follow the input (so a permuted input gives a
+# permuted result; anything else a contiguous one).
+ELEMENTWISE_METHODS = frozenset({
+    "add", "sub", "mul", "div", "neg", "abs", "exp", "log", "sqrt", "rsqrt", "sigmoid", "tanh",
+    "relu", "clamp", "clamp_min", "clamp_max", "masked_fill", "pow", "remainder", "floor",
+    "ceil", "round", "sign", "reciprocal", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
+    "bitwise_and", "bitwise_or", "maximum", "minimum", "where", "fmod", "square",
+})  # fmt: skip

@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 
 from sync_lint.analysis.layout_words import (
+    ELEMENTWISE_METHODS,
+    FRESH_METHODS,
     LAYOUT_SUSPECT_METHODS,
     PERMUTING_ATTRIBUTES,
     VIEW_MAKING,
@@ -51,7 +53,7 @@ class SinkScout:
         if self.settings["contiguous-sinks"]:
             return True  # configured callees: left to the analysis
         needs = self._needs()
-        scopes, attributes = suspects(self.tree, _makes_view, nodes_of=self.names.of)
+        scopes, attributes = suspects(self.tree, _makes_view, _never_a_view, nodes_of=self.names.of)
         # ``.view(dtype)`` needs only a unit last stride (a column range passes it): tracked
         # apart, and only in a file that has one.
         unit_scopes, unit_attributes = None, set()
@@ -61,7 +63,9 @@ class SinkScout:
             for call in scope.calls:
                 if self.names.is_dtype_view(call):
                     if unit_scopes is None:
-                        unit_scopes, unit_attributes = suspects(self.tree, _may_lose_unit_stride, nodes_of=self.names.of)
+                        unit_scopes, unit_attributes = suspects(
+                            self.tree, _may_lose_unit_stride, _never_a_view, nodes_of=self.names.of
+                        )
                     if unit_scopes[index].suspect(call.func.value, unit_attributes):
                         return True
                 elif any(scope.suspect(handed, attributes) for handed in self._handed(call, needs)):
@@ -301,6 +305,24 @@ class _Needs:
             ):  # fmt: skip
                 handed.append(keyword.value)
         return handed
+
+
+# The methods whose result the layout domain reads as a new tensor (fresh, or of unknown strides
+# after an elementwise op on a permuted input), never as a view or a cast, whatever the receiver.
+_NEW_TENSOR_METHODS = FRESH_METHODS | ELEMENTWISE_METHODS | {"contiguous"}
+
+
+def _never_a_view(node: ast.AST) -> bool:
+    """An expression the layout domain never reads as a view or a cast, whatever it is made of:
+    arithmetic and comparisons (``LayoutDomain._elementwise``: fresh, a scalar or unknown), and a
+    call of a method that makes a new tensor (``x[:, 0].contiguous()``, ``x.t().amax(-1)``).
+    Unknown is no finding without a cast, and a cast around it is a node of its own. Only for a
+    file checked on its own (``found``): a run of many files also reads which parameters a value
+    holds, and what ``x.contiguous()`` hands on may be ``x`` itself."""
+    kind = type(node)
+    if kind is ast.BinOp or kind is ast.UnaryOp or kind is ast.Compare:
+        return True
+    return kind is ast.Call and type(node.func) is ast.Attribute and node.func.attr in _NEW_TENSOR_METHODS
 
 
 def _may_lose_unit_stride(node: ast.AST) -> bool:
