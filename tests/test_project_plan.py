@@ -304,6 +304,59 @@ def test_only_parameters_that_may_reach_a_sink_count(tmp_path):
     assert [(Path(entry[0]).name, entry[1], entry[3]) for entry in fast] == [("views.py", 8, "GPU102")], fast
 
 
+NEW_TENSORS = '''
+from pkg.middle import middle
+
+
+def hands_new_tensors(t, out):
+    middle(t.t() * 2, out)
+    middle(t[:, 0].amax(-1), out)
+    scaled = t[:, 0].clamp(0, 1)
+    middle(scaled, out)
+
+
+def hands_a_view(t, out):
+    middle(t.t(), out)
+
+
+def relay(x, out):
+    middle(x + 0, out)
+
+
+def hands_a_view_to_the_relay(t, out):
+    relay(t.t(), out)
+'''
+
+
+def test_a_new_tensor_made_of_a_view_is_not_handed_a_view(tmp_path):
+    """Arithmetic, a reduction or an elementwise method makes a new tensor whatever it is made
+    of (``scout.sinks._never_a_view``): a caller handing only those reports nothing and is not
+    kept. Which parameters a value holds is still read from all of it: ``relay`` hands ``x + 0``
+    on, so a view handed to ``relay`` keeps its caller (the analysis may read it more kindly)."""
+    files = write_package(tmp_path, {
+        "ops/__init__.py": OPS_INIT, "ops/kernels.py": KERNELS, "middle.py": MIDDLE, "new.py": NEW_TENSORS,
+    })
+    kept = kept_functions(runner.Linter(make_settings()), files)
+    assert kept["new.py"] == {"hands_a_view", "relay", "hands_a_view_to_the_relay"}
+    assert kept["middle.py"] == {"middle"}
+    fast = findings(files, fast=True)
+    assert fast == findings(files, fast=False)
+    assert [(Path(entry[0]).name, entry[1], entry[3]) for entry in fast] == [("new.py", 13, "GPU102")], fast
+
+
+def test_what_a_value_holds_includes_the_parts_never_suspect():
+    """``keys`` (the parameters a value may hold) reads a pruned part too; ``suspect`` does not."""
+    import ast
+
+    from sync_lint.pipeline.scout.flows import _ExprFacts
+    from sync_lint.pipeline.scout.sinks import _makes_view, _never_a_view
+
+    facts = _ExprFacts(ast.parse("f(a.t() + b, c[:, 0].amax(-1), self.w)", mode="eval").body, _makes_view, _never_a_view)
+    assert facts.keys() == {"f", "a", ".t", "b", "c", ".amax", "self", ".w"}
+    assert not facts.suspect({"a", "c"}, set())
+    assert facts.suspect({"self"}, set())
+
+
 def test_callees_of_hot_code_are_kept_across_files(package):
     kept = kept_functions(runner.Linter(make_settings()), package)
     assert "build" in kept["model.py"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from sync_lint.api import make_settings
+from sync_lint.pipeline.runner import Linter
 from sync_lint.pipeline.scout import Scout
 from sync_lint.pipeline.scout import sinks as sinks_scout
 from sync_lint.rules import all_rules
@@ -357,12 +358,14 @@ def test_a_dtype_view_needs_only_a_unit_last_stride(receiver, may):
     ("handed", "may"),
     [
         # A new tensor, whatever it is made of: the domain reads none of these as a view or a cast.
-        ("x[:, 0].contiguous()", False), ("x.t().amax(-1)", False), ("x[:, 0] + 1", False), ("x.t() * 2", False),
+        ("x.t().amax(-1)", False), ("x[:, 0] + 1", False), ("x.t() * 2", False),
         ("-x.t()", False), ("x[:, 0].clamp(0, 1)", False), ("x[:, 0] > 0", False),
         ("x.contiguous(memory_format=torch.channels_last)", False), ("x.t().sum(0).flip(0)", False),
         # A view or a cast around one, or beside one, is still suspect.
         ("x.t().contiguous().t()", True), ("(x + 1).to(torch.int32)", True), ("x.sum(0)[:, 1]", True),
         ("x[:, 0].contiguous() if n else x[:, 1]", True), ("x[:, 0].clone()", True),
+        # ``.contiguous()`` returns a size-1 view as it is (GPU103 at a stride-aware launch).
+        ("x[:, 0].contiguous()", True),
     ],
 )
 def test_a_new_tensor_is_no_view_whatever_it_is_made_of(handed, may):
@@ -377,6 +380,25 @@ def test_a_new_tensor_is_no_view_whatever_it_is_made_of(handed, may):
         assert Scout(text, SETTINGS).may_report_at_a_sink() == may, text
         if not may:
             assert lint_text(text) == [], text
+
+
+def test_a_contiguous_size1_view_is_still_suspect_alone(tmp_path):
+    """``block_table[:1, :8].contiguous()`` is the view itself (already ``is_contiguous()``): a
+    kernel that reads its row stride gets a size-1 dim's arbitrary stride. Checked on its own,
+    with nothing else suspect in the file, the scout must still say may."""
+    text = (
+        "import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+        "def _rows_kernel(x_ptr, stride_row, out_ptr, N: tl.constexpr):\n"
+        "    row = tl.program_id(0)\n    offs = tl.arange(0, N)\n"
+        "    tl.store(out_ptr + row * N + offs, tl.load(x_ptr + row * stride_row + offs))\n\n\n"
+        "def size1_strides(block_table, out):\n    first = block_table[:1, :8].contiguous()\n"
+        "    _rows_kernel[(1,)](first, first.stride(0), out, N=8)\n"
+    )
+    assert Scout(text, SETTINGS).may_report_at_a_sink()
+    path = tmp_path / "size1.py"
+    path.write_text(text)
+    alone = Linter(make_settings(preview=True)).run([str(path)]).diagnostics
+    assert [d.code for d in alone] == ["GPU103"]
 
 
 @pytest.mark.parametrize("method", sorted(sinks_scout._NEW_TENSOR_METHODS))

@@ -235,22 +235,39 @@ class ScopeFacts:
 
 class _ExprFacts:
     """What of an expression bears on a suspect value: whether it makes one itself (a node
-    ``is_source`` marks), and the names and attributes it reads."""
+    ``is_source`` marks), and the names and attributes it reads outside the parts ``prune``
+    leaves out (which are never suspect, whatever they read)."""
 
-    __slots__ = ("attributes", "makes_one", "names")
+    __slots__ = ("_pruned", "attributes", "makes_one", "names")
 
     def __init__(self, node: ast.expr, is_source, prune=None) -> None:
         self.makes_one = False
         self.names: set[str] = set()
         self.attributes: set[str] = set()
+        self._pruned: list[ast.AST] | None = None
         kind = type(node)
         if kind is ast.Name or kind is ast.Constant:  # half the values; nothing below to walk
             if prune is None or not prune(node):
                 if kind is ast.Name:
                     self.names.add(node.id)
                 self.makes_one = bool(is_source(node))
+            else:
+                self._pruned = [node]
             return
-        for child in walk(node, prune):
+        if prune is not None:
+            pruned: list[ast.AST] = []
+
+            def leave_out(child: ast.AST) -> bool:
+                if prune(child):
+                    pruned.append(child)
+                    return True
+                return False
+
+            children = walk(node, leave_out)
+            self._pruned = pruned or None
+        else:
+            children = walk(node)
+        for child in children:
             kind = type(child)
             if kind is ast.Name:
                 self.names.add(child.id)
@@ -260,8 +277,13 @@ class _ExprFacts:
                 self.makes_one = True
 
     def keys(self) -> set[str]:
-        """The names and attributes (``.name``) it reads (``_read_keys``)."""
-        return self.names | {"." + attribute for attribute in self.attributes}
+        """Every name and attribute (``.name``) it reads (``_read_keys``), the parts left out
+        included: a value holds what it is made of whether or not it may be suspect
+        (``x.contiguous()`` may be ``x`` itself)."""
+        keys = self.names | {"." + attribute for attribute in self.attributes}
+        for part in self._pruned or ():
+            keys |= _read_keys(part)
+        return keys
 
     def suspect(self, names: set[str], attributes: set[str]) -> bool:
         return self.makes_one or not self.names.isdisjoint(names) or not self.attributes.isdisjoint(attributes)

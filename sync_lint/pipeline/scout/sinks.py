@@ -80,7 +80,7 @@ class SinkScout:
         hands a suspect value or a value of a parameter to a function whose summary a finding or
         its own summary may rest on: a call (or launch) of a dotted name whose head
         ``may_be_called`` says may name such a function."""
-        scopes, attributes = suspects(self.tree, _makes_view, nodes_of=self.names.of)
+        scopes, attributes = suspects(self.tree, _makes_view, _never_a_view, nodes_of=self.names.of)
         unit_scopes, unit_attributes = None, set()
         methods = _method_ids(self.names)
         found = []
@@ -106,7 +106,9 @@ class SinkScout:
                     sunk = [func.value]
                     if not reports:
                         if unit_scopes is None:
-                            unit_scopes, unit_attributes = suspects(self.tree, _may_lose_unit_stride, nodes_of=self.names.of)
+                            unit_scopes, unit_attributes = suspects(
+                                self.tree, _may_lose_unit_stride, _never_a_view, nodes_of=self.names.of
+                            )
                         reports = unit_scopes[index].suspect(func.value, unit_attributes)
                 elif (type(func) is ast.Attribute and func.attr == "data_ptr") or self._is_custom_op(call):
                     sunk = self._handed(call, {})
@@ -309,16 +311,18 @@ class _Needs:
 
 # The methods whose result the layout domain reads as a new tensor (fresh, or of unknown strides
 # after an elementwise op on a permuted input), never as a view or a cast, whatever the receiver.
-_NEW_TENSOR_METHODS = FRESH_METHODS | ELEMENTWISE_METHODS | {"contiguous"}
+# Not ``.contiguous()``: it returns a size-1 view unchanged (``Layout.size1``), whose strides a
+# stride-aware kernel may still misread (GPU103).
+_NEW_TENSOR_METHODS = FRESH_METHODS | ELEMENTWISE_METHODS
 
 
 def _never_a_view(node: ast.AST) -> bool:
     """An expression the layout domain never reads as a view or a cast, whatever it is made of:
     arithmetic and comparisons (``LayoutDomain._elementwise``: fresh, a scalar or unknown), and a
-    call of a method that makes a new tensor (``x[:, 0].contiguous()``, ``x.t().amax(-1)``).
-    Unknown is no finding without a cast, and a cast around it is a node of its own. Only for a
-    file checked on its own (``found``): a run of many files also reads which parameters a value
-    holds, and what ``x.contiguous()`` hands on may be ``x`` itself."""
+    call of a method that makes a new tensor (``x.t().amax(-1)``, ``x[:, 0].clamp(0, 1)``).
+    Unknown is no finding without a cast, and a cast around it is a node of its own. Which
+    parameters such a value may hold is still read from all of it (``ScopeFacts.facts(...).keys()``):
+    a summary's needs follow what a value is made of."""
     kind = type(node)
     if kind is ast.BinOp or kind is ast.UnaryOp or kind is ast.Compare:
         return True
