@@ -237,6 +237,8 @@ def test_a_finding_that_rests_on_another_file_is_dropped_without_a_second_parse(
 
         class FlashMetadataBuilder:
             def build(self, common):
+                if common.num_prefills:
+                    return None
                 return split_decodes(common)
 
             def describe(self):
@@ -245,6 +247,23 @@ def test_a_finding_that_rests_on_another_file_is_dropped_without_a_second_parse(
     parses = _parses(monkeypatch)
     assert runner.Linter(SETTINGS).run([str(path)], jobs=1).diagnostics == []
     assert len(parses) == 1 and "describe" not in parses[0]
+
+
+def test_a_builder_with_no_sync_site_of_its_own_is_not_parsed_alone(monkeypatch, tmp_path):
+    """Its only possible sync is in another file's helper, whose summary a run of this file alone
+    does not have: the scout says no, and nothing is parsed."""
+    path = tmp_path / "builder.py"
+    path.write_text(textwrap.dedent("""
+        from vllm.v1.attention.backends.utils import split_decodes
+
+
+        class FlashMetadataBuilder:
+            def build(self, common):
+                return split_decodes(common, common.seq_lens.shape[0])
+    """))
+    parses = _parses(monkeypatch)
+    assert runner.Linter(SETTINGS).run([str(path)], jobs=1).diagnostics == []
+    assert parses == []
 
 
 def test_a_masked_file_with_a_finding_is_reported_from_the_whole_file(tmp_path):
@@ -276,9 +295,11 @@ def test_a_masked_file_whose_findings_are_all_suppressed_is_parsed_once(monkeypa
 
 def test_a_call_of_a_local_helper_that_needs_nothing_is_parsed_once(monkeypatch, tmp_path):
     """A conditional finding on a function of this file whose summary gives no reason (it
-    syncs nothing) is no finding: no second parse for it."""
+    syncs nothing: its test reads no tensor) is no finding: no second parse for it."""
     path = tmp_path / "builder.py"
-    path.write_text(textwrap.dedent(BUILDER).replace("return common.seq_lens.tolist()", "return common.seq_lens"))
+    path.write_text(
+        textwrap.dedent(BUILDER).replace("return common.seq_lens.tolist()", "return common.seq_lens if common.use_cascade else None")
+    )
     parses = _parses(monkeypatch)
     assert runner.Linter(SETTINGS).run([str(path)], jobs=1).diagnostics == []
     assert len(parses) == 1

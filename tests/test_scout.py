@@ -272,6 +272,23 @@ HOT_SYNC_CASES = {
         False),
     "a metadata builder (unknown devices count there)": (
         "class FlashMetadataBuilder:\n    def build(self, common):\n        return common.seq_lens.tolist()\n", True),
+    # In a hot class any tensor may sync, on a named device or not: a method there counts only
+    # with a sync site that may be handed one (not a host result: a shape, a length, ``is None``).
+    "a metadata builder with no sync site": (
+        ("class FlashMetadataBuilder:\n    def build(self, common):\n        seq_lens = common.seq_lens\n"
+         "        return Metadata(seq_lens=seq_lens, max_len=common.max_seq_len, n=seq_lens.shape[0])\n"), False),
+    "a metadata builder whose tests and slices read host results only": (
+        ("class FlashMetadataBuilder:\n    def build(self, common):\n"
+         "        if common.seq_lens is None or len(common.query_start_loc) > 1:\n            return None\n"
+         "        return Metadata(common.seq_lens[:, :4], common.seq_lens.shape[0] > 2)\n"), False),
+    "a metadata builder testing a tensor": (
+        ("class FlashMetadataBuilder:\n    def build(self, common):\n        if (common.seq_lens > 4).any():\n"
+         "            return None\n        return Metadata(common.seq_lens)\n"), True),
+    "a metadata builder negating a tensor": (
+        "class FlashMetadataBuilder:\n    def build(self, common):\n        return not common.seq_lens.sum()\n", True),
+    "a metadata builder's helper method with int() of a tensor": (
+        ("class FlashMetadataBuilder:\n    def build(self, common):\n        return self._count(common)\n\n"
+         "    def _count(self, common):\n        return int(common.seq_lens.sum())\n"), True),
     # Names with a device word inside that name no device (``DeviceDomain`` reads them as nothing).
     "a CUDA graph, a GPU count and a CUDA-graph flag": (
         MODULE_HEAD + ("    def forward(self, x, entry):\n        if self.use_cuda_graph and self.num_gpus > 1:\n"
@@ -293,6 +310,19 @@ def test_scout_sync_in_hot_scope_answers(name):
     from sync_lint.api import lint_text
 
     assert bool([d for d in lint_text(text) if d.code.startswith("GPU2")]) == may
+
+
+def test_the_methods_of_a_hot_class_that_may_sync_hold_a_sync_site():
+    """For a run of many files (``units_that_may_sync``): of a hot class's methods, only those with
+    a sync site that may be handed a tensor may record a sync; ``build`` syncs only through
+    ``_count``, which the plan follows along the call."""
+    text = (
+        "class FlashMetadataBuilder:\n    def build(self, common):\n        return self._count(common)\n\n"
+        "    def _count(self, common):\n        return int(common.seq_lens.sum())\n\n"
+        "    def _shape(self, common):\n        if common.seq_lens is None:\n            return 0\n"
+        "        return common.seq_lens.shape[0]\n"
+    )
+    assert Scout(text, SETTINGS).units_that_may_sync() == {("FlashMetadataBuilder", "_count")}
 
 
 def test_unknown_device_option_decides_for_hot_classes_and_everywhere():

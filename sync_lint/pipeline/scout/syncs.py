@@ -26,10 +26,11 @@ class SyncScout:
 
     A sync the hot-scope rules report needs a tensor known to be on the GPU at a sync site (a
     condition, an index, ``.item()``, ``int()``, ``nonzero``, a size...: ``analysis.syncs``),
-    except in a method of a hot class (``unknown-device``) and for ``.synchronize()``. Only a
-    device named in the code makes one (``device=``, ``.cuda()``, ``.to("cuda")``,
-    ``.to(x.device)``, a name ending ``_gpu``: ``analysis.device``), through locals and
-    ``self.`` attributes, never through a host result (``x.shape``, ``x.size(0)``, ``len(x)``).
+    except in a method of a hot class (``unknown-device``: any tensor, ``_AnyValue``) and for
+    ``.synchronize()``. Only a device named in the code makes one (``device=``, ``.cuda()``,
+    ``.to("cuda")``, ``.to(x.device)``, a name ending ``_gpu``: ``analysis.device``), through
+    locals and ``self.`` attributes, never through a host result (``x.shape``, ``x.size(0)``,
+    ``len(x)``).
     So a hot scope can report only if it, or a function of this file it may call (whose
     summary it reads), hands a value that may come from such a word to a sync site."""
 
@@ -57,16 +58,18 @@ class SyncScout:
         scope_of = {id(scope.roots[0]): scope for scope in scopes}
         class_of = {id(member): statement for statement in self.tree.body if type(statement) is ast.ClassDef
                     for member in statement.body}  # fmt: skip
+        any_value = _AnyValue(self._host_result())
         reached = [node for unit, node in spans.nodes if unit in hot]
         seen = {id(node) for node in reached}
         while reached:
             node = reached.pop()
-            if id(class_of.get(id(node))) in hot_classes:
-                return True
+            in_hot_class = id(class_of.get(id(node))) in hot_classes
             scope = scope_of[id(node)]
             mentioned: set[str] = set()
             for child in walk(node):
                 if self._may_sync_at(child, scope, attributes) or id(child) in hot_classes:
+                    return True
+                if in_hot_class and self._may_sync_at(child, any_value, attributes):
                     return True
                 kind = type(child)
                 if kind is ast.Name:
@@ -85,9 +88,11 @@ class SyncScout:
         coarser than ``found``: a unit may where its text holds a device word (``device``,
         ``cuda``, ``gpu``, ``.to("...")``) or ``synchronize``, or reads an attribute that code
         holding one assigns (to a fixpoint over the file), or is a method of a class that may be
-        hot (``unknown-device``). Elsewhere no value of it can come from a named device, so it
-        neither reports a sync nor records one in its summary. A unit with a sync site it never
-        hands such a value still counts: the sync sites are left to ``found``."""
+        hot with a sync site that may be handed a tensor (``unknown-device``: any value but a
+        host result may be one there, ``_AnyValue``). Elsewhere no value of it can come from a
+        named device, so it neither reports a sync nor records one in its summary. A unit with
+        a device word and a sync site it never hands such a value still counts: those sites are
+        left to ``found``."""
         spans = UnitSpans(self.tree)
         texts: dict[tuple | None, str] = {}  # unit (None: the code outside every unit) -> its text
         outside = []
@@ -115,7 +120,12 @@ class SyncScout:
         if self.settings["unknown-device"] == "hot-classes":
             hot_scout = HotScout(self.names, self.tree, self.settings)
             hot_classes = {node.name for node in self.tree.body if type(node) is ast.ClassDef and hot_scout.may_be_hot_class(node)}
-            tainted |= {unit for unit in spans.names if unit[0] in hot_classes}
+            any_value = _AnyValue(self._host_result())
+            for unit, node in spans.nodes:
+                if unit[0] in hot_classes and unit not in tainted and any(
+                    self._may_sync_at(child, any_value, attributes) for child in walk(node)
+                ):
+                    tainted.add(unit)
         tainted.discard(None)
         return tainted
 
@@ -177,6 +187,19 @@ class SyncScout:
             if last == "where" and (len(node.args) != 1 or node.keywords):
                 return False  # ``torch.where(c, a, b)`` is elementwise
         return any(scope.suspect(operand, attributes) for operand in operands)
+
+
+class _AnyValue:
+    """The facts of a method of a hot class, where ``unknown-device`` lets any tensor sync, on a
+    named device or not: any expression that reads a name or an attribute outside the host
+    results (``SyncScout._host_result``: ``x.shape``, ``len(x)``, ``x is None``) may be one.
+    Stands in for a ``ScopeFacts`` at ``SyncScout._may_sync_at``."""
+
+    def __init__(self, host) -> None:
+        self.host = host
+
+    def suspect(self, node: ast.expr, attributes: set[str]) -> bool:
+        return any(type(child) is ast.Name or type(child) is ast.Attribute for child in walk(node, self.host))
 
 
 # What the device domain reads as a host value whatever it holds (``DeviceDomain.evaluate``).
