@@ -262,6 +262,24 @@ HOT_SYNC_CASES = {
         MODULE_HEAD + "    def forward(self, x):\n        y = torch.ones(2, device='cuda') + x\n        if y:\n            pass\n", True),
     "a GPU tensor as a slice bound": (
         MODULE_HEAD + "    def forward(self, x):\n        m = torch.ones(1, device=x.device).sum()\n        return x[:m]\n", True),
+    # An index is a sync only as a mask (a boolean tensor): a gather by integers is not.
+    "a gather by a GPU index tensor": (
+        MODULE_HEAD + "    def forward(self, x):\n        idx = torch.arange(4, device=x.device)\n        return x[idx], x[1:, idx]\n",
+        False),
+    "a GPU mask as an index": (
+        MODULE_HEAD + "    def forward(self, x):\n        keep = x.cuda() > 0\n        return x[keep]\n", True),
+    "a GPU mask through a mask method and a name": (
+        MODULE_HEAD + "    def forward(self, x):\n        keep = x.cuda().isnan()\n        drop = ~keep\n        return x[:, drop]\n",
+        True),
+    "a GPU mask kept in an attribute": (
+        MODULE_HEAD + ("    def __init__(self):\n        self.keep = torch.ones(4, device='cuda').bool()\n"
+                       "    def forward(self, x):\n        return x[self.keep]\n"), True),
+    "a metadata builder gathering by an index tensor": (
+        "class FlashMetadataBuilder:\n    def build(self, common):\n        return common.seq_lens[common.query_start_loc]\n",
+        False),
+    "a metadata builder indexing by a comparison": (
+        ("class FlashMetadataBuilder:\n    def build(self, common):\n        lens = common.seq_lens.sum(0)\n"
+         "        return lens[lens > 0]\n"), True),
     "a GPU mask given to a one-argument torch.where": (
         MODULE_HEAD + "    def forward(self, x):\n        return torch.where(x.cuda() > 0)\n", True),
     "a copy of a GPU tensor to the host": (

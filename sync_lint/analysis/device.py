@@ -32,6 +32,8 @@ import libcst as cst
 from sync_lint.analysis.device_words import (
     HOST_ATTRIBUTES,
     HOST_RESULT_METHODS,
+    MASK_METHODS,
+    TORCH_MASK_FUNCTIONS,
     VALUE_READS,
 )
 from sync_lint.analysis.flow import Walker
@@ -93,12 +95,6 @@ _HOST_PARTS = frozenset({"cpu", "np", "numpy", "host"})
 # Boolean-valued prefixes: ``is_gpu`` / ``use_gpu`` / ``num_gpu`` are flags and counts, not tensors.
 _FLAG_PREFIXES = ("is_", "use_", "has_", "num_", "n_", "enable_", "should_")
 
-# Tensor methods that return a boolean tensor.
-MASK_METHODS = frozenset({
-    "eq", "ne", "gt", "lt", "ge", "le", "greater", "less", "not_equal", "logical_and", "logical_or",
-    "logical_not", "logical_xor", "isnan", "isinf", "isfinite", "isneginf", "isposinf", "bool", "isin",
-    "any", "all", "__eq__", "__ne__", "__lt__", "__gt__", "__le__", "__ge__",
-})
 # Methods only arrays / tensors have (not lists, dicts or strings): an unknown receiver is then a
 # tensor (or a numpy array, which in engine code is named ``*_np``).
 TENSOR_METHODS = frozenset({
@@ -133,10 +129,6 @@ _HOST_BUILTINS = frozenset({
     "min", "max", "abs", "round", "isinstance", "issubclass", "hasattr", "callable", "sorted", "reversed",
     "any", "all", "divmod", "pow", "hash", "id", "ord", "chr", "format", "bytes", "enumerate", "zip", "map",
     "filter", "type",
-})
-_TORCH_MASK_FUNCTIONS = frozenset({
-    "eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or", "logical_not", "logical_xor", "isin",
-    "isnan", "isinf", "isfinite", "any", "all",
 })
 # Torch dtypes as ``torch.<name>``: ``.to(torch.int32)`` keeps the tensor where it is.
 _DTYPE_NAMES = frozenset({
@@ -468,7 +460,7 @@ class DeviceDomain:
         tensors.extend(self.evaluate(arg.value, env) for arg in node.args if arg.keyword is not None
                        and arg.keyword.value not in ("dim", "dtype", "out", "keepdim"))
         place = combine(tensors, tensor_op=True) if tensors else UNKNOWN_TENSOR
-        return as_mask(place) if short in _TORCH_MASK_FUNCTIONS else place
+        return as_mask(place) if short in TORCH_MASK_FUNCTIONS else place
 
     def device_argument(self, call: cst.Call, env) -> Place | None:
         """Where ``device=`` (or ``.to(...)``'s argument) puts a tensor; None if no device is named."""

@@ -28,3 +28,15 @@ DATA_DEPENDENT_METHODS = frozenset({"nonzero", "argwhere", "unique", "unique_con
 DATA_DEPENDENT_FUNCTIONS = frozenset({"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select"})
 SIZE_FUNCTIONS = frozenset({"arange", "empty", "zeros", "ones", "full", "rand", "randn"})
 PROTOCOL_BUILTINS = ("int", "float", "bool", "complex")
+
+# What makes a boolean tensor (a mask, whose use as an index is a sync): tensor methods, and
+# torch functions by their last name.
+MASK_METHODS = frozenset({
+    "eq", "ne", "gt", "lt", "ge", "le", "greater", "less", "not_equal", "logical_and", "logical_or",
+    "logical_not", "logical_xor", "isnan", "isinf", "isfinite", "isneginf", "isposinf", "bool", "isin",
+    "any", "all", "__eq__", "__ne__", "__lt__", "__gt__", "__le__", "__ge__",
+})
+TORCH_MASK_FUNCTIONS = frozenset({
+    "eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or", "logical_not", "logical_xor", "isin",
+    "isnan", "isinf", "isfinite", "any", "all",
+})

@@ -11,8 +11,10 @@ from sync_lint.analysis.device_words import (
     EXPLICIT_METHODS,
     HOST_ATTRIBUTES,
     HOST_RESULT_METHODS,
+    MASK_METHODS,
     PROTOCOL_BUILTINS,
     SIZE_FUNCTIONS,
+    TORCH_MASK_FUNCTIONS,
     VALUE_READS,
 )
 from sync_lint.config import Settings
@@ -59,17 +61,19 @@ class SyncScout:
         class_of = {id(member): statement for statement in self.tree.body if type(statement) is ast.ClassDef
                     for member in statement.body}  # fmt: skip
         any_value = _AnyValue(self._host_result())
+        masks = _Masks(self)
         reached = [node for unit, node in spans.nodes if unit in hot]
         seen = {id(node) for node in reached}
         while reached:
             node = reached.pop()
             in_hot_class = id(class_of.get(id(node))) in hot_classes
             scope = scope_of[id(node)]
+            may_be_a_mask = masks.of(node)
             mentioned: set[str] = set()
             for child in walk(node):
-                if self._may_sync_at(child, scope, attributes) or id(child) in hot_classes:
+                if self._may_sync_at(child, scope, attributes, may_be_a_mask) or id(child) in hot_classes:
                     return True
-                if in_hot_class and self._may_sync_at(child, any_value, attributes):
+                if in_hot_class and self._may_sync_at(child, any_value, attributes, may_be_a_mask):
                     return True
                 kind = type(child)
                 if kind is ast.Name:
@@ -154,8 +158,9 @@ class SyncScout:
 
         return host
 
-    def _may_sync_at(self, node: ast.AST, scope: ScopeFacts, attributes: set[str]) -> bool:
-        """Whether ``node`` is a sync site handed a value that may be on the GPU."""
+    def _may_sync_at(self, node: ast.AST, scope: ScopeFacts, attributes: set[str], may_be_a_mask=None) -> bool:
+        """Whether ``node`` is a sync site handed a value that may be on the GPU. ``may_be_a_mask``:
+        whether an index may be a boolean tensor (a gather by integers is no sync); None: any may."""
         kind = type(node)
         if kind in (ast.If, ast.While, ast.Assert, ast.IfExp):
             return scope.suspect(node.test, attributes)
@@ -165,8 +170,15 @@ class SyncScout:
             return any(scope.suspect(value, attributes) for value in node.values)
         if kind is ast.UnaryOp:
             return type(node.op) is ast.Not and scope.suspect(node.operand, attributes)
-        if kind is ast.Subscript:  # a mask, a slice bound
-            return scope.suspect(node.slice, attributes)
+        if kind is ast.Subscript:  # a mask, a slice bound (``analysis.syncs._Scanner._subscript``)
+            index = node.slice
+            for part in index.elts if type(index) is ast.Tuple else (index,):
+                if type(part) is ast.Slice:
+                    if any(bound is not None and scope.suspect(bound, attributes) for bound in (part.lower, part.upper, part.step)):
+                        return True
+                elif scope.suspect(part, attributes) and (may_be_a_mask is None or may_be_a_mask(part)):
+                    return True
+            return False
         if kind is not ast.Call:
             return False
         func = node.func
@@ -200,6 +212,45 @@ class _AnyValue:
 
     def suspect(self, node: ast.expr, attributes: set[str]) -> bool:
         return any(type(child) is ast.Name or type(child) is ast.Attribute for child in walk(node, self.host))
+
+
+class _Masks:
+    """Which values of a file may be boolean tensors, as the device domain marks them (``mask``):
+    a comparison, a call of a mask method or torch function (by its last name), or what reads a
+    name or attribute bound to one (``suspects``: locals by any binding, attributes across the
+    file); never a host result. Parameters, globals and other calls' results are not masks
+    there. Made on the first question: most files index nothing a device value could be."""
+
+    def __init__(self, scout: SyncScout) -> None:
+        self.scout = scout
+        self._scopes: dict[int, ScopeFacts] | None = None
+        self._attributes: set[str] = set()
+
+    def of(self, function: ast.AST):
+        """The test for the values of ``function`` (a unit's node)."""
+
+        def may_be_a_mask(node: ast.expr) -> bool:
+            if self._scopes is None:
+                scout = self.scout
+                scopes, self._attributes = suspects(scout.tree, _may_make_a_mask, scout._host_result(), nodes_of=scout.names.of)
+                self._scopes = {id(scope.roots[0]): scope for scope in scopes}
+            return self._scopes[id(function)].suspect(node, self._attributes)
+
+        return may_be_a_mask
+
+
+def _may_make_a_mask(node: ast.AST) -> bool:
+    """A node that may make a boolean tensor (``DeviceDomain``: ``as_mask``): a comparison (one by
+    ``is`` or ``in`` is a host result, pruned before), ``x.bool()``, ``x.isnan()``,
+    ``torch.logical_and(a, b)``."""
+    kind = type(node)
+    if kind is ast.Compare:
+        return True
+    if kind is not ast.Call:
+        return False
+    func = node.func
+    last = func.attr if type(func) is ast.Attribute else func.id if type(func) is ast.Name else None
+    return last in MASK_METHODS or last in TORCH_MASK_FUNCTIONS
 
 
 # What the device domain reads as a host value whatever it holds (``DeviceDomain.evaluate``).
