@@ -311,6 +311,13 @@ HOT_SYNC_CASES = {
     "a CUDA graph, a GPU count and a CUDA-graph flag": (
         MODULE_HEAD + ("    def forward(self, x, entry):\n        if self.use_cuda_graph and self.num_gpus > 1:\n"
                        "            entry.cudagraph.replay()\n        return int(entry.cudagraph_output)\n"), False),
+    "a keyword that names a CUDA graph, not a device": (
+        MODULE_HEAD + ("    def __init__(self, sizes):\n        self.entries = {n: Entry(use_cudagraph=n > 4) for n in sizes}\n"
+                       "    def forward(self, x, n):\n        entry = self.entries[n]\n        assert entry.addresses == [x.data_ptr()]\n"
+                       "        return int(entry.count)\n"), False),
+    "a device named by its keyword alone": (
+        MODULE_HEAD + "    def forward(self, x, n):\n        lens = torch.arange(n, device='cuda')\n        return lens.tolist()\n",
+        True),
     "an attribute ending in _gpu, and one named gpu": (
         MODULE_HEAD + ("    def forward(self, x):\n        n = self.lens_gpu\n        m = self.buffer.gpu\n"
                        "        return n.tolist(), m.tolist()\n"), True),

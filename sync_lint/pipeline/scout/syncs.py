@@ -287,14 +287,9 @@ def _may_name_the_host(call: ast.Call) -> bool:
 
 
 # What a unit's text must hold to hand a sync site a value from a named device, or to sync
-# itself (``units_that_may_sync``): the device words below, a string device (``.to("npu")``),
-# or ``synchronize``.
+# itself (``units_that_may_sync``): a device word anywhere in it (read loosely: ``cudagraph``
+# too), a string device (``.to("npu")``), or ``synchronize``.
 _DEVICE_TEXT = re.compile(r"device|cuda|gpu|synchroni|\.\s*to\s*\(\s*[rbuf]*[\"']", re.IGNORECASE)
-
-# Words of a device in code: ``device=``, ``x.device``, ``.cuda()``, ``torch.cuda``, ``seq_lens_gpu``
-# (``analysis.device.name_hint``).
-_DEVICE_WORDS = re.compile(r"device|cuda|gpu", re.IGNORECASE)
-
 
 def _may_name_a_device(name: str) -> bool:
     """A name or attribute the device domain may read as a device or a tensor on one: one with
@@ -312,8 +307,8 @@ def _names_a_device(node: ast.AST) -> bool:
         return _may_name_a_device(node.id)
     if kind is ast.Attribute:
         return _may_name_a_device(node.attr)
-    if kind is ast.keyword:
-        return node.arg is not None and _DEVICE_WORDS.search(node.arg) is not None
+    if kind is ast.keyword:  # ``device=``; not ``use_cudagraph=`` (the domain reads ``device`` only)
+        return node.arg is not None and _may_name_a_device(node.arg)
     if kind is ast.Call:  # ``.to("npu")``: any device named by a string (others go through ``device``)
         func = node.func
         return (
