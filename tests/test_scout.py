@@ -311,6 +311,19 @@ HOT_SYNC_CASES = {
     "a CUDA graph, a GPU count and a CUDA-graph flag": (
         MODULE_HEAD + ("    def forward(self, x, entry):\n        if self.use_cuda_graph and self.num_gpus > 1:\n"
                        "            entry.cudagraph.replay()\n        return int(entry.cudagraph_output)\n"), False),
+    # A function hot only for a graph capture: only what the capture runs is hot.
+    "a sync after a graph capture": (
+        ("import torch\n\n\nclass Runner:\n    def capture(self, graph, x):\n        with torch.cuda.graph(graph):\n"
+         "            y = x + 1\n        torch.cuda.synchronize()\n        return y\n"), False),
+    "a sync in a graph capture's arguments": (
+        ("import torch\n\n\nclass Runner:\n    def capture(self, graph, x):\n"
+         "        with torch.cuda.graph(graph, stream=self.pick(x.cuda().item())):\n            y = x + 1\n"), False),
+    "a sync in a graph capture": (
+        ("import torch\n\n\nclass Runner:\n    def capture(self, graph, x):\n        with torch.cuda.graph(graph):\n"
+         "            torch.cuda.synchronize()\n"), True),
+    "a sync in a method a graph capture calls": (
+        ("import torch\n\n\nclass Runner:\n    def capture(self, graph, x):\n        with torch.cuda.graph(graph):\n"
+         "            self.step(x)\n\n    def step(self, x):\n        torch.cuda.synchronize()\n"), True),
     "a keyword that names a CUDA graph, not a device": (
         MODULE_HEAD + ("    def __init__(self, sizes):\n        self.entries = {n: Entry(use_cudagraph=n > 4) for n in sizes}\n"
                        "    def forward(self, x, n):\n        entry = self.entries[n]\n        assert entry.addresses == [x.data_ptr()]\n"

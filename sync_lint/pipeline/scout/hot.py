@@ -26,7 +26,7 @@ class HotScout:
         self.method_patterns = list(settings["hot-method-patterns"])
 
     def found(self) -> bool:
-        return self._graph_block() or self._compiled() or self._hot_method()
+        return bool(self.graph_blocks()) or self._compiled() or self._hot_method()
 
     def units(self) -> set[tuple[str | None, str]] | None:
         """Per unit, the same over-approximation as ``found``: a hot method of a class that may be
@@ -35,6 +35,23 @@ class HotScout:
         compiled, a graph block, or a class with a hot method. None when such a thing is outside
         every unit (a class or a function defined under a module-level ``if``): module-level
         code is always parsed, but what it calls would not be."""
+        whole = self.whole_units()
+        if whole is None:
+            return None
+        found = whole | {UnitSpans(self.tree).unit_at(block.lineno) for block in self.graph_blocks()}
+        return None if None in found else found
+
+    def graph_blocks(self) -> list[ast.AST]:
+        """``with`` blocks that may capture a CUDA graph (``HotScopes.is_graph_block``): what runs
+        in them is hot, whatever function they are in."""
+        return [
+            node for kind in (ast.With, ast.AsyncWith) for node in self.names.of(kind)
+            if any(self._is_graph_call(item.context_expr) for item in node.items)
+        ]
+
+    def whole_units(self) -> set[tuple[str | None, str]] | None:
+        """The units that may be hot as a whole (``units`` but for graph blocks: a unit holding
+        only those is hot in them alone); None as for ``units``."""
         modules = self._module_classes()
         spans = UnitSpans(self.tree)
         defined = {node.name for kind in FUNCTIONS for node in self.names.of(kind)}
@@ -43,10 +60,6 @@ class HotScout:
             return None
         found = compiled & spans.names  # a compiled import is another file's (not hot here)
         found.update(spans.unit_at(node.lineno) for kind in FUNCTIONS for node in self.names.of(kind) if self._decorated_compiled(node))
-        found.update(
-            spans.unit_at(node.lineno) for kind in (ast.With, ast.AsyncWith) for node in self.names.of(kind)
-            if any(self._is_graph_call(item.context_expr) for item in node.items)
-        )
         top_level = {id(statement) for statement in self.tree.body}
         for node in self.names.of(ast.ClassDef):
             if node.name in modules or self.may_be_hot_class(node):
@@ -74,13 +87,6 @@ class HotScout:
         """Names passed to a call that may be ``torch.compile`` at module level."""
         written = (ast_dotted(call.args[0]) for call in self._compile_calls())
         return {name.rsplit(".", 1)[-1] for name in written if name}
-
-    def _graph_block(self) -> bool:
-        """``with torch.cuda.graph(g):`` (any callee whose name may end in ``graph``)."""
-        return any(
-            self._is_graph_call(item.context_expr)
-            for kind in (ast.With, ast.AsyncWith) for node in self.names.of(kind) for item in node.items
-        )
 
     def _compiled(self) -> bool:
         """A function decorated with ``torch.compile`` or passed to it at module level."""

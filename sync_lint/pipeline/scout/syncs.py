@@ -20,7 +20,13 @@ from sync_lint.analysis.device_words import (
 from sync_lint.config import Settings
 from sync_lint.pipeline.scout.flows import ScopeFacts, suspects
 from sync_lint.pipeline.scout.hot import HotScout
-from sync_lint.pipeline.scout.syntax import FileNames, UnitSpans, ast_dotted, walk
+from sync_lint.pipeline.scout.syntax import (
+    FUNCTIONS,
+    FileNames,
+    UnitSpans,
+    ast_dotted,
+    walk,
+)
 
 
 class SyncScout:
@@ -62,15 +68,28 @@ class SyncScout:
                     for member in statement.body}  # fmt: skip
         any_value = _AnyValue(self._host_result())
         masks = _Masks(self)
-        reached = [node for unit, node in spans.nodes if unit in hot]
-        seen = {id(node) for node in reached}
+        # What to walk, with the unit it is in: a unit hot as a whole, or only what a unit hot
+        # for its graph blocks alone captures (``analysis.syncs`` reports nothing else of it),
+        # with its nested functions, which a block may call.
+        whole = hot_scout.whole_units() or set()
+        reached: list[tuple[ast.AST, ast.AST]] = []
+        for unit, node in spans.nodes:
+            if unit not in hot:
+                continue
+            if unit in whole:
+                reached.append((node, node))
+                continue
+            for block in _graph_blocks_in(node, hot_scout):
+                reached.extend((statement, node) for statement in block.body)
+            reached.extend((nested, node) for nested in walk(node) if type(nested) in FUNCTIONS and nested is not node)
+        seen = {id(root) for root, _ in reached}
         while reached:
-            node = reached.pop()
+            root, node = reached.pop()
             in_hot_class = id(class_of.get(id(node))) in hot_classes
             scope = scope_of[id(node)]
             may_be_a_mask = masks.of(node)
             mentioned: set[str] = set()
-            for child in walk(node):
+            for child in walk(root):
                 if self._may_sync_at(child, scope, attributes, may_be_a_mask) or id(child) in hot_classes:
                     return True
                 if in_hot_class and self._may_sync_at(child, any_value, attributes, may_be_a_mask):
@@ -84,7 +103,7 @@ class SyncScout:
                 for callee in by_name.get(name, ()):
                     if id(callee) not in seen:
                         seen.add(id(callee))
-                        reached.append(callee)
+                        reached.append((callee, callee))
         return False
 
     def units_that_may_sync(self, lines: list[str]) -> set[tuple[str | None, str]]:
@@ -199,6 +218,11 @@ class SyncScout:
             if last == "where" and (len(node.args) != 1 or node.keywords):
                 return False  # ``torch.where(c, a, b)`` is elementwise
         return any(scope.suspect(operand, attributes) for operand in operands)
+
+
+def _graph_blocks_in(function: ast.AST, hot_scout: HotScout) -> list[ast.AST]:
+    blocks = {id(block) for block in hot_scout.graph_blocks()}
+    return [node for node in walk(function) if id(node) in blocks]
 
 
 class _AnyValue:
