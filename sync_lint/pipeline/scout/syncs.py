@@ -72,6 +72,7 @@ class SyncScout:
         # for its graph blocks alone captures (``analysis.syncs`` reports nothing else of it),
         # with its nested functions, which a block may call.
         whole = hot_scout.whole_units() or set()
+        graph_blocks = {id(block) for block in hot_scout.graph_blocks()}
         reached: list[tuple[ast.AST, ast.AST]] = []
         for unit, node in spans.nodes:
             if unit not in hot:
@@ -79,9 +80,11 @@ class SyncScout:
             if unit in whole:
                 reached.append((node, node))
                 continue
-            for block in _graph_blocks_in(node, hot_scout):
-                reached.extend((statement, node) for statement in block.body)
-            reached.extend((nested, node) for nested in walk(node) if type(nested) in FUNCTIONS and nested is not node)
+            for inner in walk(node):
+                if id(inner) in graph_blocks:
+                    reached.extend((statement, node) for statement in inner.body)
+                elif type(inner) in FUNCTIONS and inner is not node:
+                    reached.append((inner, node))
         seen = {id(root) for root, _ in reached}
         while reached:
             root, node = reached.pop()
@@ -218,11 +221,6 @@ class SyncScout:
             if last == "where" and (len(node.args) != 1 or node.keywords):
                 return False  # ``torch.where(c, a, b)`` is elementwise
         return any(scope.suspect(operand, attributes) for operand in operands)
-
-
-def _graph_blocks_in(function: ast.AST, hot_scout: HotScout) -> list[ast.AST]:
-    blocks = {id(block) for block in hot_scout.graph_blocks()}
-    return [node for node in walk(function) if id(node) in blocks]
 
 
 class _AnyValue:
