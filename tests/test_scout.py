@@ -471,8 +471,8 @@ def test_a_contiguous_size1_view_is_still_suspect_alone(tmp_path):
 
 @pytest.mark.parametrize("method", sorted(sinks_scout._NEW_TENSOR_METHODS))
 def test_every_new_tensor_method_is_read_as_one_by_the_domain(method):
-    """Each method the scout reads as making a new tensor: called on a transpose or a column,
-    and handed to a custom op or viewed as another dtype, the analysis reports nothing."""
+    """Each method the scout reads as making a new tensor: called on a transpose, a column or a
+    cast, and handed to a custom op or viewed as another dtype, the analysis reports nothing."""
     from sync_lint.api import lint_text
 
     for receiver in ("x.t()", "x[:, 0]", "x.to(torch.int32)"):
@@ -480,6 +480,11 @@ def test_every_new_tensor_method_is_read_as_one_by_the_domain(method):
             text = f"import torch\n\n\ndef f(x):\n    return {use.format(f'{receiver}.{method}()')}\n"
             assert not Scout(text, SETTINGS).may_report_at_a_sink(), text
             assert lint_text(text) == [], text
+            # ``torch.<method>(...)`` is pruned too (a call of an attribute of that name): the
+            # domain must read it as a new tensor as well, never as a torch view function.
+            called = f"import torch\n\n\ndef f(x):\n    return {use.format(f'torch.{method}({receiver})')}\n"
+            assert not Scout(called, SETTINGS).may_report_at_a_sink(), called
+            assert lint_text(called) == [], called
 
 
 SCOPES_SAMPLE = '''\
