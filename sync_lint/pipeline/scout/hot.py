@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from functools import cached_property
 
 from sync_lint.config import Settings
 from sync_lint.pipeline.scout.syntax import (
@@ -25,8 +26,13 @@ class HotScout:
         self.class_patterns = list(settings["hot-class-patterns"])
         self.method_patterns = list(settings["hot-method-patterns"])
 
+    # Made on the first question and kept: ``units`` and ``SyncScout.found`` ask for each.
+    @cached_property
+    def spans(self) -> UnitSpans:
+        return UnitSpans(self.tree)
+
     def found(self) -> bool:
-        return bool(self.graph_blocks()) or self._compiled() or self._hot_method()
+        return bool(self.graph_blocks) or self._compiled() or self._hot_method()
 
     def units(self) -> set[tuple[str | None, str]] | None:
         """Per unit, the same over-approximation as ``found``: a hot method of a class that may be
@@ -35,12 +41,13 @@ class HotScout:
         compiled, a graph block, or a class with a hot method. None when such a thing is outside
         every unit (a class or a function defined under a module-level ``if``): module-level
         code is always parsed, but what it calls would not be."""
-        whole = self.whole_units()
+        whole = self.whole_units
         if whole is None:
             return None
-        found = whole | {UnitSpans(self.tree).unit_at(block.lineno) for block in self.graph_blocks()}
+        found = whole | {self.spans.unit_at(block.lineno) for block in self.graph_blocks}
         return None if None in found else found
 
+    @cached_property
     def graph_blocks(self) -> list[ast.AST]:
         """``with`` blocks that may capture a CUDA graph (``HotScopes.is_graph_block``): what runs
         in them is hot, whatever function they are in."""
@@ -49,11 +56,12 @@ class HotScout:
             if any(self._is_graph_call(item.context_expr) for item in node.items)
         ]
 
+    @cached_property
     def whole_units(self) -> set[tuple[str | None, str]] | None:
         """The units that may be hot as a whole (``units`` but for graph blocks: a unit holding
         only those is hot in them alone); None as for ``units``."""
         modules = self._module_classes()
-        spans = UnitSpans(self.tree)
+        spans = self.spans
         defined = {node.name for kind in FUNCTIONS for node in self.names.of(kind)}
         compiled = {(None, name) for name in self._compiled_by_call()}
         if any(unit not in spans.names and unit[1] in defined for unit in compiled):

@@ -46,6 +46,7 @@ class SyncScout:
         self.names = names
         self.tree = tree
         self.settings = settings
+        self._host = None  # ``_host_result``'s test, made once: every walk of the file prunes with it
 
     def found(self) -> bool:
         hot_scout = HotScout(self.names, self.tree, self.settings)
@@ -58,7 +59,7 @@ class SyncScout:
         hot_classes = {
             id(node) for node in self.names.of(ast.ClassDef) if hot_scout.may_be_hot_class(node)
         } if self.settings["unknown-device"] == "hot-classes" else set()  # fmt: skip
-        spans = UnitSpans(self.tree)
+        spans = hot_scout.spans
         by_name: dict[str, list[ast.AST]] = {}
         for (_, name), node in spans.nodes:
             by_name.setdefault(name, []).append(node)
@@ -71,8 +72,8 @@ class SyncScout:
         # What to walk, with the unit it is in: a unit hot as a whole, or only what a unit hot
         # for its graph blocks alone captures (``analysis.syncs`` reports nothing else of it),
         # with its nested functions, which a block may call.
-        whole = hot_scout.whole_units() or set()
-        graph_blocks = {id(block) for block in hot_scout.graph_blocks()}
+        whole = hot_scout.whole_units or set()
+        graph_blocks = {id(block) for block in hot_scout.graph_blocks}
         reached: list[tuple[ast.AST, ast.AST]] = []
         for unit, node in spans.nodes:
             if unit not in hot:
@@ -159,6 +160,11 @@ class SyncScout:
         """The expressions the device domain reads as host values whatever they read: a host
         attribute (unless the file assigns one of that name, which the domain then tracks), a
         method with a host result, ``len()``."""
+        if self._host is None:
+            self._host = self._make_host_result()
+        return self._host
+
+    def _make_host_result(self):
         assigned = {node.attr for node in self.names.of(ast.Attribute) if type(node.ctx) is ast.Store}
         host_attributes = HOST_ATTRIBUTES - assigned - {"device"}  # ``x.device`` names a device
         rebinds_len = "len" in self.names.bound
@@ -312,6 +318,7 @@ def _may_name_the_host(call: ast.Call) -> bool:
 # itself (``units_that_may_sync``): a device word anywhere in it (read loosely: ``cudagraph``
 # too), a string device (``.to("npu")``), or ``synchronize``.
 _DEVICE_TEXT = re.compile(r"device|cuda|gpu|synchroni|\.\s*to\s*\(\s*[rbuf]*[\"']", re.IGNORECASE)
+
 
 def _may_name_a_device(name: str) -> bool:
     """A name or attribute the device domain may read as a device or a tensor on one: one with
