@@ -343,15 +343,99 @@ def caller(a, out):
     assert bool(codes(source)) == reported
 
 
-def test_store_through_argument_makes_the_fix_unsafe():
+def test_a_view_the_kernel_stores_through_gets_no_fix():
+    """``.contiguous()`` on an output hands the kernel a copy: its stores land there and are lost."""
     source = KERNEL + """
 def f(x, out):
     _k[(4,)](x, out[:, 0], 1, N=4)
 """
     (diagnostic,) = lint_text(source)
-    assert diagnostic.code == "GPU102" and diagnostic.fix.applicability == "unsafe"
-    assert fix_text(source) == source
-    assert "out[:, 0].contiguous()" in fix_text(source, unsafe=True)
+    assert diagnostic.code == "GPU102" and diagnostic.fix is None
+    assert diagnostic.message.endswith(
+        "by the Triton kernel `_k`). A `.contiguous()` copy would lose those writes: pass the strides, "
+        "or hand it a contiguous tensor and copy the result back."
+    )
+    assert "Add `.contiguous()`" not in diagnostic.message
+    assert fix_text(source, unsafe=True) == source
+
+
+def test_a_view_the_kernel_only_reads_keeps_its_fix():
+    source = KERNEL + """
+def f(x, out):
+    _k[(4,)](x[:, 0], out, 1, N=4)
+"""
+    (diagnostic,) = lint_text(source)
+    assert diagnostic.fix is not None and diagnostic.message.endswith("Add `.contiguous()`.")
+    assert "x[:, 0].contiguous()" in fix_text(source)
+
+
+UPDATE_KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _reduce_into_first(state_ptr, N: tl.constexpr):
+    total = tl.sum(tl.load(state_ptr + tl.arange(0, N)))
+    tl.store(state_ptr, total)  # the first element only: no layout need, but a write
+
+
+@triton.jit
+def _set(out_ptr, N: tl.constexpr):
+    tl.store(out_ptr + tl.arange(0, N), 0)
+
+
+@triton.jit
+def _outer(out_ptr, N: tl.constexpr):
+    _set(out_ptr, N)
+
+
+def set_all(out):
+    _outer[(1,)](out, N=4)
+"""
+
+
+@pytest.mark.parametrize(("call", "written"), [
+    # loaded as `ptr + offset` (the need), stored at the pointer itself: the message says both
+    ("_reduce_into_first[(1,)](states[:, 0], N=4)",
+     ("`_reduce_into_first` also writes through it (written by the Triton kernel `_reduce_into_first`), so a "
+      "`.contiguous()` copy would lose them")),
+    # stored in a jit helper the kernel hands the pointer to
+    ("_outer[(1,)](states[:, 0], N=4)", "A `.contiguous()` copy would lose those writes"),
+    # through a Python wrapper, then the kernel, then its helper
+    ("set_all(states[:, 0])", "A `.contiguous()` copy would lose those writes"),
+])  # fmt: skip
+def test_writes_through_kernels_helpers_and_wrappers_drop_the_fix(call, written):
+    source = UPDATE_KERNEL + f"""
+
+def step(states):
+    {call}
+"""
+    (diagnostic,) = lint_text(source)
+    assert diagnostic.code == "GPU102" and diagnostic.fix is None
+    assert written in diagnostic.message and "Add `.contiguous()`" not in diagnostic.message
+    assert fix_text(source, unsafe=True) == source
+
+
+def test_writes_through_a_wrapper_in_another_file_drop_the_fix(tmp_path: Path):
+    (tmp_path / "kernels.py").write_text(UPDATE_KERNEL)
+    (tmp_path / "caller.py").write_text("from kernels import set_all\n\n\ndef step(states):\n    set_all(states.t())\n")
+    (diagnostic,) = lint_paths([str(tmp_path)])
+    assert (Path(diagnostic.path).name, diagnostic.line, diagnostic.code) == ("caller.py", 5, "GPU102")
+    assert diagnostic.fix is None and "would lose those writes" in diagnostic.message
+
+
+def test_a_custom_op_is_not_known_to_write_and_keeps_its_unsafe_fix():
+    source = """
+import torch
+
+
+def f(out, x):
+    torch.ops._C.rms_norm(out[:, :4], x)
+"""
+    (diagnostic,) = lint_text(source)
+    assert diagnostic.fix is not None and diagnostic.fix.applicability == "unsafe"
+    assert diagnostic.message.endswith("Add `.contiguous()`.")
 
 
 def test_configured_sink():
@@ -1069,15 +1153,16 @@ def test_a_transpose_undone_around_contiguous_is_column_major_in_torch():
 
 # The `.contiguous()` fix is safe only where the linter sees that nothing is written through
 # the argument: a Triton kernel that only loads through it, reached directly or through
-# wrappers, in this file or another, that only hand it on. (sink code, safe)
+# wrappers, in this file or another, that only hand it on. Where a kernel is known to store
+# through it, no fix at all: the copy would lose the writes. (sink code, safe / unsafe / None)
 FIX_SAFETY = [
     ("_load_kernel[(1,)](x[:, 0], out)", True),  # loads through `x_ptr`, stores through `out_ptr` only
-    ("_store_kernel[(1,)](out, x[:, 0])", False),  # stores through its second pointer
+    ("_store_kernel[(1,)](out, x[:, 0])", None),  # stores through its second pointer
     ("_helper_kernel[(1,)](x[:, 0], out)", False),  # hands the pointer to a jit helper
     ("_block_kernel[(1,)](x[:, 0], out)", False),  # also stores through a block pointer made from it
     ("torch.ops._C.silu_and_mul(x[:, 0], out)", False),  # a custom op may write into any argument
     ("y = x[:, 0].view(torch.uint8)", False),
-    ("wrapper(x[:, 0])", False),  # forwards to a kernel of another file that stores through it
+    ("wrapper(x[:, 0])", None),  # forwards to a kernel of another file that stores through it
     # wrappers in another file that read only metadata and hand it on to a loading kernel
     ("read_wrapper(x[:, 0], out)", True),
     ("outer_wrapper(x[:, 0], out)", True),  # two hops
@@ -1089,7 +1174,7 @@ FIX_SAFETY = [
     ("storing_wrapper(x[:, 0], out)", False),  # `CACHE.append(t)`
     ("op_wrapper(x[:, 0], out)", False),  # also hands it to a custom op
     ("rebinding_wrapper(x[:, 0], out)", False),  # `t, n = t, ...`: a name bound again is not followed
-    ("storing_kernel_wrapper(x[:, 0], out)", False),  # its kernel also stores through it
+    ("storing_kernel_wrapper(x[:, 0], out)", None),  # its kernel also stores through it
     # the fix goes on the cast upstream (the value may be None), whose other uses would get the copy
     ("idx = None if out is None else x[:, 1].to(torch.int32)\n    _load_kernel[(1,)](idx, out)", False),
 ]
@@ -1150,8 +1235,11 @@ def write_fix_safety_project(tmp_path: Path, sink: str) -> None:
 def test_the_contiguous_fix_is_safe_only_where_nothing_is_written_through_the_argument(tmp_path, sink, safe):
     write_fix_safety_project(tmp_path, sink)
     found = [d for d in lint_paths([str(tmp_path)]) if d.code.startswith("GPU1") and d.path.endswith("step.py")]
-    assert len(found) == 1 and found[0].fix is not None, found
-    assert found[0].fix.applicability == ("safe" if safe else "unsafe")
+    assert len(found) == 1, found
+    if safe is None:
+        assert found[0].fix is None and "would lose" in found[0].message, found
+    else:
+        assert found[0].fix is not None and found[0].fix.applicability == ("safe" if safe else "unsafe")
 
 
 def test_sync_lint_fix_applies_a_fix_made_safe_by_a_wrapper_of_another_file(tmp_path):

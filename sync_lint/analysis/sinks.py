@@ -454,10 +454,15 @@ class ContiguityAnalysis:
                 for param in self._pointer_sources(pointer, derived) & set(params):
                     summary = summary or self.ctx.summary(info)
                     verb = _POINTER_CALLS[short]
+                    how = f"{verb} as `ptr + offset`" if not bare else verb
                     if not bare:
-                        summary.need_contiguous(param, f"{verb} as `ptr + offset` by the Triton kernel `{info.name}`")
+                        summary.need_contiguous(param, f"{how} by the Triton kernel `{info.name}`")
                         accesses.direct.setdefault(param, []).append(frozenset(offsets - {param}))
-                    (loaded if verb == "read" else not_read_only).add(param)
+                    if verb == "read":
+                        loaded.add(param)
+                    else:
+                        not_read_only.add(param)
+                        summary.writes_through.setdefault(param, f"{how} by the Triton kernel `{info.name}`")
                 continue
             if name.startswith("triton.") and short not in _BLOCK_POINTERS:
                 continue

@@ -5,7 +5,8 @@ Per file, analyses record for each function (keyed by its dotted qualified name)
   needs only a unit stride in the last dim (``needs_unit_stride``: ``assert p.stride(-1) == 1``,
   ``p.view(dtype)``), directly or by being passed on to another function (``forwards``), and
 - which parameters it only reads through (``read_only_if``), so that a ``.contiguous()`` copy
-  handed to it in their place changes nothing but the layout, and
+  handed to it in their place changes nothing but the layout, and which it is known to write
+  through (``writes_through``), where such a copy would take the writes and lose them, and
 - whether it performs an undeclared GPU->CPU sync (``sync``), directly or by calling another
   function that does (``sync_calls``).
 Rules yield a ``PendingCall`` for each call whose verdict depends on the callee's summary.
@@ -81,6 +82,10 @@ class FunctionSummary:
     # through it: the function only reads through ``param`` if each of those callees only reads
     # through its argument (none: it reads through it itself). Closed project-wide.
     read_only_if: dict[str, tuple[tuple[str, ArgKey], ...]] = field(default_factory=dict)
+    # param -> how it is known to be written through ("written as `ptr + offset` by the Triton
+    # kernel `k`"): a Triton store or atomic through it, here or in a function it is passed on
+    # to (closed project-wide along ``forwards``). A custom op may write too, but is not known to.
+    writes_through: dict[str, str] = field(default_factory=dict)
     # Triton kernels: pointer param -> the other parameters that the offset of every load and
     # store through it is built from (``q + h * head_stride + t * token_stride``): a launch that
     # binds one of them to the strides of another tensor steps through this pointer with those.
@@ -177,7 +182,8 @@ class PendingCall:
     ``kind`` is "contiguity" (emit if the callee needs argument ``arg`` contiguous),
     "unit-stride" (the argument's last dim certainly has no stride 1: emit if the callee needs it
     contiguous or needs a unit last stride) or "sync" (emit if the callee syncs).
-    ``diagnostic.message`` may contain ``{reason}`` and ``{callee}``, filled from the summary.
+    ``diagnostic.message`` may contain ``{reason}`` and ``{callee}``, filled from the summary,
+    and ``{advice}``, filled with ``advice`` (see there).
     """
 
     kind: str
@@ -191,3 +197,7 @@ class PendingCall:
     # (``k.permute(1, 0, 2)``: ``"permute(1, 0, 2)"``), for ``FunctionSummary.same_strides_as``.
     arg_views: tuple[tuple[ArgKey, str], ...] = ()
     flags: CallFlags = ()  # the call's arguments that may be flags (``FunctionSummary.excused``)
+    # What the finding tells to do, a contiguous copy (``Add `.contiguous()`.``). Where the callee
+    # is known to write through ``arg`` (``FunctionSummary.writes_through``), the copy would take
+    # the writes and lose them: a warning saying so takes its place, and the fix is dropped.
+    advice: str = ""

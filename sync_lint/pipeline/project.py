@@ -48,6 +48,7 @@ class ProjectIndex:
         self._read_only: dict[int, set[str]] = {}
         self._close()
         self._close_read_only()
+        self._close_writes()
 
     def summarised_callees(self) -> tuple[frozenset[str], list[tuple[str, str, str]]]:
         """What a call must name to reach a function whose summary can make it a finding.
@@ -175,6 +176,33 @@ class ProjectIndex:
                         proven.add(param)
                         changed = True
 
+    def _close_writes(self) -> None:
+        """A parameter passed on to a callee that writes through its argument is written
+        through (``FunctionSummary.writes_through``), starting from the kernels that store
+        through theirs. Entries are only added, each once, so this ends."""
+        changed = True
+        while changed:
+            changed = False
+            for summary in self.functions.values():
+                for forward in summary.forwards:
+                    if forward.param in summary.writes_through:
+                        continue
+                    callee = self.lookup(forward.callee)
+                    if callee is None or callee is summary:
+                        continue
+                    written = callee.writes_through.get(callee.param_for(forward.arg) or "")
+                    if written is not None:
+                        short = forward.callee.rsplit(".", 1)[-1]
+                        summary.writes_through[forward.param] = f"passed on to `{short}` (line {forward.line}), where it is {written}"
+                        changed = True
+
+    def written_through(self, callee_name: str, arg: ArgKey | None) -> str | None:
+        """How ``callee_name`` is known to write through its argument ``arg``; None: not known to."""
+        callee = self.lookup(callee_name)
+        if callee is None or arg is None:
+            return None
+        return callee.writes_through.get(callee.param_for(arg) or "")
+
     def only_reads(self, callee_name: str, arg: ArgKey | None) -> bool:
         """Is ``callee_name`` known only to read through its argument ``arg``?"""
         callee = self.lookup(callee_name)
@@ -215,10 +243,20 @@ class ProjectIndex:
             return None
         d = pending.diagnostic
         short = pending.callee.rsplit(".", 1)[-1]
-        message = d.message.replace("{reason}", reason).replace("{callee}", short)
         fix = d.fix
-        if fix is not None and pending.fix_safe_if_read_only and self.only_reads(pending.callee, pending.arg):
+        advice = pending.advice
+        written = self.written_through(pending.callee, pending.arg) if advice else None
+        if written is not None:
+            # A contiguous copy would take the callee's writes, and nothing reads them back.
+            instead = "pass the strides, or hand it a contiguous tensor and copy the result back."
+            if written == reason:  # the message already says how it is written
+                advice = f"A `.contiguous()` copy would lose those writes: {instead}"
+            else:
+                advice = f"`{short}` also writes through it ({written}), so a `.contiguous()` copy would lose them: {instead}"
+            fix = None
+        elif fix is not None and pending.fix_safe_if_read_only and self.only_reads(pending.callee, pending.arg):
             fix = replace(fix, applicability="safe")
+        message = d.message.replace("{reason}", reason).replace("{callee}", short).replace("{advice}", advice)
         return Diagnostic(d.path, d.line, d.col, d.end_line, d.end_col, d.code, message, fix)
 
 

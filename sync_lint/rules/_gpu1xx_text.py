@@ -7,5 +7,10 @@ CONTIGUOUS_FIX_SAFETY = (
     "nor hands it to another function, called directly or through wrappers (in any checked file) that do nothing "
     "else with it than read its shape, strides or dtype and hand it on. Elsewhere (a custom op, a kernel or "
     "wrapper whose code is not checked, `.view(dtype)`, a raw `.data_ptr()`) unsafe: the callee may write through "
-    "the argument (a custom op's `out`), and the writes would go to the copy."
+    "the argument (a custom op's `out`), and the writes would go to the copy. Where the kernel, or a function the "
+    "argument is passed on to, is known to store through it (a Triton `tl.store` or atomic), no fix is offered and "
+    "the message says so: the copy would certainly lose the writes."
 )
+
+# What GPU101 and GPU102 tell to do (``_sink_findings.sink_finding``).
+ADD_CONTIGUOUS = "Add `.contiguous()`."

@@ -33,12 +33,18 @@ def reported_uses(analysis: ContiguityAnalysis, verdict: Callable, seen: set[int
         yield use
 
 
-def sink_finding(use: SinkUse, message: str, fixable: bool = True) -> Finding:
+def sink_finding(use: SinkUse, message: str, advice: str = "", fixable: bool = True) -> Finding:
+    """The finding of ``use``: ``message``, then ``advice`` (what to do: a contiguous copy),
+    which gives way to a warning where the callee turns out to write through the argument
+    (``PendingCall.advice``)."""
     target = fix_target(use) if fixable else None
     condition = None
     if use.callee is not None:
         condition = CalleeCondition(callee_need(use), use.callee, use.key, fix_safe_if_read_only=target is use.arg,
-                                    arg_views=use.arg_views, flags=use.flags)
+                                    arg_views=use.arg_views, flags=use.flags, advice=advice)
+        message = f"{message} {{advice}}" if advice else message
+    elif advice:
+        message = f"{message} {advice}"
     return Finding(
         node=target if target is not None else use.arg,
         message=message,

@@ -38,12 +38,13 @@ class CalleeCondition:
     fix_safe_if_read_only: bool = False  # see ``PendingCall``
     arg_views: tuple[tuple[int | str, str], ...] = ()  # see ``PendingCall``
     flags: tuple[tuple[int | str, bool | str], ...] = ()  # see ``PendingCall``
+    advice: str = ""  # see ``PendingCall``
 
 
 @dataclass
 class Finding:
     node: cst.CSTNode  # the span to report
-    message: str  # may use {reason} and {callee} when ``if_callee`` is set
+    message: str  # may use {reason}, {callee} and {advice} when ``if_callee`` is set
     fix: FixPlan | None = None
     if_callee: CalleeCondition | None = None
 

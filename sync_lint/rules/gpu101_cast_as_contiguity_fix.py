@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from sync_lint.rules._gpu1xx_text import CONTIGUOUS_FIX_SAFETY
+from sync_lint.rules._gpu1xx_text import ADD_CONTIGUOUS, CONTIGUOUS_FIX_SAFETY
 from sync_lint.rules.base import Finding, Rule
 from sync_lint.rules.triggers import (
     ALONE_SINK_TRIGGERS,
@@ -133,7 +133,7 @@ class CastAsContiguityFix(Rule):
 
         analysis = ctx.get(ContiguityAnalysis)
         for use in reported_uses(analysis, cast_relied_on):
-            yield sink_finding(use, self._message(use, analysis))
+            yield sink_finding(use, self._message(use, analysis), ADD_CONTIGUOUS)
 
     @staticmethod
     def _message(use: SinkUse, analysis: ContiguityAnalysis) -> str:
@@ -158,11 +158,10 @@ class CastAsContiguityFix(Rule):
             kind = "a parameter" if layout.source == "param" else "an attribute"
             return (
                 f"`{cast.source_text}` is {kind} of unknown layout and may be a strided view; `{cast.text}` "
-                f"{effect} and is no contiguity fix, so {sink} may receive a non-contiguous tensor{because(use)}. "
-                "Add `.contiguous()`."
+                f"{effect} and is no contiguity fix, so {sink} may receive a non-contiguous tensor{because(use)}."
             )
         line = analysis.finding_line(layout.origin)
         return (
             f"`{cast.source_text}` is {layout.what} (line {line}); `{cast.text}` {effect}, so {sink} "
-            f"receives a non-contiguous tensor{because(use)}. Add `.contiguous()`."
+            f"receives a non-contiguous tensor{because(use)}."
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from sync_lint.rules._gpu1xx_text import CONTIGUOUS_FIX_SAFETY
+from sync_lint.rules._gpu1xx_text import ADD_CONTIGUOUS, CONTIGUOUS_FIX_SAFETY
 from sync_lint.rules.base import Finding, Rule
 from sync_lint.rules.triggers import (
     ALONE_SINK_TRIGGERS,
@@ -266,6 +266,6 @@ class NonContiguousViewToKernel(Rule):
             named = f"`{arg}` is {layout.what}" if len(arg) <= 48 else f"the argument is {layout.what}"
             message = (
                 f"{named} (line {line}), not contiguous, so {use.sink} receives a strided view"
-                f"{because(use)}. Add `.contiguous()`."
+                f"{because(use)}."
             )
-            yield sink_finding(use, message)
+            yield sink_finding(use, message, ADD_CONTIGUOUS)

@@ -101,10 +101,9 @@ class ContiguityLostAfterFix(Rule):
             fixed_at = analysis.finding_line(layout.refixed)
             message = (
                 f"`.contiguous()` (line {fixed_at}) comes before {layout.what}, which is a strided view "
-                f"again, so {use.sink} receives a non-contiguous tensor{because(use)}. Call "
-                "`.contiguous()` after the view."
+                f"again, so {use.sink} receives a non-contiguous tensor{because(use)}."
             )
-            yield sink_finding(use, message)
+            yield sink_finding(use, message, "Call `.contiguous()` after the view.")
         # The size-1 case is often harmless (a kernel that never steps along that dim): it is
         # reported only with `preview` on, and has no fix (`.contiguous()` returns it unchanged).
         if not ctx.settings["preview"]:
@@ -120,4 +119,4 @@ class ContiguityLostAfterFix(Rule):
                 f"`{arg}` is contiguous only through a size-1 dim: it passes `is_contiguous()`{made}, yet "
                 f"its strides, which {use.sink} receives, are still those of the tensor it was sliced from."
             )
-            yield sink_finding(use, message, fixable=False)
+            yield sink_finding(use, message, fixable=False)  # no advice: no copy would help
