@@ -348,13 +348,23 @@ def test_what_a_value_holds_includes_the_parts_never_suspect():
     """``keys`` (the parameters a value may hold) reads a pruned part too; ``suspect`` does not."""
     import ast
 
+    from sync_lint.api import make_settings
     from sync_lint.pipeline.scout.flows import _ExprFacts
-    from sync_lint.pipeline.scout.sinks import _makes_view, _never_a_view
+    from sync_lint.pipeline.scout.sinks import _makes_view, _NeverAView
+    from sync_lint.pipeline.scout.syntax import FileNames
 
-    facts = _ExprFacts(ast.parse("f(a.t() + b, c[:, 0].amax(-1), self.w)", mode="eval").body, _makes_view, _never_a_view)
-    assert facts.keys() == {"f", "a", ".t", "b", "c", ".amax", "self", ".w"}
+    def facts_of(text):
+        tree = ast.parse(text)
+        return _ExprFacts(tree.body[-1].value, _makes_view, _NeverAView(FileNames(tree, make_settings())))
+
+    facts = facts_of("(a.t() + b, c[:, 0].amax(-1), self.w)")
+    assert facts.keys() == {"a", ".t", "b", "c", ".amax", "self", ".w"}
     assert not facts.suspect({"a", "c"}, set())
     assert facts.suspect({"self"}, set())
+    # a call of a function of the file is of unknown layout, whatever it is handed
+    facts = facts_of("helper(self.w.t(), x)")
+    assert facts.keys() == {"helper", "self", ".w", ".t", "x"}
+    assert not facts.suspect({"self", "x"}, {"w"})
 
 
 def test_callees_of_hot_code_are_kept_across_files(package):

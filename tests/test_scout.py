@@ -423,31 +423,85 @@ def test_a_dtype_view_needs_only_a_unit_last_stride(receiver, may):
 
 
 @pytest.mark.parametrize(
-    ("handed", "may"),
+    ("handed", "may", "may_when_viewed"),
     [
         # A new tensor, whatever it is made of: the domain reads none of these as a view or a cast.
-        ("x.t().amax(-1)", False), ("x[:, 0] + 1", False), ("x.t() * 2", False),
-        ("-x.t()", False), ("x[:, 0].clamp(0, 1)", False), ("x[:, 0] > 0", False),
-        ("x.contiguous(memory_format=torch.channels_last)", False), ("x.t().sum(0).flip(0)", False),
+        ("x.t().amax(-1)", False, False), ("x[:, 0] + 1", False, False), ("x.t() * 2", False, False),
+        ("-x.t()", False, False), ("x[:, 0].clamp(0, 1)", False, False), ("x[:, 0] > 0", False, False),
+        ("x.contiguous(memory_format=torch.channels_last)", False, False), ("x.t().sum(0).flip(0)", False, False),
+        # Nor the result of a call that is no torch function and no method keeping its receiver's
+        # layout: unknown (``Parameter``, a helper of the file, a method the domain does not know).
+        ("Parameter(x.t())", False, False), ("nn.Parameter(x[:, 0])", False, False),
+        ("helper(x.t())", False, False), ("x.t().unbind(0)[0]", False, False), ("x[:, 0].tolist()", False, False),
+        ("F.pad(x.t(), (0, 1))", False, False), ("kernel[(1,)](x.t())", False, False),
         # A view or a cast around one, or beside one, is still suspect.
-        ("x.t().contiguous().t()", True), ("(x + 1).to(torch.int32)", True), ("x.sum(0)[:, 1]", True),
-        ("x[:, 0].contiguous() if n else x[:, 1]", True), ("x[:, 0].clone()", True),
-        # ``.contiguous()`` returns a size-1 view as it is (GPU103 at a stride-aware launch).
-        ("x[:, 0].contiguous()", True),
+        ("x.t().contiguous().t()", True, True), ("(x + 1).to(torch.int32)", True, True), ("x.sum(0)[:, 1]", True, True),
+        ("x[:, 0].contiguous() if n else x[:, 1]", True, True), ("x[:, 0].clone()", True, True),
+        ("torch.transpose(x, 0, 1)", True, True), ("transpose(x, 0, 1)", True, True),
+        ("helper(x).t()", True, True), ("x.t().view(n, -1)", True, True), ("x.t().add_(1)", True, True),
+        # ``.contiguous()`` returns a size-1 view as it is (GPU103 at a stride-aware launch); its
+        # last dim has stride 1 all the same, all ``.view(dtype)`` needs.
+        ("x[:, 0].contiguous()", True, False),
     ],
 )
-def test_a_new_tensor_is_no_view_whatever_it_is_made_of(handed, may):
+def test_a_new_tensor_is_no_view_whatever_it_is_made_of(handed, may, may_when_viewed):
     """A file checked on its own: the scout says no for a value the layout domain reads as a new
-    tensor (and then the analysis reports nothing), directly or through a name bound to it."""
+    tensor or of unknown layout (and then the analysis reports nothing), directly or through a
+    name bound to it."""
     from sync_lint.api import lint_text
 
-    direct = f"import torch\n\n\ndef f(x, n):\n    torch.ops._C.op({handed})\n"
-    through_a_name = f"import torch\n\n\ndef f(x, n):\n    y = {handed}\n    z = y\n    torch.ops._C.op(z)\n"
-    viewed = f"import torch\n\n\ndef f(x, n):\n    return ({handed}).view(torch.int8)\n"
-    for text in (direct, through_a_name, viewed):
-        assert Scout(text, SETTINGS).may_report_at_a_sink() == may, text
-        if not may:
+    header = "import torch\nimport torch.nn.functional as F\nfrom torch import nn, transpose\nfrom torch.nn import Parameter\n"
+    header += "\n\ndef helper(t):\n    return t\n"
+    direct = f"{header}\n\ndef f(x, n, kernel):\n    torch.ops._C.op({handed})\n"
+    through_a_name = f"{header}\n\ndef f(x, n, kernel):\n    y = {handed}\n    z = y\n    torch.ops._C.op(z)\n"
+    viewed = f"{header}\n\ndef f(x, n, kernel):\n    return ({handed}).view(torch.int8)\n"
+    for text, expected in ((direct, may), (through_a_name, may), (viewed, may_when_viewed)):
+        assert Scout(text, SETTINGS).may_report_at_a_sink() == expected, text
+        if not expected:
             assert lint_text(text) == [], text
+
+
+@pytest.mark.parametrize(
+    ("body", "may"),
+    [
+        # Attributes assigned through anything but the first parameter: followed by dotted name,
+        # within the function (``flow.target_key``), as the domains follow them.
+        ("layer.w.data = x.t()\n        torch.ops._C.op(layer.scale.data)", False),
+        ("layer.w.data = x.t()\n        torch.ops._C.op(layer.w.data)", True),
+        ("layer.w = x.t()\n        torch.ops._C.op(layer.w.data.view(n, -1))", True),
+        ("layer.w = x.t()\n        w = layer.w\n        torch.ops._C.op(w)", True),
+        ("rows[0].w = x.t()\n        torch.ops._C.op(rows[0].w)", False),  # no dotted name: not followed
+        # ... and not in another method
+        ("layer.w = x.t()\n\n    def other(self, layer):\n        torch.ops._C.op(layer.w)", False),
+        # Through the first parameter: across the class
+        ("self.w = x.t()\n\n    def other(self, layer):\n        torch.ops._C.op(self.w)", True),
+        # deeper too: the device domain carries ``self.a.b`` from ``__init__`` (the layout
+        # domain would not; the scout reads attributes one way for both)
+        ("self.cache.w = x.t()\n\n    def other(self, layer):\n        torch.ops._C.op(self.cache.w)", True),
+        # A shape is no tensor, whatever the tensor becomes later
+        ("n = x.shape[0]\n        x = x.t()\n        torch.ops._C.op(n, x.size(1), x.stride(0), x.dtype)", False),
+    ],
+)
+def test_attributes_are_followed_where_the_domains_follow_them(body, may):
+    from sync_lint.api import lint_text
+
+    text = f"import torch\n\n\nclass Method:\n    def process(self, layer, x, n, rows):\n        {body}\n"
+    assert Scout(text, SETTINGS).may_report_at_a_sink() == may, text
+    if not may:
+        assert lint_text(text) == [], text
+
+
+def test_a_tensor_attribute_the_code_assigns_is_followed():
+    """``x.shape`` is no tensor unless the file assigns an attribute of that name: the domain
+    then reads ``self.shape`` as assigned."""
+    from sync_lint.api import lint_text
+
+    text = (
+        "import torch\n\n\nclass Holder:\n    def __init__(self, x):\n        self.shape = x.t()\n\n"
+        "    def run(self):\n        torch.ops._C.op(self.shape)\n"
+    )
+    assert Scout(text, SETTINGS).may_report_at_a_sink()
+    assert [d.code for d in lint_text(text)] == ["GPU102"]
 
 
 def test_a_contiguous_size1_view_is_still_suspect_alone(tmp_path):

@@ -41,8 +41,11 @@ from sync_lint.analysis.layout_words import (
     ELEMENTWISE_METHODS,
     FRESH_METHODS,
     GAPPING,
+    NON_TENSOR_ATTRIBUTES,
     PERMUTING,
     PERMUTING_ATTRIBUTES,
+    RESHAPING,
+    SHAPE_KEEPING,
     VIEW_MAKING,
 )
 from sync_lint.analysis.names import dotted
@@ -127,8 +130,6 @@ NONE_LAYOUT = Layout(NONE)
 # (the views, the casts and the methods that make a new tensor are in ``layout_words``, which the
 # syntax scout reads too)
 
-_SHAPE_KEEPING = {"view", "view_as", "unsqueeze", "squeeze", "unflatten", "detach", "data", "requires_grad_"}
-_RESHAPING = {"reshape", "flatten"}
 _DIMS_ADDED = {"select": -1, "narrow": 0, "unfold": 1, "diagonal": -1}  # to the base's number of dims
 _SHAPE_FACTORIES = {"empty", "zeros", "ones", "full", "rand", "randn"}  # sizes first, as ``view`` takes them
 _ONE_D_FACTORIES = {"arange", "range", "linspace", "logspace", "randperm"}
@@ -152,7 +153,7 @@ _ALLOCATING = {"empty", "zeros", "ones", "full", "empty_like", "zeros_like", "on
                "new_empty", "new_zeros", "new_ones", "new_full"}  # fmt: skip
 # Every method whose result may share the receiver's storage with other strides (``sinks``
 # compares two arguments' views by them).
-VIEW_METHODS = frozenset(VIEW_MAKING | _SHAPE_KEEPING | _RESHAPING)
+VIEW_METHODS = frozenset(VIEW_MAKING | SHAPE_KEEPING | RESHAPING)
 _TORCH_VIEW_FUNCTIONS = VIEW_MAKING | {"reshape", "flatten", "squeeze", "unsqueeze"}
 _SCALAR_BUILTINS = {"int", "len", "float", "round", "abs", "min", "max", "sum", "range", "divmod", "pow"}
 _OTHER_BUILTINS = {"str", "list", "tuple", "dict", "set", "sorted", "isinstance", "bool", "repr", "getattr", "hasattr", "print"}
@@ -611,7 +612,7 @@ class LayoutDomain:
             unit_last = self._unit_stride_checked(node.value, _dim_made_last(attr, [], base.ndim), base.ndim, env)
             return self._view(base, PERMUTED, f"a transpose of `{self.text(node.value)}`", node, node.value,
                               inner_unit=unit_last, ndim=base.ndim, chosen=base.allocated)
-        if attr in ("shape", "dtype", "device", "ndim", "layout", "is_cuda"):
+        if attr in NON_TENSOR_ATTRIBUTES:
             return OTHER_LAYOUT
         if attr == "data":
             return self.evaluate(node.value, env)
@@ -864,14 +865,14 @@ class LayoutDomain:
             drops_last = method == "diagonal" or (method == "select" and not _not_last(dim, base.ndim))
             return self._view(base, GAPPED, f"a `.{method}()` view of `{self.text(receiver)}`", node, receiver,
                               inner_unit=base.inner_unit and not drops_last, vector=drops_last, ndim=ndim)
-        if method in _SHAPE_KEEPING:
+        if method in SHAPE_KEEPING:
             if method == "view" and len(positional) == 1 and self.dtype_of(positional[0]) is not None:
                 return replace(base, dtype=self.dtype_of(positional[0]), made_contiguous=None, cast=None)
             ndim = self._reshaped_ndim(method, args, base, env)
             if base.kind == FRESH or base.is_view:
                 return replace(base, made_contiguous=None, cast=None, ndim=ndim)
             return Layout(UNKNOWN, ndim=ndim) if ndim is not None else UNKNOWN_LAYOUT
-        if method in _RESHAPING:
+        if method in RESHAPING:
             # reshape / flatten return a view when the strides allow it: a column select stays a
             # (strided) view; a 2-D gapped or permuted source is usually copied.
             ndim = self._reshaped_ndim(method, args, base, env)

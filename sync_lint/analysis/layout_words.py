@@ -22,6 +22,16 @@ DIM0_OK = frozenset({"select", "narrow"})  # contiguous when taken along dim 0
 # (``torch.transpose(x, 0, 1)``).
 VIEW_MAKING = PERMUTING | BROADCASTING | GAPPING | DIM0_OK
 LAYOUT_SUSPECT_METHODS = VIEW_MAKING | frozenset(CAST_METHODS) | {"to", "type"}
+# Methods whose result keeps the receiver's layout with another shape (a view of a view is one).
+SHAPE_KEEPING = frozenset({"view", "view_as", "unsqueeze", "squeeze", "unflatten", "detach", "data", "requires_grad_"})
+RESHAPING = frozenset({"reshape", "flatten"})  # a view only where the strides allow it
+# Every method whose result the domain may read with its receiver's layout (a view, a cast, the
+# receiver itself, a size-1 view that ``.contiguous()`` returns unchanged), besides the in-place
+# ones (``x.add_(1)``, any name ending in one ``_``): of any other method the result is a new
+# tensor or of unknown layout (``LayoutDomain._method``), never a view nor a cast.
+LAYOUT_CARRYING_METHODS = LAYOUT_SUSPECT_METHODS | SHAPE_KEEPING | RESHAPING | {"contiguous", "clone"}
+# A tensor's attributes that are no tensor (``x.shape``), unless the code assigns one itself.
+NON_TENSOR_ATTRIBUTES = frozenset({"shape", "dtype", "device", "ndim", "layout", "is_cuda"})
 
 # Methods whose result is a new tensor, never a view nor a cast: certainly contiguous
 # (reductions, factories off a tensor, ...).

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import bisect
 
-from sync_lint.pipeline.scout.syntax import FUNCTIONS, first_line, walk
+from sync_lint.pipeline.scout.syntax import FUNCTIONS, ast_dotted, first_line, walk
 
 
 class ParameterFlows:
@@ -23,9 +23,9 @@ class ParameterFlows:
         reads: dict[str, set[str]] = {}  # a name (an attribute as ``.name``) -> what its values read
         if scope is not None:
             self.calls = scope.calls
-            for names, assigned, value in scope.bindings:
+            for names, shared, local, value in scope.bindings:
                 read = value.keys()
-                for key in (*names, *("." + attribute for attribute in assigned)):
+                for key in (*names, *("." + attribute for attribute in shared | local)):
                     reads.setdefault(key, set()).update(read)
         else:
             self.calls, bindings = _calls_and_bindings([function])
@@ -124,6 +124,38 @@ def _bound_keys(targets: list[ast.expr]) -> set[str]:
     return keys
 
 
+def _bound_parts(targets: list[ast.expr], shared_through: str | None) -> tuple[set[str], set[str], set[str]]:
+    """The names, and the attributes, that binding targets bind (``_bound_keys``), the
+    attributes split by where they may be read (``ScopeFacts``): by name across the file where
+    assigned through the name ``shared_through`` (the first parameter; "": through anything),
+    else by dotted name here (none where the target is no dotted name: ``rows[0].x``, which the
+    domains do not follow). ``shared_through`` None: a function with no parameter, all here."""
+    names: set[str] = set()
+    shared: set[str] = set()
+    local: set[str] = set()
+    for key in _bound_keys(targets):
+        if not key.startswith("."):
+            names.add(key)
+    todo = list(targets)
+    while todo:
+        node = todo.pop()
+        kind = type(node)
+        if kind is ast.Attribute:
+            root = node.value
+            while type(root) is ast.Attribute:
+                root = root.value
+            through = root.id if type(root) is ast.Name else None
+            if shared_through == "" or through == shared_through:
+                shared.add(node.attr)
+            elif through is not None:
+                local.add(ast_dotted(node))
+        elif kind in (ast.Tuple, ast.List):
+            todo.extend(node.elts)
+        elif kind in (ast.Starred, ast.Subscript):
+            todo.append(node.value)
+    return names, shared, local
+
+
 def suspects(tree: ast.Module, is_source, prune=None, nodes_of=None) -> tuple[list[ScopeFacts], set[str]]:
     """Each scope's facts (``_scopes``), with the names that may hold a value ``is_source``
     marks (a node that makes one), and the attributes any assignment of the file gives one.
@@ -192,7 +224,17 @@ def _calls_and_bindings_by_scope(scope_roots: list[list[ast.AST]], nodes_of) -> 
 class ScopeFacts:
     """One function's (or the module code's) bindings and calls, and which of its names may hold
     a suspect value (one that a node ``is_source`` marks made, or flowed from one). Names are not
-    told apart by nested scope or order."""
+    told apart by nested scope or order.
+
+    Attributes are told apart by name only. One assigned through the function's first parameter
+    (``self.x = ...``, ``self.cache.x = ...``) may be read in other functions: the domains carry
+    those across a class (``layout.class_attributes``, ``device.ClassPlaces``), so a suspect
+    value there makes the name suspect across the file (``suspect_attributes``). One assigned
+    through anything else (``layer.w.data = ...``) the domains follow within the function only,
+    by its dotted name (``flow.target_key``): that name is suspect here (``local_keys``), and so
+    is any read of it or of an attribute of it (``layer.w.data.view(...)``), not
+    ``layer.scale.data``. Outside every function (module code, class bodies, nested classes'
+    methods) every attribute counts across the file."""
 
     def __init__(self, roots: list[ast.AST], is_source, prune=None, calls_and_bindings=None) -> None:
         """``calls_and_bindings``: ``_calls_and_bindings(roots)``, where the caller has them."""
@@ -200,14 +242,21 @@ class ScopeFacts:
         self.is_source = is_source
         self.prune = prune
         self.calls, bindings = calls_and_bindings or _calls_and_bindings(roots)
-        # (names bound, attributes assigned, the value's facts) per binding
-        self.bindings: list[tuple[set[str], set[str], _ExprFacts]] = []
+        root = roots[0] if len(roots) == 1 and type(roots[0]) in FUNCTIONS else None
+        if root is None:
+            shared_through: str | None = ""  # outside every function: through anything
+        else:
+            positional = [*root.args.posonlyargs, *root.args.args]
+            shared_through = positional[0].arg if positional else None
+        # (names bound, attributes assigned across the file, dotted names assigned here only, the
+        # value's facts) per binding
+        self.bindings: list[tuple[set[str], set[str], set[str], _ExprFacts]] = []
         for targets, value in bindings:
-            keys = _bound_keys(targets)
-            names = {key for key in keys if not key.startswith(".")}
-            self.bindings.append((names, {key[1:] for key in keys - names}, _ExprFacts(value, is_source, prune)))
+            names, shared, local = _bound_parts(targets, shared_through)
+            self.bindings.append((names, shared, local, _ExprFacts(value, is_source, prune)))
         self.suspect_names: set[str] = set()
         self.suspect_attributes: set[str] = set()
+        self.local_keys: set[str] = set()
         self._facts: dict[int, _ExprFacts] = {}
 
     def close(self, attributes: set[str]) -> None:
@@ -215,16 +264,18 @@ class ScopeFacts:
         grown = True
         while grown:
             grown = False
-            for names, assigned, value in self.bindings:
-                if value.suspect(self.suspect_names, attributes) and not (
-                    names <= self.suspect_names and assigned <= self.suspect_attributes
+            for names, shared, local, value in self.bindings:
+                if value.suspect(self.suspect_names, attributes, self.local_keys) and not (
+                    names <= self.suspect_names and shared <= self.suspect_attributes and local <= self.local_keys
                 ):
                     self.suspect_names |= names
-                    self.suspect_attributes |= assigned
+                    self.suspect_attributes |= shared
+                    self.local_keys |= local
                     grown = True
 
     def suspect(self, node: ast.expr, attributes: set[str]) -> bool:
-        return self.facts(node).suspect(self.suspect_names, attributes)
+        """May ``node`` be suspect, given the file's suspect attributes?"""
+        return self.facts(node).suspect(self.suspect_names, attributes, self.local_keys)
 
     def facts(self, node: ast.expr) -> _ExprFacts:
         facts = self._facts.get(id(node))
@@ -238,13 +289,16 @@ class _ExprFacts:
     ``is_source`` marks), and the names and attributes it reads outside the parts ``prune``
     leaves out (which are never suspect, whatever they read)."""
 
-    __slots__ = ("_pruned", "attributes", "makes_one", "names")
+    __slots__ = ("_dotted", "_node", "_prune", "_pruned", "attributes", "makes_one", "names")
 
     def __init__(self, node: ast.expr, is_source, prune=None) -> None:
         self.makes_one = False
         self.names: set[str] = set()
         self.attributes: set[str] = set()
         self._pruned: list[ast.AST] | None = None
+        self._node = node
+        self._prune = prune
+        self._dotted: set[str] | None = None
         kind = type(node)
         if kind is ast.Name or kind is ast.Constant:  # half the values; nothing below to walk
             if prune is None or not prune(node):
@@ -285,8 +339,24 @@ class _ExprFacts:
             keys |= _read_keys(part)
         return keys
 
-    def suspect(self, names: set[str], attributes: set[str]) -> bool:
-        return self.makes_one or not self.names.isdisjoint(names) or not self.attributes.isdisjoint(attributes)
+    def suspect(self, names: set[str], attributes: set[str], local_keys: set[str] | None = None) -> bool:
+        """Is it suspect where ``names`` and ``attributes`` are (``ScopeFacts``), and, read by
+        their dotted names, ``local_keys``?"""
+        if self.makes_one or not self.names.isdisjoint(names) or not self.attributes.isdisjoint(attributes):
+            return True
+        return bool(local_keys) and any(key.rpartition(".")[2] in self.attributes for key in local_keys) and (
+            not self._dotted_reads().isdisjoint(local_keys)
+        )
+
+    def _dotted_reads(self) -> set[str]:
+        """The dotted names of the attributes it reads outside the pruned parts, each prefix of a
+        chain too (``a.b.c`` reads ``a.b``): made on the first need."""
+        if self._dotted is None:
+            self._dotted = {
+                dotted for child in walk(self._node, self._prune) if type(child) is ast.Attribute
+                and (dotted := ast_dotted(child)) is not None
+            }  # fmt: skip
+        return self._dotted
 
 
 def _scopes(tree: ast.Module) -> list[list[ast.AST]]:

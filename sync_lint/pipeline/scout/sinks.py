@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from sync_lint.analysis.layout_words import (
     ELEMENTWISE_METHODS,
     FRESH_METHODS,
+    LAYOUT_CARRYING_METHODS,
     LAYOUT_SUSPECT_METHODS,
+    NON_TENSOR_ATTRIBUTES,
     PERMUTING_ATTRIBUTES,
     VIEW_MAKING,
 )
@@ -48,12 +50,16 @@ class SinkScout:
         # One object per distinct argument description (``_handed_calls``): a run of many files
         # holds every file's outline at once.
         self._shared: dict[tuple, tuple] = {}
+        self._never_a_view = _NeverAView(names)
+        # For ``.view(dtype)``, which needs only a unit last stride: a ``.contiguous()`` result has
+        # one, size-1 dims or not.
+        self._never_without_unit_stride = _NeverAView(names, contiguous_too=True)
 
     def found(self) -> bool:
         if self.settings["contiguous-sinks"]:
             return True  # configured callees: left to the analysis
         needs = self._needs()
-        scopes, attributes = suspects(self.tree, _makes_view, _never_a_view, nodes_of=self.names.of)
+        scopes, attributes = suspects(self.tree, _makes_view, self._never_a_view, nodes_of=self.names.of)
         # ``.view(dtype)`` needs only a unit last stride (a column range passes it): tracked
         # apart, and only in a file that has one.
         unit_scopes, unit_attributes = None, set()
@@ -64,7 +70,7 @@ class SinkScout:
                 if self.names.is_dtype_view(call):
                     if unit_scopes is None:
                         unit_scopes, unit_attributes = suspects(
-                            self.tree, _may_lose_unit_stride, _never_a_view, nodes_of=self.names.of
+                            self.tree, _may_lose_unit_stride, self._never_without_unit_stride, nodes_of=self.names.of
                         )
                     if unit_scopes[index].suspect(call.func.value, unit_attributes):
                         return True
@@ -80,7 +86,7 @@ class SinkScout:
         hands a suspect value or a value of a parameter to a function whose summary a finding or
         its own summary may rest on: a call (or launch) of a dotted name whose head
         ``may_be_called`` says may name such a function."""
-        scopes, attributes = suspects(self.tree, _makes_view, _never_a_view, nodes_of=self.names.of)
+        scopes, attributes = suspects(self.tree, _makes_view, self._never_a_view, nodes_of=self.names.of)
         unit_scopes, unit_attributes = None, set()
         methods = _method_ids(self.names)
         found = []
@@ -107,7 +113,7 @@ class SinkScout:
                     if not reports:
                         if unit_scopes is None:
                             unit_scopes, unit_attributes = suspects(
-                                self.tree, _may_lose_unit_stride, _never_a_view, nodes_of=self.names.of
+                                self.tree, _may_lose_unit_stride, self._never_without_unit_stride, nodes_of=self.names.of
                             )
                         reports = unit_scopes[index].suspect(func.value, unit_attributes)
                 elif (type(func) is ast.Attribute and func.attr == "data_ptr") or self._is_custom_op(call):
@@ -142,7 +148,7 @@ class SinkScout:
             ]  # fmt: skip
             for key, value in bound:
                 facts = scope.facts(value)
-                suspect = facts.suspect(scope.suspect_names, attributes)
+                suspect = scope.suspect(value, attributes)
                 params = None if flows is None else tuple(sorted(flows.parameters_in_keys(facts.keys())))
                 if suspect or params is None or params:
                     argument = (key, params, suspect)
@@ -316,17 +322,52 @@ class _Needs:
 _NEW_TENSOR_METHODS = FRESH_METHODS | ELEMENTWISE_METHODS
 
 
-def _never_a_view(node: ast.AST) -> bool:
-    """An expression the layout domain never reads as a view or a cast, whatever it is made of:
-    arithmetic and comparisons (``LayoutDomain._elementwise``: fresh, a scalar or unknown), and a
-    call of a method that makes a new tensor (``x.t().amax(-1)``, ``x[:, 0].clamp(0, 1)``).
+class _NeverAView:
+    """Expressions the layout domain never reads as a view or a cast, whatever they are made of:
+    - arithmetic and comparisons (``LayoutDomain._elementwise``: fresh, a scalar or unknown);
+    - ``x.shape``, ``x.dtype`` and the like (``NON_TENSOR_ATTRIBUTES``), where the file assigns
+      no attribute of that name (the domain reads an assigned ``self.shape`` as assigned);
+    - a call of a method that makes a new tensor (``x.t().amax(-1)``, ``x[:, 0].clamp(0, 1)``);
+    - any other call, unless it may be a torch function (``torch.transpose(x, 0, 1)``, written
+      ``torch.<name>``, or imported) or a method that may keep its receiver's layout
+      (``layout_words.LAYOUT_CARRYING_METHODS``, an in-place one): ``LayoutDomain._eval_Call``
+      reads the rest (``Parameter(w.t())``, ``x.t().unbind(0)``, ``helper(x[:, 0])``, a launch)
+      as of unknown layout, a scalar or a tuple of strides.
     Unknown is no finding without a cast, and a cast around it is a node of its own. Which
     parameters such a value may hold is still read from all of it (``ScopeFacts.facts(...).keys()``):
     a summary's needs follow what a value is made of."""
-    kind = type(node)
-    if kind is ast.BinOp or kind is ast.UnaryOp or kind is ast.Compare:
-        return True
-    return kind is ast.Call and type(node.func) is ast.Attribute and node.func.attr in _NEW_TENSOR_METHODS
+
+    def __init__(self, names: FileNames, contiguous_too: bool = False) -> None:
+        """``contiguous_too``: ``x.contiguous()`` counts as well (not for the GPU1xx sinks in
+        general: it returns a size-1 view unchanged, whose strides a stride-aware kernel may
+        misread, GPU103)."""
+        self.names = names
+        self._new_tensor_methods = _NEW_TENSOR_METHODS | {"contiguous"} if contiguous_too else _NEW_TENSOR_METHODS
+        assigned = {node.attr for node in names.of(ast.Attribute) if type(node.ctx) is not ast.Load}
+        self._non_tensor_attributes = NON_TENSOR_ATTRIBUTES - assigned
+
+    def __call__(self, node: ast.AST) -> bool:
+        kind = type(node)
+        if kind is ast.BinOp or kind is ast.UnaryOp or kind is ast.Compare:
+            return True
+        if kind is ast.Attribute:
+            return node.attr in self._non_tensor_attributes
+        if kind is not ast.Call:
+            return False
+        func = node.func
+        kind = type(func)
+        if kind is ast.Attribute:
+            method = func.attr
+            if method in self._new_tensor_methods:
+                return True
+            if method in LAYOUT_CARRYING_METHODS or (method.endswith("_") and not method.endswith("__")):
+                return False
+        elif kind is ast.Name:
+            if func.id in VIEW_MAKING:
+                return False  # a source of its own (``_makes_view``)
+        else:
+            return True  # ``kernel[grid](...)``, ``make()(x)``: unknown
+        return not any(name.startswith("torch.") and name.count(".") == 1 for name in self.names.meanings(func))
 
 
 def _may_lose_unit_stride(node: ast.AST) -> bool:
