@@ -23,13 +23,13 @@ class ParameterFlows:
         reads: dict[str, set[str]] = {}  # a name (an attribute as ``.name``) -> what its values read
         if scope is not None:
             self.calls = scope.calls
-            for names, shared, local, value in scope.bindings:
-                read = value.keys()
-                for key in (*names, *("." + attribute for attribute in shared | local)):
+            for binding in scope.bindings:
+                read = binding.value.keys()
+                for key in (*binding.names, *("." + attribute for attribute in binding.shared | binding.local)):
                     reads.setdefault(key, set()).update(read)
         else:
             self.calls, bindings = _calls_and_bindings([function])
-            for targets, value in bindings:
+            for targets, value, _ in bindings:
                 read = _read_keys(value)
                 for key in _bound_keys(targets):
                     reads.setdefault(key, set()).update(read)
@@ -65,8 +65,8 @@ class ParameterFlows:
         return held
 
 
-def _calls_and_bindings(roots: list[ast.AST]) -> tuple[list[ast.Call], list[tuple[list[ast.expr], ast.expr]]]:
-    """Every call under ``roots``, and every binding as (targets, value)."""
+def _calls_and_bindings(roots: list[ast.AST]) -> tuple[list[ast.Call], list[tuple[list[ast.expr], ast.expr, int]]]:
+    """Every call under ``roots``, and every binding as (targets, value, line)."""
     calls = []
     bindings = []
     for root in roots:
@@ -80,18 +80,21 @@ def _calls_and_bindings(roots: list[ast.AST]) -> tuple[list[ast.Call], list[tupl
     return calls, bindings
 
 
-def _binding(node: ast.AST) -> tuple[list[ast.expr], ast.expr] | None:
-    """(targets, value) of a node that binds (an assignment, a loop, a ``with ... as``, a
-    walrus, a comprehension's ``for``); None for any other node."""
+def _binding(node: ast.AST) -> tuple[list[ast.expr], ast.expr, int] | None:
+    """(targets, value, line) of a node that binds (an assignment, a loop, a ``with ... as``, a
+    walrus, a comprehension's ``for``); None for any other node. ``line``: where it starts
+    (``_BINDING_KINDS``)."""
     kind = type(node)
     if kind is ast.Assign:
-        return node.targets, node.value
+        return node.targets, node.value, node.lineno
     if kind in (ast.AnnAssign, ast.AugAssign, ast.NamedExpr):
-        return ([node.target], node.value) if node.value is not None else None
-    if kind in (ast.For, ast.AsyncFor, ast.comprehension):
-        return [node.target], node.iter
+        return ([node.target], node.value, node.lineno) if node.value is not None else None
+    if kind is ast.For or kind is ast.AsyncFor:
+        return [node.target], node.iter, node.lineno
+    if kind is ast.comprehension:
+        return [node.target], node.iter, node.target.lineno
     if kind is ast.withitem:
-        return ([node.optional_vars], node.context_expr) if node.optional_vars is not None else None
+        return ([node.optional_vars], node.context_expr, node.context_expr.lineno) if node.optional_vars is not None else None
     return None
 
 
@@ -164,9 +167,13 @@ def suspects(tree: ast.Module, is_source, prune=None, nodes_of=None) -> tuple[li
     scope_roots = _scopes(tree)
     if nodes_of is None:
         parts = [_calls_and_bindings(roots) for roots in scope_roots]
+        orders = [_Order.of_roots(roots) for roots in scope_roots]
     else:
         parts = _calls_and_bindings_by_scope(scope_roots, nodes_of)
-    scopes = [ScopeFacts(roots, is_source, prune, found) for roots, found in zip(scope_roots, parts)]
+        orders = _Order.by_scope(scope_roots, nodes_of)
+    scopes = [
+        ScopeFacts(roots, is_source, prune, found, order) for roots, found, order in zip(scope_roots, parts, orders)
+    ]
     attributes: set[str] = set()
     while True:
         for scope in scopes:
@@ -177,18 +184,103 @@ def suspects(tree: ast.Module, is_source, prune=None, nodes_of=None) -> tuple[li
         attributes |= found
 
 
-# The node kinds ``_binding`` reads, and where a node of each starts (``comprehension`` and
-# ``withitem`` have no position of their own).
-_BINDING_KINDS = {
-    ast.Assign: None, ast.AnnAssign: None, ast.AugAssign: None, ast.NamedExpr: None, ast.For: None,
-    ast.AsyncFor: None, ast.comprehension: "target", ast.withitem: "context_expr",
-}  # fmt: skip
+# The node kinds ``_binding`` reads.
+_BINDING_KINDS = (
+    ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension, ast.withitem,
+)  # fmt: skip
+# Code that runs again and again (its bindings may reach its earlier lines), and code that runs
+# later than where it is written (a closure, a lambda, a generator expression: every binding of
+# the function may reach it).
+_LOOP_KINDS = (ast.For, ast.AsyncFor, ast.While, ast.ListComp, ast.SetComp, ast.DictComp)
+_LATER_KINDS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.GeneratorExp)
+
+
+class _Order:
+    """What a scope's order of bindings rests on (``ScopeFacts``): its loops' and its later
+    code's line spans, and the names whose bindings are taken to reach everywhere: those
+    declared ``global`` or ``nonlocal``, and those a walrus binds (``f(y) if (y := g()) else
+    None`` binds ``y`` on a later line than it reads it)."""
+
+    __slots__ = ("later", "loops", "unordered")
+
+    def __init__(self) -> None:
+        self.loops: list[tuple[int, int]] = []
+        self.later: list[tuple[int, int]] = []
+        self.unordered: set[str] = set()
+
+    def add(self, node: ast.AST) -> None:
+        kind = type(node)
+        if kind in _LOOP_KINDS:
+            self.loops.append((node.lineno, node.end_lineno))
+        elif kind in _LATER_KINDS:
+            first = first_line(node) if kind in FUNCTIONS else node.lineno
+            self.later.append((first, node.end_lineno))
+        elif kind is ast.Global or kind is ast.Nonlocal:
+            self.unordered.update(node.names)
+        elif kind is ast.NamedExpr and type(node.target) is ast.Name:
+            self.unordered.add(node.target.id)
+
+    @classmethod
+    def of_roots(cls, roots: list[ast.AST]) -> _Order:
+        order = cls()
+        top = {id(root) for root in roots}
+        for root in roots:
+            for node in walk(root):
+                if id(node) not in top:
+                    order.add(node)
+        return order
+
+    @classmethod
+    def by_scope(cls, scope_roots: list[list[ast.AST]], nodes_of) -> list[_Order]:
+        """``of_roots`` of each scope, from the file's nodes by kind (as
+        ``_calls_and_bindings_by_scope``)."""
+        scope_at = _scope_at(scope_roots)
+        top = {id(root) for roots in scope_roots for root in roots}
+        orders = [cls() for _ in scope_roots]
+        for kind in (*_LOOP_KINDS, *_LATER_KINDS, ast.Global, ast.Nonlocal, ast.NamedExpr):
+            for node in nodes_of(kind):
+                if id(node) in top:
+                    continue
+                index = scope_at(first_line(node) if kind in FUNCTIONS else node.lineno)
+                if index is not None:
+                    orders[index].add(node)
+        return orders
+
+    def runs_later(self, line: int) -> bool:
+        return any(first <= line <= last for first, last in self.later)
+
+    def reaches(self, bound: int, read: int) -> bool:
+        """May a binding that starts on line ``bound`` reach a read on line ``read`` (a read in
+        code that runs later is not asked)? An earlier line, the same one, or a later one in a
+        loop around both."""
+        return bound <= read or any(first <= read and bound <= last for first, last in self.loops)
 
 
 def _calls_and_bindings_by_scope(scope_roots: list[list[ast.AST]], nodes_of) -> list[tuple[list, list]]:
     """``_calls_and_bindings`` of each scope, from the file's nodes by kind: a node belongs to
     the function scope whose lines (decorators included) hold its first line, else to the last
-    scope (the rest). Top-level functions and methods never share a line."""
+    scope (the rest)."""
+    scope_at = _scope_at(scope_roots)
+    found: list[tuple[list, list]] = [([], []) for _ in scope_roots]
+    for call in nodes_of(ast.Call):
+        index = scope_at(call.lineno)
+        if index is not None:
+            found[index][0].append(call)
+    for kind in _BINDING_KINDS:
+        for node in nodes_of(kind):
+            bound = _binding(node)
+            if bound is None:
+                continue
+            index = scope_at(bound[2])
+            if index is not None:
+                found[index][1].append(bound)
+    return found
+
+
+def _scope_at(scope_roots: list[list[ast.AST]]):
+    """Which scope (``_scopes``) a line belongs to: the function scope whose lines (decorators
+    included) hold it, else the last scope (the rest), else None. Top-level functions and
+    methods never share a line."""
     spans = []  # (first line, last line, scope index), by first line
     for index, roots in enumerate(scope_roots):
         root = roots[0]
@@ -205,26 +297,19 @@ def _calls_and_bindings_by_scope(scope_roots: list[list[ast.AST]], nodes_of) -> 
             return spans[at][2]
         return rest if has_rest else None
 
-    found: list[tuple[list, list]] = [([], []) for _ in scope_roots]
-    for call in nodes_of(ast.Call):
-        index = scope_at(call.lineno)
-        if index is not None:
-            found[index][0].append(call)
-    for kind, anchor in _BINDING_KINDS.items():
-        for node in nodes_of(kind):
-            bound = _binding(node)
-            if bound is None:
-                continue
-            index = scope_at((getattr(node, anchor) if anchor else node).lineno)
-            if index is not None:
-                found[index][1].append(bound)
-    return found
+    return scope_at
 
 
 class ScopeFacts:
     """One function's (or the module code's) bindings and calls, and which of its names may hold
-    a suspect value (one that a node ``is_source`` marks made, or flowed from one). Names are not
-    told apart by nested scope or order.
+    a suspect value (one that a node ``is_source`` marks made, or flowed from one) where they
+    are read. Names are not told apart by nested scope.
+
+    Order counts, by lines (``_Order``): a read sees the suspect bindings of its name on earlier
+    lines or its own, on later lines in a loop around both, and all of them where it runs later
+    (in a nested function, a lambda, a generator expression) or where the name is ``global``,
+    ``nonlocal`` or bound by a walrus. ``x = x.to(torch.int32)`` after a read of ``x`` leaves
+    that read alone.
 
     Attributes are told apart by name only. One assigned through the function's first parameter
     (``self.x = ...``, ``self.cache.x = ...``) may be read in other functions: the domains carry
@@ -236,52 +321,95 @@ class ScopeFacts:
     ``layer.scale.data``. Outside every function (module code, class bodies, nested classes'
     methods) every attribute counts across the file."""
 
-    def __init__(self, roots: list[ast.AST], is_source, prune=None, calls_and_bindings=None) -> None:
-        """``calls_and_bindings``: ``_calls_and_bindings(roots)``, where the caller has them."""
+    def __init__(self, roots: list[ast.AST], is_source, prune=None, calls_and_bindings=None,
+                 order: _Order | None = None) -> None:
+        """``calls_and_bindings``: ``_calls_and_bindings(roots)``, and ``order``:
+        ``_Order.of_roots(roots)``, where the caller has them."""
         self.roots = roots
         self.is_source = is_source
         self.prune = prune
         self.calls, bindings = calls_and_bindings or _calls_and_bindings(roots)
+        self._order = order or _Order.of_roots(roots)
         root = roots[0] if len(roots) == 1 and type(roots[0]) in FUNCTIONS else None
         if root is None:
             shared_through: str | None = ""  # outside every function: through anything
         else:
             positional = [*root.args.posonlyargs, *root.args.args]
             shared_through = positional[0].arg if positional else None
-        # (names bound, attributes assigned across the file, dotted names assigned here only, the
-        # value's facts) per binding
-        self.bindings: list[tuple[set[str], set[str], set[str], _ExprFacts]] = []
-        for targets, value in bindings:
+        self.bindings: list[_Binding] = []
+        for targets, value, line in bindings:
             names, shared, local = _bound_parts(targets, shared_through)
-            self.bindings.append((names, shared, local, _ExprFacts(value, is_source, prune)))
-        self.suspect_names: set[str] = set()
+            facts = _ExprFacts(value, is_source, prune)
+            self.bindings.append(_Binding(names, shared, local, facts, line, self._read_at(value)))
+        # name -> the lines of its suspect bindings (0: reaches every read)
+        self._suspect_lines: dict[str, list[int]] = {}
         self.suspect_attributes: set[str] = set()
         self.local_keys: set[str] = set()
         self._facts: dict[int, _ExprFacts] = {}
 
     def close(self, attributes: set[str]) -> None:
-        """Grow the suspect names to a fixpoint, given the file's suspect attributes."""
+        """Grow the suspect bindings to a fixpoint, given the file's suspect attributes."""
+        unordered = self._order.unordered
         grown = True
         while grown:
             grown = False
-            for names, shared, local, value in self.bindings:
-                if value.suspect(self.suspect_names, attributes, self.local_keys) and not (
-                    names <= self.suspect_names and shared <= self.suspect_attributes and local <= self.local_keys
-                ):
-                    self.suspect_names |= names
-                    self.suspect_attributes |= shared
-                    self.local_keys |= local
-                    grown = True
+            for binding in self.bindings:
+                if binding.suspect:
+                    continue
+                value = binding.value
+                if value.suspect(self._reaching(value.names, binding.read_at), attributes, self.local_keys):
+                    binding.suspect = grown = True
+                    for name in binding.names:
+                        self._suspect_lines.setdefault(name, []).append(0 if name in unordered else binding.line)
+                    self.suspect_attributes |= binding.shared
+                    self.local_keys |= binding.local
 
     def suspect(self, node: ast.expr, attributes: set[str]) -> bool:
         """May ``node`` be suspect, given the file's suspect attributes?"""
-        return self.facts(node).suspect(self.suspect_names, attributes, self.local_keys)
+        facts = self.facts(node)
+        return facts.suspect(self._reaching(facts.names, self._read_at(node)), attributes, self.local_keys)
+
+    def _read_at(self, node: ast.expr) -> int:
+        """The line a read in ``node`` is taken at: its last (the whole of it counts as read
+        there); 0 for code that runs later, which every binding may reach."""
+        return 0 if self._order.later and self._order.runs_later(node.lineno) else node.end_lineno
+
+    def _reaching(self, names: set[str], read: int) -> set[str]:
+        """Those of ``names`` with a suspect binding that may reach a read on line ``read``
+        (``_read_at``)."""
+        lines_of = self._suspect_lines
+        if not lines_of:
+            return set()
+        order = self._order
+        return {
+            name for name in names if (lines := lines_of.get(name)) is not None
+            and (read == 0 or any(order.reaches(line, read) for line in lines))
+        }  # fmt: skip
 
     def facts(self, node: ast.expr) -> _ExprFacts:
         facts = self._facts.get(id(node))
         if facts is None:
             facts = self._facts[id(node)] = _ExprFacts(node, self.is_source, self.prune)
         return facts
+
+
+class _Binding:
+    """One binding of a scope (``ScopeFacts``): the names it binds, the attributes it assigns
+    (across the file, and here only by dotted name: ``_bound_parts``), its value's facts, the
+    line it starts on, the line its value is read at (``ScopeFacts._read_at``), and whether its
+    value is found suspect."""
+
+    __slots__ = ("line", "local", "names", "read_at", "shared", "suspect", "value")
+
+    def __init__(self, names: set[str], shared: set[str], local: set[str], value: _ExprFacts, line: int,
+                 read_at: int) -> None:
+        self.names = names
+        self.shared = shared
+        self.local = local
+        self.value = value
+        self.line = line
+        self.read_at = read_at
+        self.suspect = False
 
 
 class _ExprFacts:
