@@ -392,6 +392,15 @@ def _outer(out_ptr, N: tl.constexpr):
 
 def set_all(out):
     _outer[(1,)](out, N=4)
+
+
+def filled(out):
+    _outer[(1,)](out, N=4)
+    return out
+
+
+def filled_through(out):
+    return filled(out)
 """
 
 
@@ -415,6 +424,21 @@ def step(states):
     assert diagnostic.code == "GPU102" and diagnostic.fix is None
     assert written in diagnostic.message and "Add `.contiguous()`" not in diagnostic.message
     assert fix_text(source, unsafe=True) == source
+
+
+@pytest.mark.parametrize("call", ["q = filled(states[:, 0])", "q = filled_through(states[:, 0])"])
+def test_writes_a_wrapper_returns_keep_the_unsafe_fix(call):
+    """SGLang's ``pad_draft_extend_query`` writes into ``padded_q`` and returns it: the caller
+    reads the writes from the result, so a copy handed in loses nothing."""
+    source = UPDATE_KERNEL + f"""
+
+def step(states):
+    {call}
+    return q
+"""
+    (diagnostic,) = lint_text(source)
+    assert diagnostic.code == "GPU102" and diagnostic.fix is not None and diagnostic.fix.applicability == "unsafe"
+    assert diagnostic.message.endswith("Add `.contiguous()`.")
 
 
 def test_writes_through_a_wrapper_in_another_file_drop_the_fix(tmp_path: Path):

@@ -556,6 +556,7 @@ class ContiguityAnalysis:
     def _function(self, info: FunctionInfo, class_env: dict[str, Layout]) -> None:
         facts = self._walk(info, class_env)
         facts.record_read_only()
+        facts.record_returned()
         summary = self.ctx.summaries.get(info.qualname)
         if summary is not None:
             self._flag_conditions(info, class_env, summary, facts.need_sites)
@@ -768,6 +769,21 @@ class _FunctionFacts:
         summary = self.summary()
         for param in candidates:
             summary.read_only_if[param] = tuple((callee, key) for _, callee, key in self._handed[param])
+
+    def record_returned(self) -> None:
+        """After the walk: the parameters handed on that a ``return`` may hand back, whole or in
+        part (``FunctionSummary.returned``): a callee's writes into one reach this function's
+        caller through the result (``return pad(q, out)``, ``return out``)."""
+        summary = self.ctx.summaries.get(self.info.qualname)
+        if summary is None or not summary.forwards:
+            return
+        handed = {forward.param for forward in summary.forwards}
+        returned = {
+            name.value for node in _walk_body(self.info.node) if type(node) is cst.Return and node.value is not None
+            for name, _, _ in _name_uses(node, handed)
+        }  # fmt: skip
+        if returned:
+            summary.returned = frozenset(returned)
 
     def _reads_metadata(self, parent: cst.CSTNode, grandparent: cst.CSTNode | None) -> bool:
         """Does this use of a name only read the tensor's metadata (``p.shape``, ``p.stride(0)``,

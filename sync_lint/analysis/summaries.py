@@ -84,8 +84,11 @@ class FunctionSummary:
     read_only_if: dict[str, tuple[tuple[str, ArgKey], ...]] = field(default_factory=dict)
     # param -> how it is known to be written through ("written as `ptr + offset` by the Triton
     # kernel `k`"): a Triton store or atomic through it, here or in a function it is passed on
-    # to (closed project-wide along ``forwards``). A custom op may write too, but is not known to.
+    # to (closed project-wide along ``forwards``), where the writes are lost to a caller that
+    # handed a copy: not through a function that may return it (``returned``), whose caller may
+    # read them from the result. A custom op may write too, but is not known to.
     writes_through: dict[str, str] = field(default_factory=dict)
+    returned: frozenset[str] = frozenset()  # params a ``return`` may hand back, whole or in part
     # Triton kernels: pointer param -> the other parameters that the offset of every load and
     # store through it is built from (``q + h * head_stride + t * token_stride``): a launch that
     # binds one of them to the strides of another tensor steps through this pointer with those.

@@ -179,13 +179,14 @@ class ProjectIndex:
     def _close_writes(self) -> None:
         """A parameter passed on to a callee that writes through its argument is written
         through (``FunctionSummary.writes_through``), starting from the kernels that store
-        through theirs. Entries are only added, each once, so this ends."""
+        through theirs, unless the function may return it (the writes then reach the caller).
+        Entries are only added, each once, so this ends."""
         changed = True
         while changed:
             changed = False
             for summary in self.functions.values():
                 for forward in summary.forwards:
-                    if forward.param in summary.writes_through:
+                    if forward.param in summary.writes_through or forward.param in summary.returned:
                         continue
                     callee = self.lookup(forward.callee)
                     if callee is None or callee is summary:

@@ -9,7 +9,8 @@ CONTIGUOUS_FIX_SAFETY = (
     "wrapper whose code is not checked, `.view(dtype)`, a raw `.data_ptr()`) unsafe: the callee may write through "
     "the argument (a custom op's `out`), and the writes would go to the copy. Where the kernel, or a function the "
     "argument is passed on to, is known to store through it (a Triton `tl.store` or atomic), no fix is offered and "
-    "the message says so: the copy would certainly lose the writes."
+    "the message says so: the copy would certainly lose the writes; unless a function on the way returns the "
+    "argument, whose caller may read the writes from the result (the fix stays, unsafe)."
 )
 
 # What GPU101 and GPU102 tell to do (``_sink_findings.sink_finding``).
