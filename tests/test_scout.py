@@ -524,6 +524,23 @@ def test_a_read_sees_the_bindings_that_may_reach_it(body, may):
         assert lint_text(text) == [], text
 
 
+def test_a_loop_of_the_module_code_takes_a_binding_round_too():
+    """The rest scope's roots are statements: a loop among them is a loop of the scope."""
+    import ast
+
+    from sync_lint.pipeline.scout import flows
+    from sync_lint.pipeline.scout.sinks import _makes_view
+
+    for header in ("", "class Holder:\n"):
+        indent = "    " if header else ""
+        body = "y = x\nfor _ in range(2):\n    op(y)\n    y = x.t()\nop(y)\n"
+        text = header + "".join(indent + line + "\n" for line in body.splitlines())
+        tree = ast.parse(text)
+        (rest,), _ = flows.suspects(tree, _makes_view)
+        calls = [node for node in ast.walk(tree) if type(node) is ast.Call and getattr(node.func, "id", "") == "op"]
+        assert [rest.suspect(call.args[0], set()) for call in sorted(calls, key=lambda c: c.lineno)] == [True, True], text
+
+
 def test_a_binding_later_in_a_loop_is_a_finding():
     """What the scout must not miss: the domain goes round the loop."""
     from sync_lint.api import lint_text

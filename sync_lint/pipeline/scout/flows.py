@@ -222,11 +222,12 @@ class _Order:
 
     @classmethod
     def of_roots(cls, roots: list[ast.AST]) -> _Order:
+        """``roots``: a scope's (``_scopes``); its own function is no later code of it, but a
+        loop of the module code is a loop of it."""
         order = cls()
-        top = {id(root) for root in roots}
         for root in roots:
             for node in walk(root):
-                if id(node) not in top:
+                if node is not root or type(root) not in FUNCTIONS:
                     order.add(node)
         return order
 
@@ -235,11 +236,11 @@ class _Order:
         """``of_roots`` of each scope, from the file's nodes by kind (as
         ``_calls_and_bindings_by_scope``)."""
         scope_at = _scope_at(scope_roots)
-        top = {id(root) for roots in scope_roots for root in roots}
+        own = {id(root) for roots in scope_roots for root in roots if type(root) in FUNCTIONS}
         orders = [cls() for _ in scope_roots]
         for kind in (*_LOOP_KINDS, *_LATER_KINDS, ast.Global, ast.Nonlocal, ast.NamedExpr):
             for node in nodes_of(kind):
-                if id(node) in top:
+                if id(node) in own:
                     continue
                 index = scope_at(first_line(node) if kind in FUNCTIONS else node.lineno)
                 if index is not None:
