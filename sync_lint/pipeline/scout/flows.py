@@ -358,7 +358,10 @@ class ScopeFacts:
                 if binding.suspect:
                     continue
                 value = binding.value
-                if value.suspect(self._reaching(value.names, binding.read_at), attributes, self.local_keys):
+                reaching = _NO_NAMES
+                if value.names and not self._suspect_lines.keys().isdisjoint(value.names):
+                    reaching = self._reaching(value.names, binding.read_at)
+                if value.suspect(reaching, attributes, self.local_keys):
                     binding.suspect = grown = True
                     for name in binding.names:
                         self._suspect_lines.setdefault(name, []).append(0 if name in unordered else binding.line)
@@ -368,7 +371,12 @@ class ScopeFacts:
     def suspect(self, node: ast.expr, attributes: set[str]) -> bool:
         """May ``node`` be suspect, given the file's suspect attributes?"""
         facts = self.facts(node)
-        return facts.suspect(self._reaching(facts.names, self._read_at(node)), attributes, self.local_keys)
+        if facts.makes_one:
+            return True
+        reaching = _NO_NAMES
+        if facts.names and not self._suspect_lines.keys().isdisjoint(facts.names):
+            reaching = self._reaching(facts.names, self._read_at(node))
+        return facts.suspect(reaching, attributes, self.local_keys)
 
     def _read_at(self, node: ast.expr) -> int:
         """The line a read in ``node`` is taken at: its last (the whole of it counts as read
@@ -392,6 +400,9 @@ class ScopeFacts:
         if facts is None:
             facts = self._facts[id(node)] = _ExprFacts(node, self.is_source, self.prune)
         return facts
+
+
+_NO_NAMES: frozenset[str] = frozenset()
 
 
 class _Binding:
