@@ -403,6 +403,16 @@ def test_an_index_leaves_gaps_as_the_layout_domain_reads_it(index, gaps, reporte
     assert bool(lint_text(text)) == reported
 
 
+def assert_sink_answer(text: str, may: bool) -> None:
+    """The scout's answer for ``text`` checked alone; where it says no, the analysis, which it
+    stands in for, must find nothing."""
+    from sync_lint.api import lint_text
+
+    assert Scout(text, SETTINGS).may_report_at_a_sink() == may, text
+    if not may:
+        assert lint_text(text) == [], text
+
+
 @pytest.mark.parametrize(
     ("receiver", "may"),
     [
@@ -414,12 +424,7 @@ def test_an_index_leaves_gaps_as_the_layout_domain_reads_it(index, gaps, reporte
 def test_a_dtype_view_needs_only_a_unit_last_stride(receiver, may):
     """``.view(dtype)`` reinterprets the last dim: a column range keeps its stride 1 and passes;
     where the scout says no, the analysis reports nothing."""
-    from sync_lint.api import lint_text
-
-    text = f"import torch\n\n\ndef f(x, i, k, n, a, b):\n    return {receiver}.view(torch.float8_e4m3fn).sum()\n"
-    assert Scout(text, SETTINGS).may_report_at_a_sink() == may
-    if not may:
-        assert lint_text(text) == []
+    assert_sink_answer(f"import torch\n\n\ndef f(x, i, k, n, a, b):\n    return {receiver}.view(torch.float8_e4m3fn).sum()\n", may)
 
 
 @pytest.mark.parametrize(
@@ -448,17 +453,13 @@ def test_a_new_tensor_is_no_view_whatever_it_is_made_of(handed, may, may_when_vi
     """A file checked on its own: the scout says no for a value the layout domain reads as a new
     tensor or of unknown layout (and then the analysis reports nothing), directly or through a
     name bound to it."""
-    from sync_lint.api import lint_text
-
     header = "import torch\nimport torch.nn.functional as F\nfrom torch import nn, transpose\nfrom torch.nn import Parameter\n"
     header += "\n\ndef helper(t):\n    return t\n"
     direct = f"{header}\n\ndef f(x, n, kernel):\n    torch.ops._C.op({handed})\n"
     through_a_name = f"{header}\n\ndef f(x, n, kernel):\n    y = {handed}\n    z = y\n    torch.ops._C.op(z)\n"
     viewed = f"{header}\n\ndef f(x, n, kernel):\n    return ({handed}).view(torch.int8)\n"
     for text, expected in ((direct, may), (through_a_name, may), (viewed, may_when_viewed)):
-        assert Scout(text, SETTINGS).may_report_at_a_sink() == expected, text
-        if not expected:
-            assert lint_text(text) == [], text
+        assert_sink_answer(text, expected)
 
 
 @pytest.mark.parametrize(
@@ -483,12 +484,7 @@ def test_a_new_tensor_is_no_view_whatever_it_is_made_of(handed, may, may_when_vi
     ],
 )
 def test_attributes_are_followed_where_the_domains_follow_them(body, may):
-    from sync_lint.api import lint_text
-
-    text = f"import torch\n\n\nclass Method:\n    def process(self, layer, x, n, rows):\n        {body}\n"
-    assert Scout(text, SETTINGS).may_report_at_a_sink() == may, text
-    if not may:
-        assert lint_text(text) == [], text
+    assert_sink_answer(f"import torch\n\n\nclass Method:\n    def process(self, layer, x, n, rows):\n        {body}\n", may)
 
 
 @pytest.mark.parametrize(
@@ -516,12 +512,7 @@ def test_attributes_are_followed_where_the_domains_follow_them(body, may):
     ],
 )
 def test_a_read_sees_the_bindings_that_may_reach_it(body, may):
-    from sync_lint.api import lint_text
-
-    text = f"import torch\n\n\ndef f(x, n):\n    {body}\n"
-    assert Scout(text, SETTINGS).may_report_at_a_sink() == may, text
-    if not may:
-        assert lint_text(text) == [], text
+    assert_sink_answer(f"import torch\n\n\ndef f(x, n):\n    {body}\n", may)
 
 
 def test_a_loop_of_the_module_code_takes_a_binding_round_too():
