@@ -387,8 +387,6 @@ class ScopeFacts:
         """Those of ``names`` with a suspect binding that may reach a read on line ``read``
         (``_read_at``)."""
         lines_of = self._suspect_lines
-        if not lines_of:
-            return set()
         order = self._order
         return {
             name for name in names if (lines := lines_of.get(name)) is not None
