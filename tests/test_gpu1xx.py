@@ -1373,3 +1373,46 @@ def test_a_permuted_allocation_is_a_layout_made_on_purpose(code, reported):
     assert bool(found) == reported, found
     if not reported:  # not a claim about layout: the view really is strided
         assert not torch.empty(4, 8).t().is_contiguous()
+
+
+PACKED_KERNELS = """
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _store_scales(Scales, row):
+    tl.store(Scales + row * ({stride}) + tl.arange(0, 32), 1.0)
+
+
+@triton.jit
+def _pack(Packed, Scales):
+    row = tl.program_id(0)
+    tl.store(Packed + row * (32 * 260) + tl.arange(0, 32), 0)
+    _store_scales(Scales, row)
+
+
+def pack(n):
+    packed = torch.empty((n, 32 * 260), device="cuda", dtype=torch.uint8)
+    _pack[(n,)](packed, {scales})
+    return packed
+"""
+
+
+@pytest.mark.parametrize(("stride", "scales", "reported"), [
+    # vLLM's step5 indexer: scales packed after the data of each 8320-byte row, written by a
+    # kernel that steps the float32 view by the row's 2080 floats: laid out as it reads it
+    ("32 * 260 // 4", "packed[:, 32 * 256 :].view(torch.float32)", False),
+    ("2080", "packed[:, 8192:].view(torch.float32)", False),
+    # a kernel that steps by the slice's own width reads it as dense rows: the bug
+    ("32", "packed[:, 32 * 256 :].view(torch.float32)", True),
+    # the row stride of the view is not 2080 (another dtype, another range start, rows reshaped)
+    ("32 * 260 // 4", "packed[:, 32 * 256 :].view(torch.int16)", True),
+    ("32 * 260 // 4", "packed.view(n, -1)[:, 32 * 256 :].view(torch.float32)", True),
+    ("32 * 260 // 4", "packed[1:, 32 * 256 :].view(torch.float32)[:, :16]", False),
+    ("32 * 260 // 4", "packed[:, 32 * 256 :].view(torch.float32).t()", True),
+])  # fmt: skip
+def test_a_kernel_stepping_a_view_by_its_own_row_stride_reads_it_as_laid_out(stride, scales, reported):
+    source = PACKED_KERNELS.replace("{stride}", stride).replace("{scales}", scales)
+    assert [code for _, code in codes(source)] == (["GPU102"] if reported else [])

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from sync_lint.analysis.dtypes import DTYPE_ALIASES, DTYPES, FLOATING
+from sync_lint.analysis.dtypes import DTYPE_ALIASES, DTYPES, FLOATING, element_size
 from sync_lint.analysis.flow import Walker, target_key
 from sync_lint.analysis.layout_words import (
     BROADCASTING,
@@ -114,6 +114,12 @@ class Layout:
     # how a column-major buffer is made for a consumer that wants one), not a view handed on by
     # mistake. Still strided: ``.view(dtype)`` judges it; the kernels and ops it is made for do not.
     chosen: bool = False
+    # The stride of dim 0, in elements of ``dtype``, where literal sizes tell it: a 2-D factory
+    # with a literal last size (``torch.empty((n, 32 * 260), dtype=torch.uint8)``: 8320), kept
+    # by a column range of it (``[:, 32 * 256:]``) and rescaled by ``.view(dtype)`` (to float32:
+    # 2080). A kernel that steps the view by that literal stride reads it as laid out
+    # (``FunctionSummary.row_strides``).
+    row_stride: int | None = None
 
     @property
     def is_view(self) -> bool:
@@ -427,6 +433,7 @@ def _join_views(a: Layout, b: Layout, maybe_none: bool, size1: bool) -> Layout:
         dtype=dtypes.pop() if len(dtypes) == 1 else None, base_root=roots.pop() if len(roots) == 1 else None,
         ndim=a.ndim if a.ndim == b.ndim else None, chosen=all(view.chosen for view in views),
         params=frozenset(), source=None, made_contiguous=None, maybe_none=maybe_none, size1=size1,
+        row_stride=a.row_stride if a.row_stride == b.row_stride else None,
     )  # fmt: skip
 
 
@@ -508,11 +515,13 @@ class LayoutDomain:
         return None
 
     def _view(self, base: Layout, kind: str, what: str, origin: cst.CSTNode, base_node: cst.BaseExpression,
-              inner_unit: bool = True, vector: bool = False, ndim: int | None = None, chosen: bool = False) -> Layout:
+              inner_unit: bool = True, vector: bool = False, ndim: int | None = None, chosen: bool = False,
+              row_stride: int | None = None) -> Layout:
         return Layout(
             kind, what=what, origin=origin, dtype=base.dtype,
             refixed=base.made_contiguous or (base.refixed if base.is_view else None),
             inner_unit=inner_unit, vector=vector, base_root=root_name(base_node), ndim=ndim, chosen=chosen,
+            row_stride=row_stride,
         )  # fmt: skip
 
     def _size_count(self, sizes: list, env) -> int | None:
@@ -637,12 +646,16 @@ class LayoutDomain:
             return UNKNOWN_LAYOUT
         if effect.kind == "gap":
             what = f"{effect.what} of `{self.text(value)}`"
+            # A range or a full slice first leaves dim 0's stride as it was (``[:, k:]``).
+            first = node.slice[0].slice
+            keeps_rows = isinstance(first, cst.Slice) and first.step is None and base.ndim == 2
             return self._view(base, GAPPED, what, node, value, inner_unit=effect.inner_unit and base.inner_unit,
-                              vector=effect.vector, ndim=effect.ndim)
+                              vector=effect.vector, ndim=effect.ndim, row_stride=base.row_stride if keeps_rows else None)
         # Contiguity-preserving: the base's layout carries over (a parameter stays the parameter
         # layout-wise, but it is no longer *the* parameter: a cast of it is not flagged).
         if base.kind == FRESH or base.is_view:
-            return replace(base, size1=base.size1 or effect.size1, made_contiguous=None, cast=None, ndim=effect.ndim)
+            return replace(base, size1=base.size1 or effect.size1, made_contiguous=None, cast=None, ndim=effect.ndim,
+                           row_stride=None)
         return Layout(UNKNOWN, params=base.params if base.cast is None else frozenset(), size1=effect.size1,
                       ndim=effect.ndim)
 
@@ -763,7 +776,9 @@ class LayoutDomain:
     def _torch_function(self, node: cst.Call, name: str, env) -> Layout:
         if name in _TORCH_FACTORIES:
             dtype = self.dtype_of(self._keyword(node, "dtype"))
-            return Layout(FRESH, dtype=dtype, ndim=self._factory_ndim(node, name, env), allocated=name in _ALLOCATING)
+            ndim = self._factory_ndim(node, name, env)
+            return Layout(FRESH, dtype=dtype, ndim=ndim, allocated=name in _ALLOCATING,
+                          row_stride=self._literal_row_width(node, name) if ndim == 2 else None)
         if name in _TORCH_LIKE:
             source = self.evaluate(node.args[0].value, env) if node.args else UNKNOWN_LAYOUT
             # ``dtype=`` given: the dtype it names, else unknown (``dtype=out_dtype``), never the source's.
@@ -792,6 +807,18 @@ class LayoutDomain:
         if name == "full":  # ``full(size, fill_value)``: the size is one argument
             positional = positional[:1]
         return self._size_count([size] if size is not None else positional, env)
+
+    @staticmethod
+    def _literal_row_width(node: cst.Call, name: str) -> int | None:
+        """The last of a 2-D shape factory's sizes, where it folds to an integer."""
+        if name not in _SHAPE_FACTORIES:
+            return None
+        sizes = [arg.value for arg in node.args if arg.keyword is None or arg.keyword.value == "size"]
+        if name == "full":
+            sizes = sizes[:1]
+        if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+            sizes = [element.value for element in sizes[0].elements]
+        return folded_int(sizes[-1]) if len(sizes) == 2 else None
 
     @staticmethod
     def _keyword(node: cst.Call, keyword: str) -> cst.BaseExpression | None:
@@ -858,7 +885,7 @@ class LayoutDomain:
             ndim = base.ndim + _DIMS_ADDED[method] if base.ndim is not None and method in _DIMS_ADDED else None
             if method in DIM0_OK and _int_literal(dim) == 0:
                 if base.kind == FRESH or base.is_view:
-                    return replace(base, made_contiguous=None, cast=None, ndim=ndim)
+                    return replace(base, made_contiguous=None, cast=None, ndim=ndim, row_stride=None)
                 return Layout(UNKNOWN, params=base.params if base.cast is None else frozenset(), ndim=ndim)
             # ``select`` drops its dim: the last one (stride 1 lost) unless the dims are known
             # and it is another (``x.select(1, i)`` of a 3-D tensor, like ``x[:, i]``).
@@ -867,10 +894,12 @@ class LayoutDomain:
                               inner_unit=base.inner_unit and not drops_last, vector=drops_last, ndim=ndim)
         if method in SHAPE_KEEPING:
             if method == "view" and len(positional) == 1 and self.dtype_of(positional[0]) is not None:
-                return replace(base, dtype=self.dtype_of(positional[0]), made_contiguous=None, cast=None)
+                target = self.dtype_of(positional[0])
+                return replace(base, dtype=target, made_contiguous=None, cast=None,
+                               row_stride=_rescaled(base.row_stride, base.dtype, target))
             ndim = self._reshaped_ndim(method, args, base, env)
             if base.kind == FRESH or base.is_view:
-                return replace(base, made_contiguous=None, cast=None, ndim=ndim)
+                return replace(base, made_contiguous=None, cast=None, ndim=ndim, row_stride=None)
             return Layout(UNKNOWN, ndim=ndim) if ndim is not None else UNKNOWN_LAYOUT
         if method in RESHAPING:
             # reshape / flatten return a view when the strides allow it: a column select stays a
@@ -879,7 +908,7 @@ class LayoutDomain:
             if base.kind == FRESH:
                 return Layout(FRESH, dtype=base.dtype, ndim=ndim)
             if base.kind == GAPPED and base.vector:
-                return replace(base, made_contiguous=None, cast=None, ndim=ndim,
+                return replace(base, made_contiguous=None, cast=None, ndim=ndim, row_stride=None,
                                what=f"{base.what}, reshaped (`.{method}()` keeps it a view)")
             return Layout(UNKNOWN, ndim=ndim) if ndim is not None else UNKNOWN_LAYOUT
         if method in FRESH_METHODS:
@@ -1023,10 +1052,43 @@ class LayoutDomain:
                     self._cast_target(node, method, target, positional),
                     same_dtype=target if target is not None and target == base.dtype else None)
         if base.is_view:
-            return replace(base, dtype=dtype, cast=cast, made_contiguous=None, params=frozenset())
+            return replace(base, dtype=dtype, cast=cast, made_contiguous=None, params=frozenset(),
+                           row_stride=base.row_stride if dtype == base.dtype else None)
         # Unknown layout: the cast is not a contiguity fix; remember it only when the receiver is
         # a parameter or an attribute itself (the upstream pattern), not a derived value.
         return Layout(UNKNOWN, dtype=dtype, source=base.source, cast=cast if base.source else None, ndim=base.ndim)
+
+
+def _rescaled(stride: int | None, source: str | None, target: str) -> int | None:
+    """A stride in elements of ``source`` counted in elements of ``target`` (``.view(dtype)``
+    of a tensor whose last dim has stride 1); None where a size is not known or it does not
+    divide."""
+    if stride is None or source is None:
+        return None
+    source_size, target_size = element_size(source), element_size(target)
+    if source_size is None or target_size is None or (stride * source_size) % target_size:
+        return None
+    return stride * source_size // target_size
+
+
+def folded_int(node: cst.BaseExpression | None) -> int | None:
+    """An integer written as constant arithmetic (``32 * 260 // 4``), folded; None otherwise."""
+    literal = _int_literal(node)
+    if literal is not None or not isinstance(node, cst.BinaryOperation):
+        return literal
+    left, right = folded_int(node.left), folded_int(node.right)
+    if left is None or right is None:
+        return None
+    operator = type(node.operator)
+    if operator is cst.Add:
+        return left + right
+    if operator is cst.Subtract:
+        return left - right
+    if operator is cst.Multiply:
+        return left * right
+    if operator is cst.FloorDivide and right:
+        return left // right
+    return None
 
 
 def _factors(node: cst.BaseExpression) -> tuple[int, tuple[str, ...]] | None:

@@ -58,6 +58,7 @@ from sync_lint.analysis.layout import (
     LayoutDomain,
     class_attributes,
     code_of,
+    folded_int,
     root_name,
 )  # fmt: skip
 from sync_lint.analysis.names import dotted
@@ -121,6 +122,8 @@ class _KernelAccesses:
     summary: FunctionSummary | None = None
     direct: dict[str, list[frozenset[str]]] = field(default_factory=dict)
     through_helpers: list[_HelperCall] = field(default_factory=list)
+    # For each direct load or store's offset: the integer constants it multiplies by (``_steps``)
+    steps: dict[str, list[frozenset[int]]] = field(default_factory=dict)
 
 
 def _built_from(node: cst.CSTNode, built_from: dict[str, set[str]], names) -> set[str]:
@@ -367,6 +370,7 @@ class ContiguityAnalysis:
         kernels = [info for info in self.functions if is_triton_kernel(info)]
         accesses = [self._kernel_summary(info) for info in kernels]
         self._offset_params(accesses)
+        self._row_strides(accesses)
         plain = [info for info in self.functions if not is_triton_kernel(info)]
         attributes = class_attributes(ctx, plain, self._domain)
         for info in plain:
@@ -458,6 +462,7 @@ class ContiguityAnalysis:
                     if not bare:
                         summary.need_contiguous(param, f"{how} by the Triton kernel `{info.name}`")
                         accesses.direct.setdefault(param, []).append(frozenset(offsets - {param}))
+                        accesses.steps.setdefault(param, []).append(_steps(pointer, param))
                     if verb == "read":
                         loaded.add(param)
                     else:
@@ -508,6 +513,30 @@ class ContiguityAnalysis:
                     found = frozenset.intersection(*every)
                     if found != summary.offset_params.get(param, frozenset()):
                         summary.offset_params[param] = found
+                        changed = True
+
+    def _row_strides(self, kernels: list[_KernelAccesses]) -> None:
+        """``FunctionSummary.row_strides`` of each kernel of the file: for each pointer, the
+        literal strides that every access through it steps by, directly or through a jit helper
+        of this file (one elsewhere steps by none known). To a fixpoint: the sets only grow, as
+        the helpers' do."""
+        changed = True
+        while changed:
+            changed = False
+            for kernel in kernels:
+                summary = kernel.summary
+                if summary is None:
+                    continue
+                for param in {*kernel.steps, *(call.param for call in kernel.through_helpers)}:
+                    every = list(kernel.steps.get(param, ()))
+                    for call in kernel.through_helpers:
+                        if call.param == param:
+                            helper = self.ctx.summaries.get(call.helper)
+                            every.append(frozenset() if helper is None or helper is summary else
+                                         helper.row_strides.get(helper.param_for(call.key) or "", frozenset()))
+                    found = frozenset.intersection(*every)
+                    if found != summary.row_strides.get(param, frozenset()):
+                        summary.row_strides[param] = found
                         changed = True
 
     def _helper_offsets(self, call: _HelperCall, caller: FunctionSummary) -> frozenset[str]:
@@ -653,6 +682,40 @@ class ContiguityAnalysis:
         if not head or head in env or head in info.all_params:
             return False
         return head not in _BUILTINS or head in self.module_level
+
+
+def _steps(pointer: cst.BaseExpression, param: str) -> frozenset[int]:
+    """The integer constants an address ``param + ...`` multiplies its other terms by
+    (``Scales + page * (32 * 260 // 4) + tl.arange(0, 32)``: {2080}); none where ``param`` is
+    not itself one of its terms (a cast pointer, a local)."""
+    terms: list[cst.BaseExpression] = []
+    todo = [pointer]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract)):
+            todo += [node.left, node.right]
+        else:
+            terms.append(node)
+    if not any(type(term) is cst.Name and term.value == param for term in terms):
+        return frozenset()
+    found = set()
+    for term in terms:
+        factors: list[cst.BaseExpression] = []
+        todo = [term]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
+                todo += [node.left, node.right]
+            else:
+                factors.append(node)
+        constants = [value for factor in factors if (value := folded_int(factor)) is not None]
+        if constants and len(constants) < len(factors):
+            product = 1
+            for value in constants:
+                product *= value
+            if product > 1:
+                found.add(product)
+    return frozenset(found)
 
 
 def _walk_body(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -93,6 +93,11 @@ class FunctionSummary:
     # store through it is built from (``q + h * head_stride + t * token_stride``): a launch that
     # binds one of them to the strides of another tensor steps through this pointer with those.
     offset_params: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Triton kernels: pointer param -> the literal strides every load and store through it steps
+    # by (``Scales + page * 2080 + tl.arange(0, 32)``, in a jit helper it is handed to too): a
+    # launch handing it a view whose row stride is one of them (``Layout.row_stride``: a column
+    # range of a buffer with 2080-element rows) is read as laid out, not as dense memory.
+    row_strides: dict[str, frozenset[int]] = field(default_factory=dict)
     # param -> (other param, why): a kernel steps through ``param`` with the strides of
     # ``other``, so the two must have the same layout, contiguous or not (SGLang's fp8 attention
     # hands ``q``, ``k``, ``v`` all ``permute(1, 0, 2)``-ed and ``q``'s strides alone). A call
@@ -200,6 +205,9 @@ class PendingCall:
     # (``k.permute(1, 0, 2)``: ``"permute(1, 0, 2)"``), for ``FunctionSummary.same_strides_as``.
     arg_views: tuple[tuple[ArgKey, str], ...] = ()
     flags: CallFlags = ()  # the call's arguments that may be flags (``FunctionSummary.excused``)
+    # The argument's row stride where literal sizes tell it (``Layout.row_stride``): a kernel
+    # that steps the parameter by it reads the view as laid out (``FunctionSummary.row_strides``).
+    row_stride: int | None = None
     # What the finding tells to do, a contiguous copy (``Add `.contiguous()`.``). Where the callee
     # is known to write through ``arg`` (``FunctionSummary.writes_through``), the copy would take
     # the writes and lose them: a warning saying so takes its place, and the fix is dropped.

@@ -212,7 +212,7 @@ class ProjectIndex:
         return callee.param_for(arg) in self._read_only.get(id(callee), ())
 
     def reason(self, kind: str, callee_name: str, arg, arg_views: tuple[tuple[ArgKey, str], ...] = (),
-               flags: CallFlags = ()) -> str | None:
+               flags: CallFlags = (), row_stride: int | None = None) -> str | None:
         """Why a call of ``callee_name`` (argument ``arg``; ``arg_views``: the call's arguments
         that are views, ``PendingCall.arg_views``; ``flags``: those that may be flags,
         ``PendingCall.flags``) is a finding of ``kind``; None: it is not."""
@@ -224,6 +224,8 @@ class ProjectIndex:
             need = callee.need_of(param, unit_stride_counts=kind == "unit-stride")
             if need is not None and callee.excused(param, flags):
                 return None  # ``chunk(q, use_l2norm=True)``: the callee makes ``q`` contiguous itself
+            if need is not None and row_stride is not None and row_stride in callee.row_strides.get(param, ()):
+                return None  # the kernel steps through it by its own row stride, written out
             if need is not None:
                 return need + _not_when(callee.needs_unless.get(param))
             if param not in callee.same_strides_as:
@@ -239,7 +241,8 @@ class ProjectIndex:
         return callee.sync + _not_when(callee.sync_unless)
 
     def resolve(self, pending: PendingCall) -> Diagnostic | None:
-        reason = self.reason(pending.kind, pending.callee, pending.arg, pending.arg_views, pending.flags)
+        reason = self.reason(pending.kind, pending.callee, pending.arg, pending.arg_views, pending.flags,
+                             pending.row_stride)
         if reason is None:
             return None
         d = pending.diagnostic

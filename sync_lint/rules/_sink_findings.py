@@ -41,7 +41,8 @@ def sink_finding(use: SinkUse, message: str, advice: str = "", fixable: bool = T
     condition = None
     if use.callee is not None:
         condition = CalleeCondition(callee_need(use), use.callee, use.key, fix_safe_if_read_only=target is use.arg,
-                                    arg_views=use.arg_views, flags=use.flags, advice=advice)
+                                    arg_views=use.arg_views, flags=use.flags, advice=advice,
+                                    row_stride=use.layout.row_stride)
         message = f"{message} {{advice}}" if advice else message
     elif advice:
         message = f"{message} {advice}"

@@ -39,6 +39,7 @@ class CalleeCondition:
     arg_views: tuple[tuple[int | str, str], ...] = ()  # see ``PendingCall``
     flags: tuple[tuple[int | str, bool | str], ...] = ()  # see ``PendingCall``
     advice: str = ""  # see ``PendingCall``
+    row_stride: int | None = None  # see ``PendingCall``
 
 
 @dataclass

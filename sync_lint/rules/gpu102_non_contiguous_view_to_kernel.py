@@ -81,7 +81,11 @@ class NonContiguousViewToKernel(Rule):
         "checked to have stride 1 last (`w.t()` after `assert w.stride(0) == 1`, or below `if w.stride(0) != 1: "
         "raise ...`, while `w` is not rebound). Nor does one that checks "
         "`p.is_contiguous() or p.stride(-1) == 1` need more: the second check alone lets a column-range slice "
-        "through."
+        "through. Nor is a Triton kernel handed a column range whose row stride literal sizes tell (a range of a "
+        "2-D factory with a literal last size, through `.view(dtype)`: `torch.empty((n, 32 * 260), "
+        "dtype=torch.uint8)[:, 32 * 256:].view(torch.float32)` has rows 2080 floats apart) where every load and "
+        "store through that pointer, in the kernel or a jit helper of its file, steps by that stride written as "
+        "a constant (`Scales + row * (32 * 260 // 4) + tl.arange(0, 32)`): it reads the view as laid out."
     )
     why = (
         "A Triton kernel that loads `ptr + i` assumes stride 1: given a column of `block_table` it reads "
@@ -107,6 +111,17 @@ class NonContiguousViewToKernel(Rule):
     trigger_options = ("contiguous-sinks",)
     alias_trigger_targets = ("torch.ops",)
     valid = (
+        # Scales packed after each row's data, stepped by the row's own stride (vLLM's step5 indexer).
+        ("import torch\nimport triton\nimport triton.language as tl\n\n"
+        "@triton.jit\n"
+        "def _pack(Packed, Scales):\n"
+        "    row = tl.program_id(0)\n"
+        "    tl.store(Packed + row * (32 * 260) + tl.arange(0, 32), 0)\n"
+        "    tl.store(Scales + row * (32 * 260 // 4) + tl.arange(0, 32), 1.0)\n\n"
+        "def pack(n):\n"
+        "    packed = torch.empty((n, 32 * 260), dtype=torch.uint8)\n"
+        "    _pack[(n,)](packed, packed[:, 32 * 256 :].view(torch.float32))\n"
+        "    return packed\n"),
         # A GEMM takes its weight in the order it wants (CUTLASS's scaled mm: column-major).
         ("import torch\n\n"
         "def gemm(a, b, out):\n"
