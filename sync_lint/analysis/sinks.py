@@ -117,7 +117,7 @@ class _HelperCall:
 @dataclass
 class _KernelAccesses:
     """How a kernel steps through its pointer parameters: the parameters each direct load or
-    store's offset is built from, and its jit-helper calls (``ContiguityAnalysis._offset_params``)."""
+    store's offset is built from, and its jit-helper calls (``ContiguityAnalysis._pointer_steps``)."""
 
     summary: FunctionSummary | None = None
     direct: dict[str, list[frozenset[str]]] = field(default_factory=dict)
@@ -369,8 +369,7 @@ class ContiguityAnalysis:
         self.module_level = self._module_level_names()
         kernels = [info for info in self.functions if is_triton_kernel(info)]
         accesses = [self._kernel_summary(info) for info in kernels]
-        self._offset_params(accesses)
-        self._row_strides(accesses)
+        self._pointer_steps(accesses)
         plain = [info for info in self.functions if not is_triton_kernel(info)]
         attributes = class_attributes(ctx, plain, self._domain)
         for info in plain:
@@ -404,7 +403,7 @@ class ContiguityAnalysis:
 
     # -- Triton kernels ---------------------------------------------------------------------
     def _kernel_summary(self, info: FunctionInfo) -> _KernelAccesses:
-        """The kernel's needs, and how it steps through its pointers (for ``_offset_params``)."""
+        """The kernel's needs, and how it steps through its pointers (for ``_pointer_steps``)."""
         params = [
             p.name.value for p in (*info.node.params.posonly_params, *info.node.params.params)
             if p.annotation is None or "constexpr" not in (code_of(self.ctx.module, p.annotation.annotation))
@@ -492,12 +491,15 @@ class ContiguityAnalysis:
                 summary.read_only_if[param] = ()
         return accesses
 
-    def _offset_params(self, kernels: list[_KernelAccesses]) -> None:
-        """``FunctionSummary.offset_params`` of each kernel of the file: for each pointer, the
-        parameters that every access through it builds its offset from. An access through a jit
-        helper of this file counts with what the kernel passes for the parameters the helper's
-        offsets use (``_load_tile(k, head, tokens, head_stride, token_stride)``); one through a
-        helper elsewhere, with none. To a fixpoint: the sets only grow, as helpers' do."""
+    def _pointer_steps(self, kernels: list[_KernelAccesses]) -> None:
+        """How each kernel of the file steps through each pointer, for every access through it:
+        - ``FunctionSummary.offset_params``: the parameters its offset is built from. An access
+          through a jit helper of this file counts with what the kernel passes for the
+          parameters the helper's offsets use (``_load_tile(k, head, tokens, head_stride,
+          token_stride)``);
+        - ``FunctionSummary.row_strides``: the literal strides it steps by, the helper's own.
+        An access through a helper elsewhere counts with none. To a fixpoint: the sets only
+        grow, as the helpers' do."""
         changed = True
         while changed:
             changed = False
@@ -506,38 +508,19 @@ class ContiguityAnalysis:
                 if summary is None:
                     continue
                 for param in {*kernel.direct, *(call.param for call in kernel.through_helpers)}:
-                    every = list(kernel.direct.get(param, ()))
+                    offsets = list(kernel.direct.get(param, ()))
+                    steps = list(kernel.steps.get(param, ()))
                     for call in kernel.through_helpers:
                         if call.param == param:
-                            every.append(self._helper_offsets(call, summary))
-                    found = frozenset.intersection(*every)
-                    if found != summary.offset_params.get(param, frozenset()):
-                        summary.offset_params[param] = found
-                        changed = True
-
-    def _row_strides(self, kernels: list[_KernelAccesses]) -> None:
-        """``FunctionSummary.row_strides`` of each kernel of the file: for each pointer, the
-        literal strides that every access through it steps by, directly or through a jit helper
-        of this file (one elsewhere steps by none known). To a fixpoint: the sets only grow, as
-        the helpers' do."""
-        changed = True
-        while changed:
-            changed = False
-            for kernel in kernels:
-                summary = kernel.summary
-                if summary is None:
-                    continue
-                for param in {*kernel.steps, *(call.param for call in kernel.through_helpers)}:
-                    every = list(kernel.steps.get(param, ()))
-                    for call in kernel.through_helpers:
-                        if call.param == param:
+                            offsets.append(self._helper_offsets(call, summary))
                             helper = self.ctx.summaries.get(call.helper)
-                            every.append(frozenset() if helper is None or helper is summary else
+                            steps.append(frozenset() if helper is None or helper is summary else
                                          helper.row_strides.get(helper.param_for(call.key) or "", frozenset()))
-                    found = frozenset.intersection(*every)
-                    if found != summary.row_strides.get(param, frozenset()):
-                        summary.row_strides[param] = found
-                        changed = True
+                    for known, found in ((summary.offset_params, frozenset.intersection(*offsets)),
+                                         (summary.row_strides, frozenset.intersection(*steps))):
+                        if found != known.get(param, frozenset()):
+                            known[param] = found
+                            changed = True
 
     def _helper_offsets(self, call: _HelperCall, caller: FunctionSummary) -> frozenset[str]:
         helper = self.ctx.summaries.get(call.helper)
