@@ -330,7 +330,7 @@ def hands_a_view_to_the_relay(t, out):
 
 def test_a_new_tensor_made_of_a_view_is_not_handed_a_view(tmp_path):
     """Arithmetic, a reduction or an elementwise method makes a new tensor whatever it is made
-    of (``scout.sinks._never_a_view``): a caller handing only those reports nothing and is not
+    of (``scout.sinks._NeverAView``): a caller handing only those reports nothing and is not
     kept. Which parameters a value holds is still read from all of it: ``relay`` hands ``x + 0``
     on, so a view handed to ``relay`` keeps its caller (the analysis may read it more kindly)."""
     files = write_package(tmp_path, {
