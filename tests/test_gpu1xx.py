@@ -1416,3 +1416,33 @@ def pack(n):
 def test_a_kernel_stepping_a_view_by_its_own_row_stride_reads_it_as_laid_out(stride, scales, reported):
     source = PACKED_KERNELS.replace("{stride}", stride).replace("{scales}", scales)
     assert [code for _, code in codes(source)] == (["GPU102"] if reported else [])
+
+
+@pytest.mark.parametrize(("accesses", "reported"), [
+    # every access steps by the row stride: laid out as the kernel reads it
+    ("tl.store(Scales + row * 2080 + c, 1.0)\n    tl.store(Scales + 2080 * row + c + 16, 1.0)", False),
+    # one access that does not: it may read the view as dense rows
+    ("tl.store(Scales + row * 2080 + c, 1.0)\n    tl.store(Scales + row * 32 + c, 1.0)", True),
+    # a pointer cast or moved through a local steps in units the launch cannot tell
+    ("tl.store(Scales.to(tl.pointer_type(tl.int32)) + row * 2080 + c, 1)", True),
+    ("p = Scales + row * 2080\n    tl.store(p + c, 1.0)", True),
+])  # fmt: skip
+def test_every_access_must_step_by_the_row_stride(accesses, reported):
+    source = f"""
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scales(Scales):
+    row = tl.program_id(0)
+    c = tl.arange(0, 16)
+    {accesses}
+
+
+def pack(n):
+    packed = torch.empty((n, 32 * 260), dtype=torch.uint8)
+    _scales[(n,)](packed[:, 32 * 256 :].view(torch.float32))
+"""
+    assert [code for _, code in codes(source)] == (["GPU102"] if reported else [])
