@@ -39,7 +39,7 @@ VIEW_EXPRESSIONS = [
     "x.as_strided((32,), (1,))", "x.as_strided((4, 8), (8, 1))", "torch.as_strided(x, (2, 4), (4, 1), 3)",
     "x.as_strided(size=(2, 2, 4), stride=(2 * 4, 4, 1))", "torch.as_strided(y, (6, 4), (4, 1))",
     "x.as_strided((4, 4), (8, 1))", "x.as_strided((16,), (2,))", "x.as_strided((8, 4), (1, 8))",
-    "x.as_strided((2, 4), (8, 1))", "x.as_strided((2, 2, 4), (4, 4, 1))",
+    "x.as_strided((2, 4), (8, 1))", "x.as_strided((2, 2, 4), (4, 4, 1))", "x.as_strided((4, 8), (16 // 2, 1))",
 ]  # fmt: skip
 
 

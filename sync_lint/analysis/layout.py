@@ -802,20 +802,21 @@ class LayoutDomain:
             return 1
         if name not in _SHAPE_FACTORIES:
             return None
-        size = next((arg for arg in node.args if arg.keyword is not None and arg.keyword.value == "size"), None)
-        positional = [arg for arg in node.args if arg.keyword is None]
-        if name == "full":  # ``full(size, fill_value)``: the size is one argument
-            positional = positional[:1]
-        return self._size_count([size] if size is not None else positional, env)
+        return self._size_count(self._size_args(node, name), env)
 
     @staticmethod
-    def _literal_row_width(node: cst.Call, name: str) -> int | None:
+    def _size_args(node: cst.Call, name: str) -> list[cst.Arg]:
+        """The arguments that give a shape factory's sizes: ``size=``, else the positional ones
+        (``empty(a, b)``, ``empty((a, b))``; ``full(size, fill_value)``: the first)."""
+        size = next((arg for arg in node.args if arg.keyword is not None and arg.keyword.value == "size"), None)
+        if size is not None:
+            return [size]
+        positional = [arg for arg in node.args if arg.keyword is None]
+        return positional[:1] if name == "full" else positional
+
+    def _literal_row_width(self, node: cst.Call, name: str) -> int | None:
         """The last of a 2-D shape factory's sizes, where it folds to an integer."""
-        if name not in _SHAPE_FACTORIES:
-            return None
-        sizes = [arg.value for arg in node.args if arg.keyword is None or arg.keyword.value == "size"]
-        if name == "full":
-            sizes = sizes[:1]
+        sizes = [arg.value for arg in self._size_args(node, name)]
         if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
             sizes = [element.value for element in sizes[0].elements]
         return folded_int(sizes[-1]) if len(sizes) == 2 else None
@@ -1091,16 +1092,18 @@ def folded_int(node: cst.BaseExpression | None) -> int | None:
     return None
 
 
-def _factors(node: cst.BaseExpression) -> tuple[int, tuple[str, ...]] | None:
+def factors(node: cst.BaseExpression) -> tuple[int, tuple[str, ...]] | None:
     """A product as (integer constant, sorted source texts of the other factors):
-    ``h * d * 2`` -> (2, ("d", "h")); None for anything that is not a product."""
+    ``h * d * 2`` -> (2, ("d", "h")), ``row * (32 * 260 // 4)`` -> (2080, ("row",)); None for
+    anything that is not a product."""
+    constant = folded_int(node)
+    if constant is not None:
+        return constant, ()
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
-        left, right = _factors(node.left), _factors(node.right)
+        left, right = factors(node.left), factors(node.right)
         if left is None or right is None:
             return None
         return left[0] * right[0], tuple(sorted(left[1] + right[1]))
-    if isinstance(node, cst.Integer):
-        return _int_literal(node), ()
     if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
         return 1, (cst.Module([]).code_for_node(node).replace(" ", ""),)
     return None
@@ -1119,9 +1122,9 @@ def _row_major(size: cst.BaseExpression | None, stride: cst.BaseExpression | Non
         return False
     expected: tuple[int, tuple[str, ...]] = (1, ())
     for index in range(len(sizes) - 1, -1, -1):
-        if _factors(strides[index]) != expected:
+        if factors(strides[index]) != expected:
             return False
-        factor = _factors(sizes[index])
+        factor = factors(sizes[index])
         if factor is None:
             return index == 0  # the outermost size never enters a stride
         expected = (expected[0] * factor[0], tuple(sorted(expected[1] + factor[1])))

@@ -58,7 +58,7 @@ from sync_lint.analysis.layout import (
     LayoutDomain,
     class_attributes,
     code_of,
-    folded_int,
+    factors,
     root_name,
 )  # fmt: skip
 from sync_lint.analysis.names import dotted
@@ -683,21 +683,9 @@ def _steps(pointer: cst.BaseExpression, param: str) -> frozenset[int]:
         return frozenset()
     found = set()
     for term in terms:
-        factors: list[cst.BaseExpression] = []
-        todo = [term]
-        while todo:
-            node = todo.pop()
-            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Multiply):
-                todo += [node.left, node.right]
-            else:
-                factors.append(node)
-        constants = [value for factor in factors if (value := folded_int(factor)) is not None]
-        if constants and len(constants) < len(factors):
-            product = 1
-            for value in constants:
-                product *= value
-            if product > 1:
-                found.add(product)
+        product = factors(term)  # (constant, the other factors)
+        if product is not None and product[1] and product[0] > 1:
+            found.add(product[0])
     return frozenset(found)
 
 
