@@ -424,6 +424,95 @@ def test_hot_code_that_cannot_reach_a_sync_is_masked(tmp_path):
     assert {(Path(entry[0]).name, entry[1]) for entry in fast} >= {("hot.py", 17), ("hot.py", 23)}, fast
 
 
+DEVICE_HELPERS = '''
+import torch
+
+
+def device_buffer(n, device):
+    return torch.zeros(n, device=device)
+
+
+def count_on_device(n, device):
+    lens = torch.arange(n, device=device)
+    return int(lens.sum())
+
+
+def host_branch(x, device):
+    if x.shape[0] > 1:
+        return x.to(device)
+    return x
+'''
+
+HOT_DEVICE_CALLER = '''
+from torch import nn
+
+from pkg.devices import count_on_device, device_buffer, host_branch
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        buf = device_buffer(4, x.device)
+        y = host_branch(x, x.device)
+        return count_on_device(4, x.device) + buf + y
+'''
+
+
+def test_a_function_that_names_a_device_but_syncs_on_no_value_from_it_is_masked(tmp_path):
+    """Hot code's callees are kept only where they may sync on a value from a named device
+    (``Scout.units_that_may_sync``): a function that names a device and has no sync site
+    (``device_buffer``), or whose only sync site reads a host value (``host_branch``), records
+    no sync in its summary; one that syncs on a tensor it put on a device is kept."""
+    files = write_package(tmp_path, {"devices.py": DEVICE_HELPERS, "hot.py": HOT_DEVICE_CALLER})
+    kept = kept_functions(runner.Linter(make_settings()), files)
+    assert kept["devices.py"] == {"count_on_device"}
+    assert kept["hot.py"] == {"forward"}
+    fast = findings(files, fast=True)
+    assert fast == findings(files, fast=False)
+    assert [(Path(entry[0]).name, entry[1], entry[3]) for entry in fast] == [("hot.py", 11, "GPU201")], fast
+
+
+MEMOISED = '''
+import functools
+
+import torch
+
+
+@functools.lru_cache(maxsize=4)
+def block_sizes(n, device):
+    return torch.full((n,), 4, device=device)
+
+
+@functools.lru_cache(maxsize=4)
+def non_pad_index(sizes: torch.LongTensor, width: int):
+    positions = torch.arange(sizes.shape[0] * width, device=sizes.device).view(-1, width)
+    return positions[torch.arange(width, device=sizes.device)[None, :] < sizes[:, None]]
+
+
+class CachedMetadataBuilder:
+    def build(self, n, device):
+        return non_pad_index(block_sizes(n, device), 4)
+
+
+class FreshMetadataBuilder:
+    def build(self, n, device):
+        return non_pad_index(torch.full((n,), 4, device=device), 4)
+'''
+
+
+def test_a_memoised_function_whose_result_hot_code_hands_on_is_kept(tmp_path):
+    """``non_pad_index`` syncs (a mask index), but on a tensor ``block_sizes``'s cache handed
+    out it runs once per key (``SyncAnalysis.cached_call``), which the analysis can tell only
+    from ``block_sizes``'s decorator: so that function is kept though it cannot sync itself.
+    A tensor made per step (``FreshMetadataBuilder``) is still reported. SGLang's
+    ``VideoSparseAttentionMetadataBuilder.build`` is the case."""
+    files = write_package(tmp_path, {"memo.py": MEMOISED, "helpers.py": HELPERS})
+    kept = kept_functions(runner.Linter(make_settings()), files)
+    assert {"block_sizes", "non_pad_index", "build"} <= kept["memo.py"]
+    fast = findings(files, fast=True)
+    assert fast == findings(files, fast=False)
+    assert [(Path(entry[0]).name, entry[1], entry[3]) for entry in fast] == [("memo.py", 25, "GPU201")], fast
+
+
 def test_findings_equal_the_plain_path(package):
     fast = findings(package, fast=True)
     assert fast == findings(package, fast=False)

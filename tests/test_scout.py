@@ -363,6 +363,31 @@ def test_the_methods_of_a_hot_class_that_may_sync_hold_a_sync_site():
     assert Scout(text, SETTINGS).units_that_may_sync() == {("FlashMetadataBuilder", "_count")}
 
 
+@pytest.mark.parametrize(
+    ("body", "may"),
+    [
+        ("    def f(self):\n        return self.lens.tolist()\n", True),  # set on a device in __init__
+        ("    def f(self):\n        return self.lens.shape[0]\n", False),  # a host result of it
+        ("    def f(self, x):\n        return x.to(self.device)\n", False),  # names a device, no sync site
+        ("    def f(self, x):\n        if x.shape[0] > 2:\n            return x.to(self.device)\n", False),
+        ("    def f(self):\n        if self.lens[0]:\n            return 1\n", True),
+        ("    def f(self):\n        return self.sizes.tolist()\n", False),  # set from a parameter
+        ("    def f(self):\n        torch.cuda.synchronize()\n", True),
+        ("    def f(self, x):\n        y = torch.ones(4, device=x.device)\n        return bool(y.any())\n", True),
+    ],
+)
+def test_a_unit_may_sync_only_where_a_sync_site_may_read_a_value_from_a_device(body, may):
+    """For a run of many files (``units_that_may_sync``): outside hot classes, a method may record
+    a sync only where a sync site of it may be handed a value from a named device; naming a
+    device, or testing host values, is not enough."""
+    text = (
+        "import torch\n\n\nclass Lens:\n    def __init__(self, n, sizes, device):\n"
+        "        self.device = device\n        self.sizes = sizes\n"
+        "        self.lens = torch.zeros(n, device=device)\n\n" + body
+    )
+    assert (("Lens", "f") in Scout(text, SETTINGS).units_that_may_sync()) is may
+
+
 def test_unknown_device_option_decides_for_hot_classes_and_everywhere():
     builder = HOT_SYNC_CASES["a metadata builder (unknown devices count there)"][0]
     assert not Scout(builder, make_settings(unknown_device="never")).may_sync_in_a_hot_scope()

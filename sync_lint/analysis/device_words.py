@@ -40,3 +40,7 @@ TORCH_MASK_FUNCTIONS = frozenset({
     "eq", "ne", "gt", "lt", "ge", "le", "logical_and", "logical_or", "logical_not", "logical_xor", "isin",
     "isnan", "isinf", "isfinite", "any", "all",
 })
+# Memoizing decorators: the body runs once per distinct (hashable: ints, a device) argument set,
+# so a tensor such a function returns is the same object for the same key
+# (``analysis.hot_scopes``, ``SyncAnalysis.cached_call``).
+MEMOIZERS = frozenset({"functools.lru_cache", "functools.cache"})

@@ -25,14 +25,13 @@ from dataclasses import dataclass
 import libcst as cst
 
 from sync_lint.analysis.device import base_class_name
+from sync_lint.analysis.device_words import MEMOIZERS
 from sync_lint.analysis.functions import FunctionInfo
 from sync_lint.analysis.names import dotted
 
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
 _COMPILE = ("torch.compile", "torch.compiler.compile")
 _GRAPH_BLOCKS = ("torch.cuda.graph", "torch.cuda.graphs.graph")
-# Memoizing decorators: the body runs once per distinct (hashable: ints, a device) argument set.
-_MEMOIZERS = ("functools.lru_cache", "functools.cache")
 _CPU_PARTS = frozenset({"cpu", "amx"})
 _CPU_CLASS = re.compile(r"(?:^|[a-z_])(?:CPU|Cpu|AMX)(?=[A-Z_]|$)")
 
@@ -161,7 +160,7 @@ class HotScopes:
         """For a module-level function under ``functools.lru_cache`` / ``cache``: its parameters
         annotated as tensors (the ones that can miss the cache every step: a tensor is hashed by
         identity). None for any other function."""
-        if info.class_node is not None or not any(d in _MEMOIZERS for d in info.decorators):
+        if info.class_node is not None or not any(d in MEMOIZERS for d in info.decorators):
             return None
         params = info.node.params
         return tuple(

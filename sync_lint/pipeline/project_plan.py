@@ -15,7 +15,8 @@ nor a summary a finding rests on. A run of many files therefore goes in two pass
    only in functions (``KeptUnits.names_only``). Two families follow what the scout tells of
    each function:
    - the hot-scope rules (``_hot_closure``): what hot code calls, only as far as it may reach
-     code that may sync on a value from a named device (``Scout.units_that_may_sync``);
+     code that may sync on a value from a named device (``Scout.units_that_may_sync``), and
+     the memoised functions it calls;
    - the sink rules, GPU1xx (``_sink_closure``): of the callers of their seeds, only the
      functions that hand a value that may be a view or a cast to a parameter that may reach a
      sink, or to a sink (``Scout.sink_handing``), and what those hand such a parameter on to.
@@ -83,8 +84,10 @@ class UnitOutline:
     needs: frozenset[str] | None = None
     signature: tuple[tuple[str, ...], str | None, str | None, bool] | None = None
     # For the hot-scope rules (``ProjectPlan._hot_closure``): whether its code may sync on a
-    # value from a named device (``Scout.units_that_may_sync``; True: not known).
+    # value from a named device (``Scout.units_that_may_sync``; True: not known), and whether it
+    # may be memoised (``Scout.memoised_functions``), which hot code reads its definition for.
     may_sync: bool = True
+    memoised: bool = False
 
 
 @dataclass
@@ -184,9 +187,11 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
         with span("outline: syncs"):
             may_sync = file_scout.units_that_may_sync()
         if may_sync is not None:
+            memoised = file_scout.memoised_functions()
             for unit in found.units:
                 if unit.index != MODULE_CODE:
                     unit.may_sync = plan.qualified(unit.index) in may_sync
+                    unit.memoised = plan.qualified(unit.index) in memoised
     if seeds is None:
         found.whole = True
         every = tuple(unit.index for unit in found.units)
@@ -477,12 +482,21 @@ class ProjectPlan:
         """The units a hot-scope finding may be in or rest on: a hot unit, or what it calls, to any
         depth, that may reach a unit whose code may sync on a value from a named device
         (``UnitOutline.may_sync``; a summary records a sync only from such code). A unit in a
-        file no hot-scope rule runs on has no summary to record one in."""
-        syncing = [
-            self._ids[(o.path, unit.index)] for o in outlines if o.in_hot_scopes for unit in o.units if unit.may_sync
-        ]  # fmt: skip
-        may_reach_a_sync = _reach(syncing, callers)
-        return _reach(seeds, self._calls) & may_reach_a_sync
+        file no hot-scope rule runs on has no summary to record one in.
+
+        Hot code reads one definition besides summaries: a memoised function's, where it hands
+        the tensor one returns to another (``SyncAnalysis.cached_call``: no sync per step), so
+        each memoised function it may call is kept too (``UnitOutline.memoised``)."""
+        syncing, memoised = [], set()
+        for o in outlines:
+            if o.in_hot_scopes:
+                for unit in o.units:
+                    if unit.may_sync:
+                        syncing.append(self._ids[(o.path, unit.index)])
+                    if unit.memoised:
+                        memoised.add(self._ids[(o.path, unit.index)])
+        reached = _reach(seeds, self._calls)
+        return reached & (_reach(syncing, callers) | memoised)
 
     def _sink_closure(self, outlines: list[FileOutline], seeds: list[int], callers: list[list[int]]) -> set[int]:
         """The units a GPU1xx finding may be in or rest on.

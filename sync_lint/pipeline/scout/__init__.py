@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 import re
 
+from sync_lint.analysis.device_words import MEMOIZERS
 from sync_lint.config import Settings
 from sync_lint.pipeline.scout.hot import HotScout
 from sync_lint.pipeline.scout.sinks import HandedCall, ScopeHanding, SinkScout
@@ -35,6 +36,7 @@ from sync_lint.pipeline.scout.syntax import (
     UnitSpans,
     ast_dotted,
     bound_names,
+    decorator_callee,
     first_line,
 )
 from sync_lint.pipeline.source import split_lines
@@ -130,6 +132,21 @@ class Scout:
         if names is None:
             return None
         return SyncScout(names, self._tree, self.settings).units_that_may_sync(self.lines())
+
+    def memoised_functions(self) -> set[tuple[None, str]]:
+        """The top-level functions (as ``hot_units`` names them) under a decorator that may be
+        ``functools.lru_cache`` / ``cache``: ``SyncAnalysis.cached_call`` reads their
+        definitions where hot code hands one's result to another (empty when the file does not
+        parse)."""
+        names = self._names_of_tree()
+        if names is None:
+            return set()
+        return {
+            (None, statement.name) for statement in self._tree.body
+            if type(statement) in FUNCTIONS and any(
+                not MEMOIZERS.isdisjoint(names.meanings(decorator_callee(d))) for d in statement.decorator_list
+            )
+        }  # fmt: skip
 
     def bindings_matching(self, pattern: re.Pattern) -> set[str] | None:
         return self._once(("bindings", pattern), lambda: self._bindings_matching(pattern))

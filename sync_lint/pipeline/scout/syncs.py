@@ -111,15 +111,17 @@ class SyncScout:
         return False
 
     def units_that_may_sync(self, lines: list[str]) -> set[tuple[str | None, str]]:
-        """The units (``UnitSpans``) whose code may sync on a value from a named device, read
-        coarser than ``found``: a unit may where its text holds a device word (``device``,
-        ``cuda``, ``gpu``, ``.to("...")``) or ``synchronize``, or reads an attribute that code
-        holding one assigns (to a fixpoint over the file), or is a method of a class that may be
-        hot with a sync site that may be handed a tensor (``unknown-device``: any value but a
-        host result may be one there, ``_AnyValue``). Elsewhere no value of it can come from a
-        named device, so it neither reports a sync nor records one in its summary. A unit with
-        a device word and a sync site it never hands such a value still counts: those sites are
-        left to ``found``."""
+        """The units (``UnitSpans``) whose code may sync on a value from a named device: a sync
+        site of theirs (``_may_sync_at``, as ``found`` reads one) may be handed a value that
+        flows from a device word (``suspects``: through locals, and ``self.`` attributes across
+        the file), or, in a method of a class that may be hot (``unknown-device``), any value
+        but a host result (``_AnyValue``). Elsewhere no value of it can come from a named
+        device, so it neither reports a sync nor records one in its summary: a function that
+        only puts tensors on a device, or tests only host values, is not followed.
+
+        A first pass by text spares the flows of most units: only a unit whose text holds a
+        device word (``_DEVICE_TEXT``) or reads an attribute that such code assigns (to a
+        fixpoint over the file) can be handed such a value."""
         spans = UnitSpans(self.tree)
         texts: dict[tuple | None, str] = {}  # unit (None: the code outside every unit) -> its text
         outside = []
@@ -144,17 +146,29 @@ class SyncScout:
             attributes |= grown
             pattern = re.compile(r"\.\s*(?:" + "|".join(sorted(map(re.escape, attributes))) + r")\b")
             tainted |= {unit for unit, text in texts.items() if unit not in tainted and pattern.search(text)}
+        hot_classes: set[str] = set()
         if self.settings["unknown-device"] == "hot-classes":
             hot_scout = HotScout(self.names, self.tree, self.settings)
             hot_classes = {node.name for node in self.tree.body if type(node) is ast.ClassDef and hot_scout.may_be_hot_class(node)}
-            any_value = _AnyValue(self._host_result())
-            for unit, node in spans.nodes:
-                if unit[0] in hot_classes and unit not in tainted and any(
-                    self._may_sync_at(child, any_value, attributes) for child in walk(node)
+        any_value = _AnyValue(self._host_result())
+        candidates = [(unit, node) for unit, node in spans.nodes if unit in tainted or unit[0] in hot_classes]
+        if not candidates:
+            return set()
+        scopes, device_attributes = suspects(self.tree, _names_a_device, self._host_result(), nodes_of=self.names.of)
+        scope_of = {id(scope.roots[0]): scope for scope in scopes}
+        masks = _Masks(self)
+        found = set()
+        for unit, node in candidates:
+            scope = scope_of[id(node)]
+            may_be_a_mask = masks.of(node)
+            in_hot_class = unit[0] in hot_classes
+            for child in walk(node):
+                if (unit in tainted and self._may_sync_at(child, scope, device_attributes, may_be_a_mask)) or (
+                    in_hot_class and self._may_sync_at(child, any_value, device_attributes, may_be_a_mask)
                 ):
-                    tainted.add(unit)
-        tainted.discard(None)
-        return tainted
+                    found.add(unit)
+                    break
+        return found
 
     def _host_result(self):
         """The expressions the device domain reads as host values whatever they read: a host
