@@ -159,11 +159,13 @@ def _bound_parts(targets: list[ast.expr], shared_through: str | None) -> tuple[s
     return names, shared, local
 
 
-def suspects(tree: ast.Module, is_source, prune=None, nodes_of=None) -> tuple[list[ScopeFacts], set[str]]:
+def suspects(tree: ast.Module, is_source, prune=None, nodes_of=None, only=None) -> tuple[list[ScopeFacts], set[str]]:
     """Each scope's facts (``_scopes``), with the names that may hold a value ``is_source``
     marks (a node that makes one), and the attributes any assignment of the file gives one.
     ``prune``: expressions whose value is never suspect, whatever they read. ``nodes_of``:
-    every node of a kind in the tree (``FileNames.of``), which spares a walk of each scope."""
+    every node of a kind in the tree (``FileNames.of``), which spares a walk of each scope.
+    ``only``: a test of a scope's roots; the scopes it fails get no facts, and the caller
+    vouches that they neither make a suspect value nor read an attribute that may hold one."""
     scope_roots = _scopes(tree)
     if nodes_of is None:
         parts = [_calls_and_bindings(roots) for roots in scope_roots]
@@ -173,6 +175,7 @@ def suspects(tree: ast.Module, is_source, prune=None, nodes_of=None) -> tuple[li
         orders = _Order.by_scope(scope_roots, nodes_of)
     scopes = [
         ScopeFacts(roots, is_source, prune, found, order) for roots, found, order in zip(scope_roots, parts, orders)
+        if only is None or only(roots)
     ]
     attributes: set[str] = set()
     while True:

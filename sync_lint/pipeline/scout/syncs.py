@@ -154,16 +154,23 @@ class SyncScout:
         candidates = [(unit, node) for unit, node in spans.nodes if unit in tainted or unit[0] in hot_classes]
         if not candidates:
             return set()
-        scopes, device_attributes = suspects(self.tree, _names_a_device, self._host_result(), nodes_of=self.names.of)
+        # An untainted scope makes no value from a device word and reads no attribute code
+        # holding one assigns: the flows of the tainted ones (the code outside every unit too,
+        # one scope) are all the others could add to.
+        tainted_units = {id(node) for unit, node in spans.nodes if unit in tainted}
+        scopes, device_attributes = suspects(
+            self.tree, _names_a_device, self._host_result(), nodes_of=self.names.of,
+            only=lambda roots: id(roots[0]) in tainted_units if type(roots[0]) in FUNCTIONS else None in tainted,
+        )  # fmt: skip
         scope_of = {id(scope.roots[0]): scope for scope in scopes}
         masks = _Masks(self)
         found = set()
         for unit, node in candidates:
-            scope = scope_of[id(node)]
+            scope = scope_of.get(id(node))
             may_be_a_mask = masks.of(node)
             in_hot_class = unit[0] in hot_classes
             for child in walk(node):
-                if (unit in tainted and self._may_sync_at(child, scope, device_attributes, may_be_a_mask)) or (
+                if (scope is not None and self._may_sync_at(child, scope, device_attributes, may_be_a_mask)) or (
                     in_hot_class and self._may_sync_at(child, any_value, device_attributes, may_be_a_mask)
                 ):
                     found.add(unit)
