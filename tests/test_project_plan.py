@@ -513,6 +513,53 @@ def test_a_memoised_function_whose_result_hot_code_hands_on_is_kept(tmp_path):
     assert [(Path(entry[0]).name, entry[1], entry[3]) for entry in fast] == [("memo.py", 25, "GPU201")], fast
 
 
+DECLARING = '''
+from vllm.utils.gpu_sync_debug import gpu_sync_allowed
+
+from pkg.remote import remote_count
+
+
+def local_count(x):
+    return x.shape[0]
+
+
+class Runner:
+    def step(self, x):
+        with gpu_sync_allowed():
+            n = local_count(x)
+        with gpu_sync_allowed():
+            m = remote_count(x)
+        return n + m
+'''
+
+REMOTE = '''
+from torch import nn
+
+
+def remote_count(x):
+    return x.shape[0]
+
+
+class Head(nn.Module):
+    def forward(self, x):
+        return x + 1
+'''
+
+
+def test_a_declaration_block_keeps_only_what_it_calls_in_its_own_file(tmp_path):
+    """GPU203 looks into the functions of the declaration's own file and takes a call of
+    another file's as a possible sync, whatever it does (``SyncAnalysis.function_may_sync``):
+    so ``local_count`` is kept (and the block calling it is stale), ``remote_count`` is not
+    (and its block stays alive)."""
+    files = write_package(tmp_path, {"declaring.py": DECLARING, "remote.py": REMOTE})
+    kept = kept_functions(runner.Linter(make_settings()), files)
+    assert kept["declaring.py"] == {"local_count", "step"}
+    assert "remote_count" not in kept["remote.py"]
+    fast = findings(files, fast=True)
+    assert fast == findings(files, fast=False)
+    assert [(Path(entry[0]).name, entry[1], entry[3]) for entry in fast] == [("declaring.py", 13, "GPU203")], fast
+
+
 def test_findings_equal_the_plain_path(package):
     fast = findings(package, fast=True)
     assert fast == findings(package, fast=False)

@@ -469,14 +469,32 @@ class ProjectPlan:
                 kept |= self._hot_closure(outlines, hot_seeds, callers)
         for seeds, directions in by_rule.values():
             kept.update(seeds)
-            if CALLEES in directions or BLOCK_CALLEES in directions:
+            if CALLEES in directions:
                 kept |= _reach(seeds, self._calls)
+            elif BLOCK_CALLEES in directions:
+                kept |= self._reach_within_files(seeds)
             if CALLERS in directions:
                 kept |= _reach(seeds, callers)
         if sink_seeds:
             with span("project plan: sinks"):
                 kept |= self._sink_closure(outlines, sink_seeds, callers)
         return kept
+
+    def _reach_within_files(self, seeds: list[int]) -> set[int]:
+        """What the seeds call, to any depth, in their own files: a sync declaration's block is
+        judged with the functions of its file alone, and a call of another file's keeps it
+        alive whatever that function does (``SyncAnalysis.function_may_sync``)."""
+        units = self._units
+        reached = set(seeds)
+        todo = deque(seeds)
+        while todo:
+            unit_id = todo.popleft()
+            path = units[unit_id][0]
+            for other in self._calls[unit_id]:
+                if other not in reached and units[other][0] == path:
+                    reached.add(other)
+                    todo.append(other)
+        return reached
 
     def _hot_closure(self, outlines: list[FileOutline], seeds: list[int], callers: list[list[int]]) -> set[int]:
         """The units a hot-scope finding may be in or rest on: a hot unit, or what it calls, to any
