@@ -151,7 +151,7 @@ class SyncScout:
             hot_scout = HotScout(self.names, self.tree, self.settings)
             hot_classes = {node.name for node in self.tree.body if type(node) is ast.ClassDef and hot_scout.may_be_hot_class(node)}
         any_value = _AnyValue(self._host_result())
-        candidates = [(unit, node) for unit, node in spans.nodes if unit in tainted or unit[0] in hot_classes]
+        candidates = [index for index, (unit, _) in enumerate(spans.nodes) if unit in tainted or unit[0] in hot_classes]
         if not candidates:
             return set()
         # An untainted scope makes no value from a device word and reads no attribute code
@@ -164,17 +164,33 @@ class SyncScout:
         )  # fmt: skip
         scope_of = {id(scope.roots[0]): scope for scope in scopes}
         masks = _Masks(self)
+        # Each candidate: (its unit, the facts of its values, whether any value counts, its
+        # masks' test), by its place in ``spans.nodes``.
+        pending: dict[int, tuple] = {}
+        for index in candidates:
+            unit, node = spans.nodes[index]
+            pending[index] = (unit, scope_of.get(id(node)), unit[0] in hot_classes, masks.of(node))
         found = set()
-        for unit, node in candidates:
-            scope = scope_of.get(id(node))
-            may_be_a_mask = masks.of(node)
-            in_hot_class = unit[0] in hot_classes
-            for child in walk(node):
-                if (scope is not None and self._may_sync_at(child, scope, device_attributes, may_be_a_mask)) or (
-                    in_hot_class and self._may_sync_at(child, any_value, device_attributes, may_be_a_mask)
+        # The sync sites of the file by kind (most of a tree's nodes are none), each in its unit
+        # by lines: cheaper than a walk of every candidate.
+        for kind in _SITE_KINDS:
+            for site in self.names.of(kind):
+                if kind is ast.comprehension:
+                    if not site.ifs:
+                        continue
+                    line = site.ifs[0].lineno
+                else:
+                    line = site.lineno
+                index = spans.index_at(line)
+                candidate = pending.get(index)
+                if candidate is None:
+                    continue
+                unit, scope, any_counts, may_be_a_mask = candidate
+                if (scope is not None and self._may_sync_at(site, scope, device_attributes, may_be_a_mask)) or (
+                    any_counts and self._may_sync_at(site, any_value, device_attributes, may_be_a_mask)
                 ):
                     found.add(unit)
-                    break
+                    del pending[index]
         return found
 
     def _host_result(self):
@@ -334,6 +350,11 @@ def _may_name_the_host(call: ast.Call) -> bool:
                 return True
     return any(keyword.arg is None for keyword in call.keywords)  # ``.to(**kwargs)``
 
+
+# The nodes ``SyncScout._may_sync_at`` may find a sync site in.
+_SITE_KINDS = (
+    ast.If, ast.While, ast.Assert, ast.IfExp, ast.comprehension, ast.BoolOp, ast.UnaryOp, ast.Subscript, ast.Call,
+)  # fmt: skip
 
 # What a unit's text must hold to hand a sync site a value from a named device, or to sync
 # itself (``units_that_may_sync``): a device word anywhere in it (read loosely: ``cudagraph``

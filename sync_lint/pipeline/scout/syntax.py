@@ -201,9 +201,14 @@ class UnitSpans:
         self._ends = [node.end_lineno for _, node in self.nodes]
 
     def unit_at(self, line: int) -> tuple[str | None, str] | None:
+        index = self.index_at(line)
+        return None if index is None else self.nodes[index][0]
+
+    def index_at(self, line: int) -> int | None:
+        """The place in ``nodes`` of the unit holding ``line``; None: outside every unit."""
         index = bisect.bisect_right(self.starts, line) - 1
         if index >= 0 and line <= self._ends[index]:
-            return self.nodes[index][0]
+            return index
         return None
 
 
