@@ -119,9 +119,9 @@ class SyncScout:
         device, so it neither reports a sync nor records one in its summary: a function that
         only puts tensors on a device, or tests only host values, is not followed.
 
-        A first pass by text spares the flows of most units: only a unit whose text holds a
-        device word (``_DEVICE_TEXT``) or reads an attribute that such code assigns (to a
-        fixpoint over the file) can be handed such a value."""
+        A first pass spares the flows of most units: only a unit whose text holds a device word
+        (``_DEVICE_TEXT``) or names an attribute that such code assigns (to a fixpoint over the
+        file) can be handed such a value."""
         spans = UnitSpans(self.tree)
         texts: dict[tuple | None, str] = {}  # unit (None: the code outside every unit) -> its text
         outside = []
@@ -134,9 +134,12 @@ class SyncScout:
         outside.append("".join(lines[done:]))
         texts[None] = "".join(outside)
         assigned: dict[tuple | None, set[str]] = {}
+        used: dict[tuple | None, set[str]] = {}  # every attribute a unit's code names
         for node in self.names.of(ast.Attribute):
+            unit = spans.unit_at(node.lineno)
+            used.setdefault(unit, set()).add(node.attr)
             if type(node.ctx) is not ast.Load:
-                assigned.setdefault(spans.unit_at(node.lineno), set()).add(node.attr)
+                assigned.setdefault(unit, set()).add(node.attr)
         tainted = {unit for unit, text in texts.items() if _DEVICE_TEXT.search(text)}
         attributes: set[str] = set()
         while True:
@@ -144,8 +147,7 @@ class SyncScout:
             if not grown:
                 break
             attributes |= grown
-            pattern = re.compile(r"\.\s*(?:" + "|".join(sorted(map(re.escape, attributes))) + r")\b")
-            tainted |= {unit for unit, text in texts.items() if unit not in tainted and pattern.search(text)}
+            tainted |= {unit for unit, names in used.items() if unit not in tainted and not names.isdisjoint(attributes)}
         hot_classes: set[str] = set()
         if self.settings["unknown-device"] == "hot-classes":
             hot_scout = HotScout(self.names, self.tree, self.settings)
