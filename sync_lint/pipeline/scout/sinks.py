@@ -126,15 +126,20 @@ class SinkScout:
                         needs |= flows.parameters_in(value)
             signature = _Needs(root.args)
             found.append(ScopeHanding(
-                root, reports, self._handed_calls(scope, attributes, may_be_called, flows),
+                root, reports, self._handed_calls(scope, attributes, may_be_called, flows, views=not kernel),
                 None if needs is None else frozenset(needs),
                 (tuple(signature.positional), signature.rest, signature.keywords, id(root) in methods),
             ))  # fmt: skip
         return found
 
-    def _handed_calls(self, scope, attributes: set[str], may_be_called, flows: ParameterFlows | None) -> tuple[HandedCall, ...]:
+    def _handed_calls(
+        self, scope, attributes: set[str], may_be_called, flows: ParameterFlows | None, views: bool = True,
+    ) -> tuple[HandedCall, ...]:
         """The calls of a scope that hand on a suspect value or one its parameters may flow into
-        (``flows``; None: any value may be a parameter's), with what each argument may be."""
+        (``flows``; None: any value may be a parameter's), with what each argument may be.
+        ``views``: False in a Triton kernel, whose values are no tensors (a cast there,
+        ``x.to(tl.float32)``, is of a block): the analyses look for no finding in it, and its
+        calls count only for the pointers it hands on."""
         handed = []
         for call in scope.calls:
             func = call.func
@@ -148,7 +153,7 @@ class SinkScout:
             ]  # fmt: skip
             for key, value in bound:
                 facts = scope.facts(value)
-                suspect = scope.suspect(value, attributes)
+                suspect = views and scope.suspect(value, attributes)
                 params = None if flows is None else tuple(sorted(flows.parameters_in_keys(facts.keys())))
                 if suspect or params is None or params:
                     argument = (key, params, suspect)
