@@ -328,6 +328,18 @@ HOT_SYNC_CASES = {
         MODULE_HEAD + ("    def __init__(self, sizes):\n        self.entries = {n: Entry(use_cudagraph=n > 4) for n in sizes}\n"
                        "    def forward(self, x, n):\n        entry = self.entries[n]\n        assert entry.addresses == [x.data_ptr()]\n"
                        "        return int(entry.count)\n"), False),
+    # A builtin's result, or a helper's, is no tensor on a known device, whatever it is handed.
+    "a GPU tensor handed to isinstance() and to a helper in a condition": (
+        MODULE_HEAD + ("    def forward(self, x):\n        lens = torch.arange(4, device='cuda')\n"
+                       "        if isinstance(lens, list) or describe(lens):\n            return x\n"
+                       "        return x + 1\n"), False),
+    "a GPU tensor handed to a torch function in a condition": (
+        MODULE_HEAD + ("    def forward(self, x):\n        lens = torch.arange(4, device='cuda')\n"
+                       "        if torch.any(lens):\n            return x\n        return x + 1\n"), True),
+    "a GPU tensor's elements through list() in a condition": (
+        MODULE_HEAD + ("    def forward(self, x):\n        lens = torch.arange(4, device='cuda')\n"
+                       "        for n in list(lens):\n            if n:\n                return x\n"
+                       "        return x + 1\n"), True),
     "a device named by its keyword alone": (
         MODULE_HEAD + "    def forward(self, x, n):\n        lens = torch.arange(n, device='cuda')\n        return lens.tolist()\n",
         True),

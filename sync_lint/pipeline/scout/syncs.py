@@ -47,6 +47,7 @@ class SyncScout:
         self.tree = tree
         self.settings = settings
         self._host = None  # ``_host_result``'s test, made once: every walk of the file prunes with it
+        self._not_device = None  # ``_never_from_a_device``'s, likewise
 
     def found(self) -> bool:
         hot_scout = HotScout(self.names, self.tree, self.settings)
@@ -63,7 +64,7 @@ class SyncScout:
         by_name: dict[str, list[ast.AST]] = {}
         for (_, name), node in spans.nodes:
             by_name.setdefault(name, []).append(node)
-        scopes, attributes = suspects(self.tree, _names_a_device, self._host_result(), nodes_of=self.names.of)
+        scopes, attributes = suspects(self.tree, _names_a_device, self._never_from_a_device(), nodes_of=self.names.of)
         scope_of = {id(scope.roots[0]): scope for scope in scopes}
         class_of = {id(member): statement for statement in self.tree.body if type(statement) is ast.ClassDef
                     for member in statement.body}  # fmt: skip
@@ -161,7 +162,7 @@ class SyncScout:
         # one scope) are all the others could add to.
         tainted_units = {id(node) for unit, node in spans.nodes if unit in tainted}
         scopes, device_attributes = suspects(
-            self.tree, _names_a_device, self._host_result(), nodes_of=self.names.of,
+            self.tree, _names_a_device, self._never_from_a_device(), nodes_of=self.names.of,
             only=lambda roots: id(roots[0]) in tainted_units if type(roots[0]) in FUNCTIONS else None in tainted,
         )  # fmt: skip
         scope_of = {id(scope.roots[0]): scope for scope in scopes}
@@ -202,6 +203,32 @@ class SyncScout:
         if self._host is None:
             self._host = self._make_host_result()
         return self._host
+
+    def _never_from_a_device(self):
+        """``_host_result``, and what the device domain reads as no value from a named device
+        whatever it is handed (``DeviceDomain._eval_Call``): a call of a plain name that may not
+        be a torch function is a builtin's host result (``isinstance(x, T)``, ``max(a, b)``) or
+        of unknown place (``helper(x)``, ``Config(x)``), but for the builtins that hand on their
+        argument's elements (``enumerate``, ``zip``, ``list``...). Not for ``_AnyValue``: where
+        ``unknown-device`` lets an unknown value sync, ``helper(x).item()`` may."""
+        if self._not_device is None:
+            host = self._host_result()
+            meanings = self.names.meanings
+            known: dict[str, bool] = {}  # callee name -> whether it may be a torch function
+
+            def never(node: ast.AST) -> bool:
+                if host(node):
+                    return True
+                if type(node) is not ast.Call or type(node.func) is not ast.Name or node.func.id in _ELEMENT_BUILTINS:
+                    return False
+                name = node.func.id
+                torch = known.get(name)
+                if torch is None:
+                    torch = known[name] = any(full.startswith("torch.") for full in meanings(node.func))
+                return not torch
+
+            self._not_device = never
+        return self._not_device
 
     def _make_host_result(self):
         assigned = {node.attr for node in self.names.of(ast.Attribute) if type(node.ctx) is ast.Store}
@@ -352,6 +379,10 @@ def _may_name_the_host(call: ast.Call) -> bool:
                 return True
     return any(keyword.arg is None for keyword in call.keywords)  # ``.to(**kwargs)``
 
+
+# Builtins whose result holds their argument's elements, which may be on a device
+# (``DeviceDomain._builtin_call``).
+_ELEMENT_BUILTINS = frozenset({"enumerate", "zip", "list", "tuple", "sorted", "reversed"})
 
 # The nodes ``SyncScout._may_sync_at`` may find a sync site in.
 _SITE_KINDS = (
