@@ -106,7 +106,8 @@ class FileOutline:
     # then all kept, and all seeds of its rules.
     whole: bool = False
     # What the lint of this text would compute again: the codes of the rules whose triggers it
-    # has (None: not known), and its cut into units (``MaskPlan.units``; empty: not cut).
+    # has (None: not known), and its cut into units (``MaskPlan.units``; empty: not cut). The
+    # plan runs only those whose closure keeps a unit of it (``ProjectPlan._active_rules``).
     active: tuple[str, ...] | None = None
     cuts: tuple = ()
 
@@ -438,13 +439,17 @@ class ProjectPlan:
                             reached = resolver.targets(ref)
                         if reached:  # most names are of no function of the run
                             calls.update(reached)
+        # The codes of the sink rules and the units their closure keeps (``_active_rules``).
+        self._sink_codes: frozenset[str] = frozenset(code for o in outlines for code in o.at_sinks)
+        self._sink_kept: set[int] = set()
         with span("project plan: closure"):
             self.kept = self._close(outlines)
 
     def _close(self, outlines: list[FileOutline]) -> set[int]:
         """The units to keep: each rule's seeds (over all files), followed along the calls the
         way its summaries flow (to the callees, to the callers, or both); the union over rules.
-        The rules that report only at sinks (GPU1xx) share one closure (``_sink_closure``)."""
+        The rules that report only at sinks (GPU1xx) share one closure (``_sink_closure``), and
+        so do those that report only in hot scopes (``_hot_closure``)."""
         callers = [[] for _ in self._units]
         for caller, callees in enumerate(self._calls):
             for callee in callees:
@@ -477,8 +482,8 @@ class ProjectPlan:
                 kept |= _reach(seeds, callers)
         if sink_seeds:
             with span("project plan: sinks"):
-                kept |= self._sink_closure(outlines, sink_seeds, callers)
-        return kept
+                self._sink_kept = self._sink_closure(outlines, sink_seeds, callers)
+        return kept | self._sink_kept
 
     def _reach_within_files(self, seeds: list[int]) -> set[int]:
         """What the seeds call, to any depth, in their own files: a sync declaration's block is
@@ -579,7 +584,25 @@ class ProjectPlan:
         )
         # Without a module name, a function outside every unit has no unit (``_unit_outlines``).
         names_only = not indices and bool(o.module_name) and all(unit.index != MODULE_CODE for unit in o.units)
-        return KeptUnits(o.fingerprint, indices, names_only, o.active, o.cuts)
+        return KeptUnits(o.fingerprint, indices, names_only, self._active_rules(o), o.cuts)
+
+    def _active_rules(self, o: FileOutline) -> tuple[str, ...] | None:
+        """The codes of the file's rules (``FileOutline.active``), less the sink rules (GPU1xx)
+        where their closure keeps no unit of it. That closure is built around where their
+        findings can be (a unit handing a view or a cast to a sink, or to a parameter that may
+        reach one), with every summary they rest on, which only their analyses record; and
+        they report only in functions, each of which is a unit here. So they have nothing to
+        find or record in such a file, and their analyses are not run there: a file kept only
+        for what hot code calls runs no GPU1xx analysis. (The hot-scope rules read sync
+        summaries that another rule may record too, so they are not dropped so.)
+        A file kept nothing of keeps its rules: its lint then reads only what other files
+        need of it (``KeptUnits.names_only``), which a file with no rules would not give (its
+        methods are no functions to ``pipeline.unread``)."""
+        if o.active is None:
+            return None
+        if not self._sink_kept.isdisjoint(self._ids[(o.path, unit.index)] for unit in o.units):
+            return o.active
+        return tuple(code for code in o.active if code not in self._sink_codes) or o.active
 
 
 @dataclass(frozen=True)
