@@ -107,7 +107,7 @@ class FileOutline:
     whole: bool = False
     # What the lint of this text would compute again: the codes of the rules whose triggers it
     # has (None: not known), and its cut into units (``MaskPlan.units``; empty: not cut). The
-    # plan runs only those whose closure keeps a unit of it (``ProjectPlan._active_rules``).
+    # plan drops the GPU1xx ones where their closure keeps none of it (``_active_rules``).
     active: tuple[str, ...] | None = None
     cuts: tuple = ()
 
