@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from sync_lint.api import make_settings
 from sync_lint.pipeline import lint_file, prefilter, runner
 
@@ -185,6 +187,78 @@ def test_a_sink_in_module_level_code_that_binds_nothing_keeps_everything():
         import torch
 
         torch.ops._C.warm_up(torch.empty(1))
+
+
+        def direct(x):
+            torch.ops._C.rms_norm(x.t())
+
+
+        def unrelated(x):
+            return x.view(-1, 2)
+    """
+    assert kept(text) is None
+
+
+def test_a_sink_bound_under_a_module_level_block_keeps_its_users(monkeypatch):
+    """``if hasattr(torch.ops._C, "op"):`` binds nothing by its test: what the block binds
+    where the sink's words are (a function defined there, a container stored into, a name
+    imported or assigned, in ``try`` and ``else`` too) gives the functions that read it the
+    sink, and the rest can be masked."""
+    text = """
+        import torch
+
+        QUANT_OPS = {}
+        if hasattr(torch.ops._C, "rms_norm"):
+            QUANT_OPS["rms"] = torch.ops._C.rms_norm
+
+            def fused_norm(x):
+                torch.ops._C.rms_norm(x)
+        else:
+            try:
+                from vllm.ops import layer_norm as norm_op
+            except ImportError:
+                norm_op = torch.ops._C.layer_norm
+
+
+        def by_table(x):
+            QUANT_OPS["rms"](x.t())
+
+
+        def by_wrapper(x):
+            fused_norm(x[:, 0])
+
+
+        def by_import(x):
+            norm_op(x.t())
+
+
+        def unrelated(x):
+            return x.view(-1, 2)
+    """
+    assert kept(text) == {"by_table", "by_wrapper", "by_import"}
+    from sync_lint.api import lint_text
+
+    planned = [(d.line, d.code, d.message) for d in lint_text(textwrap.dedent(text))]
+    monkeypatch.setattr(prefilter, "one_file_plan", lambda active, text, file_scout: None)
+    assert planned == [(d.line, d.code, d.message) for d in lint_text(textwrap.dedent(text))]
+    assert [line for line, _, _ in planned] == [22], planned  # through the wrapper defined in the block
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "if register(torch.ops._C.rms_norm):",  # a call handed the op may bind anything
+        "if (op := torch.ops._C.rms_norm) is not None:",  # a walrus binds
+        "with torch.ops._C.lock() as op:",
+        "for op in (torch.ops._C.rms_norm,):",
+    ],
+)
+def test_a_block_whose_header_may_bind_a_sink_keeps_everything(header):
+    text = f"""
+        import torch
+
+        {header}
+            pass
 
 
         def direct(x):

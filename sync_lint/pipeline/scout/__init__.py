@@ -154,9 +154,11 @@ class Scout:
     def _bindings_matching(self, pattern: re.Pattern) -> set[str] | None:
         """The names that statements outside every function bind where ``pattern`` occurs in
         them: an import (``from torch.ops import _C``) or an assignment (``op = torch.ops.x``)
-        gives a function that uses the name what the pattern stands for. None when a statement
-        outside every function that binds nothing by itself (a call, a block, a class's own
-        code) holds it, or the file does not parse: then any function may matter."""
+        gives a function that uses the name what the pattern stands for, and so does a function
+        or class defined under a module-level block (``if hasattr(torch.ops._C, "op"):``),
+        which is no unit of its own (``_bound_where_matching``). None when a statement outside
+        every function that binds nothing by itself (a call, a class's own code) holds it, or
+        the file does not parse: then any function may matter."""
         if self._names_of_tree() is None:
             return None
         lines = self.lines()
@@ -176,7 +178,7 @@ class Scout:
                 continue
             if not pattern.search("".join(lines[statement.lineno - 1 : statement.end_lineno])):
                 continue
-            bound = bound_names(statement)
+            bound = _bound_where_matching(statement, pattern, lines)
             if bound is None:
                 return None
             found |= bound
@@ -234,3 +236,73 @@ class Scout:
         if names is None or self.settings["contiguous-sinks"]:
             return None
         return SinkScout(names, self._tree, self.lines(), self.settings).handing(may_be_called)
+
+
+def _bound_where_matching(statement: ast.stmt, pattern: re.Pattern, lines: list[str]) -> set[str] | None:
+    """What a statement outside every unit that holds ``pattern`` binds to what the pattern
+    stands for: an import's or an assignment's names (``bound_names``), or the container an
+    assignment stores into (``OPS[k] = torch.ops._C.op``: a function that reads ``OPS``); a
+    function's or a class's name (one under a module-level block: its code is module code, so
+    its callers are what may matter); a block's, from the statements in it that hold the
+    pattern, where its own header binds nothing: an ``if``'s or a ``while``'s test with no
+    walrus and no call handed the pattern's object but of a ``hasattr``-like builtin (``if
+    hasattr(torch.ops._C, "op"):``), a ``try``. None for anything else (a call, which may bind
+    anything; a ``with`` or ``for`` header): then any function may matter."""
+    bound = bound_names(statement)
+    if bound is not None:
+        return bound
+    kind = type(statement)
+    if kind in FUNCTIONS or kind is ast.ClassDef:
+        return {statement.name}
+    if kind is ast.Assign or kind is ast.AnnAssign or kind is ast.AugAssign:
+        return _stored_into(statement.targets if kind is ast.Assign else [statement.target])
+    if kind is ast.If or kind is ast.While:
+        for node in ast.walk(statement.test):
+            if type(node) is ast.NamedExpr:
+                return None
+            if type(node) is ast.Call and not (type(node.func) is ast.Name and node.func.id in _TEST_BUILTINS) \
+                    and pattern.search(ast.unparse(node)):
+                return None
+        blocks = (statement.body, statement.orelse)
+    elif kind in _TRY_STATEMENTS:
+        if any(handler.type is not None and pattern.search(ast.unparse(handler.type)) for handler in statement.handlers):
+            return None
+        blocks = (statement.body, *(handler.body for handler in statement.handlers), statement.orelse, statement.finalbody)
+    else:
+        return None
+    found: set[str] = set()
+    for block in blocks:
+        for inner in block:
+            first = first_line(inner) if type(inner) in FUNCTIONS or type(inner) is ast.ClassDef else inner.lineno
+            if pattern.search("".join(lines[first - 1 : inner.end_lineno])):
+                bound = _bound_where_matching(inner, pattern, lines)
+                if bound is None:
+                    return None
+                found |= bound
+    return found
+
+
+def _stored_into(targets: list[ast.expr]) -> set[str] | None:
+    """The names at the root of assignment targets (``OPS[k]``, ``ns.op``, ``a, b``); None
+    where a target has none (``f().x``)."""
+    found: set[str] = set()
+    for target in targets:
+        if type(target) in (ast.Tuple, ast.List):
+            inner = _stored_into(target.elts)
+            if inner is None:
+                return None
+            found |= inner
+            continue
+        node = target.value if type(target) is ast.Starred else target
+        while type(node) in (ast.Subscript, ast.Attribute):
+            node = node.value
+        if type(node) is not ast.Name:
+            return None
+        found.add(node.id)
+    return found
+
+
+# Builtins a module-level block's test may call, binding nothing (``if hasattr(torch.ops._C, "op"):``).
+_TEST_BUILTINS = frozenset({"hasattr", "getattr", "callable", "isinstance", "issubclass", "len"})
+_TRY_STATEMENTS = (ast.Try, getattr(ast, "TryStar", ast.Try))
+
