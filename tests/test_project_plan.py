@@ -560,6 +560,40 @@ def test_a_declaration_block_keeps_only_what_it_calls_in_its_own_file(tmp_path):
     assert [(Path(entry[0]).name, entry[1], entry[3]) for entry in fast] == [("declaring.py", 13, "GPU203")], fast
 
 
+OPS_UNDER_A_BLOCK = '''
+import torch
+
+if hasattr(torch.ops._C, "rms_norm"):
+
+    def fused_norm(x):
+        torch.ops._C.rms_norm(x)
+
+
+class Loader:
+    def make(self):
+        def load(w):
+            fused_norm(w.t())
+
+        return load
+
+    def unrelated(self, x):
+        return x.view(-1, 2)
+'''
+
+
+def test_a_wrapper_defined_under_a_module_level_block_keeps_its_callers(tmp_path):
+    """``fused_norm`` is no unit (it is defined under ``if hasattr(...)``): the module code's
+    unit holds it, is a seed of the sink rules, and a call of it reaches that unit, so the
+    method handing it a transpose is kept and reports, as on the plain path (SGLang's
+    ``quark_w4a4_mxfp4.py``)."""
+    files = write_package(tmp_path, {"wrapped.py": OPS_UNDER_A_BLOCK, "helpers.py": HELPERS})
+    kept = kept_functions(runner.Linter(make_settings()), files)
+    assert kept["wrapped.py"] == {"make"}
+    fast = findings(files, fast=True)
+    assert fast == findings(files, fast=False)
+    assert [(Path(entry[0]).name, entry[1], entry[3]) for entry in fast] == [("wrapped.py", 13, "GPU102")], fast
+
+
 def test_findings_equal_the_plain_path(package):
     fast = findings(package, fast=True)
     assert fast == findings(package, fast=False)

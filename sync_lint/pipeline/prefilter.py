@@ -67,13 +67,17 @@ def rules_that_can_report(
     return [rule for rule in rules if may_report(rule)]
 
 
-def sink_words(rule: Rule, read_by_the_scout: tuple[str, ...] = ()) -> re.Pattern:
-    """What a function's source must hold, besides a sink's syntax, to carry a summary of a
-    GPU1xx rule: its unit triggers but for the sink shapes, which the scout reads as syntax,
-    and for ``read_by_the_scout``, other words the caller asks the scout about instead."""
+def seed_words(rule: Rule) -> re.Pattern:
+    """What a function's text must hold to be a seed of a rule that does not report only in
+    hot scopes (``rule_seeds``): its unit triggers. For a sink rule, not the sink shapes
+    (``](``, ``.view(``: also ``list[int]()``, ``x.view(-1, n)``) nor ``triton`` (in many a
+    body besides kernels'): the scout reads the calls that may be sinks, and the kernels, as
+    syntax (``Scout.sink_shaped_units``)."""
     units = rule.triggers if rule.unit_triggers is None else rule.unit_triggers
-    skipped = (*SINK_SHAPE_TRIGGERS, *read_by_the_scout)
-    return _trigger_pattern(tuple(t for t in units if t not in skipped) or (_NEVER,))
+    if rule.reports_only_at_sinks:
+        skipped = (*SINK_SHAPE_TRIGGERS, "triton")
+        units = tuple(t for t in units if t not in skipped) or (_NEVER,)
+    return _trigger_pattern(units)
 
 
 _NEVER = re.compile(r"(?!)")
@@ -123,12 +127,7 @@ def rule_seeds(active: list[Rule], plan: MaskPlan, file_scout: scout.Scout) -> l
                 return None
             found.append(RuleSeeds(rule, plan.named(hot), frozenset({CALLEES})))
             continue
-        # A sink's syntax (``](``, ``.view(``) is also ``list[int]()``, ``x.view(-1, n)``, and
-        # ``triton`` is in many a body besides kernels': the scout tells the calls that may be
-        # sinks and the kernels; the rest of the words are read as text.
-        pattern = sink_words(rule, read_by_the_scout=("triton",)) if rule.reports_only_at_sinks else _trigger_pattern(
-            rule.triggers if rule.unit_triggers is None else rule.unit_triggers
-        )
+        pattern = seed_words(rule)
         directions = frozenset({CALLERS}) if rule.reports_only_at_sinks else rule.summaries_from
         with span("scout"):
             bound = file_scout.bindings_matching(pattern)

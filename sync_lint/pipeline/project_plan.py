@@ -199,6 +199,17 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
         found.seeds = {rule.code: (every, frozenset({CALLERS, CALLEES})) for rule in active}
     else:
         found.seeds = {s.rule.code: (tuple(s.seeds), s.directions) for s in seeds}
+        # A sink's words in module code (``rule_seeds`` let them through where they bind
+        # names: ``if hasattr(torch.ops._C, "op"): def op_wrapper(x): ...``): the functions
+        # defined there are the module code's unit, which is then a seed of its own.
+        outside = None
+        for rule in active:
+            if rule.reports_only_at_sinks and rule.code in found.seeds:
+                if outside is None:
+                    outside = plan.text_outside_functions()
+                if prefilter.seed_words(rule).search(outside):
+                    indices, directions = found.seeds[rule.code]
+                    found.seeds[rule.code] = ((*indices, MODULE_CODE), directions)
     return found
 
 
@@ -271,19 +282,18 @@ def _unit_outlines(
     bases = _class_bases(tree, module_name, imports)
     local = {plan.units[index].name for index in plan.functions() if plan.units[index].class_index is None}
     local.update(bases)  # the top-level classes
+    local.update(_defined_in_blocks(tree))  # module code's own, called as ``<module>.<name>``
     resolve = _CallNames(module_name, imports, local, aliases)
     by_first_line = {}
     outlines = []
-    in_functions: set[int] = set()
     for index in plan.functions():
         unit = plan.units[index]
-        in_functions.update(range(unit.first, unit.last))
         class_name, name = plan.qualified(index)
         qualname = prefix + ".".join(part for part in (class_name, name) if part)
         own = (f"{prefix}{class_name}", *bases.get(class_name, ())) if class_name else ()
         outlines.append(UnitOutline(index, qualname, resolve(plan.unit_text(unit), own)))
         by_first_line[unit.first] = (outlines[-1], own)
-    module_text = "".join(line for i, line in enumerate(plan.lines) if i not in in_functions)
+    module_text = plan.text_outside_functions()
     module_own = tuple({f"{prefix}{c}" for c in bases} | {base for outside in bases.values() for base in outside})
     module_outline = None
     if module_name and (whole or _DEFINITION.search(module_text)):
@@ -299,6 +309,26 @@ def _unit_outlines(
         rest = next((scope for scope in handing if scope.function is None), None)
         _give(module_outline, rest, module_own, resolve)
     return outlines
+
+
+def _defined_in_blocks(tree: ast.Module) -> set[str]:
+    """The functions and classes defined under module-level blocks (``if hasattr(torch.ops._C,
+    "op"): def op_wrapper(x): ...``, ``try``, ``with``, loops), at any depth of them: no units of
+    their own, but part of the module code's (``MODULE_CODE``), which a call of one reaches."""
+    found: set[str] = set()
+    todo = [statement for statement in tree.body if type(statement) not in _DEFINITIONS]
+    while todo:
+        statement = todo.pop()
+        for block in ("body", "orelse", "finalbody", "handlers", "cases"):
+            for inner in getattr(statement, block, None) or ():
+                if type(inner) in _DEFINITIONS:
+                    found.add(inner.name)
+                else:
+                    todo.append(inner)
+    return found
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def _attach_handing(handing: list[ScopeHanding], by_first_line: dict, resolve: _CallNames) -> bool:

@@ -143,6 +143,14 @@ class MaskPlan:
     def unit_text(self, unit: Unit) -> str:
         return "".join(self.lines[unit.first : unit.last])
 
+    def text_outside_functions(self) -> str:
+        """The lines in no function unit: imports, module-level statements and blocks, class
+        headers and class-level code."""
+        inside: set[int] = set()
+        for index in self.functions():
+            inside.update(range(self.units[index].first, self.units[index].last))
+        return "".join(line for i, line in enumerate(self.lines) if i not in inside)
+
     def functions(self) -> list[int]:
         return [index for index, unit in enumerate(self.units) if unit.kind in ("function", "method")]
 
