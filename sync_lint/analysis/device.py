@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from sync_lint.analysis.device_words import (
+    ELEMENT_BUILTINS,
     HOST_ATTRIBUTES,
     HOST_RESULT_METHODS,
     MASK_METHODS,
@@ -530,13 +531,13 @@ class DeviceDomain:
 
     def _builtin_call(self, name: str, node: cst.Call, env) -> Place:
         args = positional(node)
-        if name in ("enumerate",) and args:
+        if name not in ELEMENT_BUILTINS or not args:
+            return HOST
+        if name == "enumerate":
             return Place("host", elem=Place("host", items=(HOST, self.element(self.evaluate(args[0], env), 0))))
-        if name == "zip" and args:
+        if name == "zip":
             return Place("host", elem=Place("host", items=tuple(self.element(self.evaluate(a, env), 0) for a in args)))
-        if name in ("list", "tuple", "sorted", "reversed") and args:
-            return Place("host", elem=self.element(self.evaluate(args[0], env), 0))
-        return HOST
+        return Place("host", elem=self.element(self.evaluate(args[0], env), 0))  # list, tuple, sorted, reversed
 
 
 def initial_env(params: cst.Parameters) -> dict[str, Place]:

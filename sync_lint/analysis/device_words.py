@@ -44,3 +44,6 @@ TORCH_MASK_FUNCTIONS = frozenset({
 # so a tensor such a function returns is the same object for the same key
 # (``analysis.hot_scopes``, ``SyncAnalysis.cached_call``).
 MEMOIZERS = frozenset({"functools.lru_cache", "functools.cache"})
+# Builtins whose result holds their argument's elements (``DeviceDomain._builtin_call``), which
+# may be on a device; every other builtin's result is a host value.
+ELEMENT_BUILTINS = frozenset({"enumerate", "zip", "list", "tuple", "sorted", "reversed"})

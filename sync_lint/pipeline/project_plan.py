@@ -44,7 +44,7 @@ from sync_lint.config import Settings
 from sync_lint.pipeline import prefilter
 from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.scout import ScopeHanding, Scout, ast_dotted
-from sync_lint.pipeline.scout.syntax import first_line
+from sync_lint.pipeline.scout.syntax import FUNCTIONS, first_line
 from sync_lint.pipeline.source import SourceFile
 from sync_lint.pipeline.units import MaskPlan
 from sync_lint.rules.base import BLOCK_CALLEES, CALLEES, CALLERS, Rule
@@ -202,12 +202,9 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
         # A sink's words in module code (``rule_seeds`` let them through where they bind
         # names: ``if hasattr(torch.ops._C, "op"): def op_wrapper(x): ...``): the functions
         # defined there are the module code's unit, which is then a seed of its own.
-        outside = None
         for rule in active:
             if rule.reports_only_at_sinks and rule.code in found.seeds:
-                if outside is None:
-                    outside = plan.text_outside_functions()
-                if prefilter.seed_words(rule).search(outside):
+                if prefilter.seed_words(rule).search(plan.text_outside_functions):
                     indices, directions = found.seeds[rule.code]
                     found.seeds[rule.code] = ((*indices, MODULE_CODE), directions)
     return found
@@ -293,7 +290,7 @@ def _unit_outlines(
         own = (f"{prefix}{class_name}", *bases.get(class_name, ())) if class_name else ()
         outlines.append(UnitOutline(index, qualname, resolve(plan.unit_text(unit), own)))
         by_first_line[unit.first] = (outlines[-1], own)
-    module_text = plan.text_outside_functions()
+    module_text = plan.text_outside_functions
     module_own = tuple({f"{prefix}{c}" for c in bases} | {base for outside in bases.values() for base in outside})
     module_outline = None
     if module_name and (whole or _DEFINITION.search(module_text)):
@@ -328,7 +325,7 @@ def _defined_in_blocks(tree: ast.Module) -> set[str]:
     return found
 
 
-_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_DEFINITIONS = (*FUNCTIONS, ast.ClassDef)
 
 
 def _attach_handing(handing: list[ScopeHanding], by_first_line: dict, resolve: _CallNames) -> bool:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _DEF_NAME = re.compile(r"(?:async[ \t]+)?(?:def|class)[ \t]+([A-Za-z_][A-Za-z0-9_]*)")
@@ -143,9 +144,10 @@ class MaskPlan:
     def unit_text(self, unit: Unit) -> str:
         return "".join(self.lines[unit.first : unit.last])
 
+    @cached_property
     def text_outside_functions(self) -> str:
         """The lines in no function unit: imports, module-level statements and blocks, class
-        headers and class-level code."""
+        headers and class-level code (made once: the outline reads it twice)."""
         inside: set[int] = set()
         for index in self.functions():
             inside.update(range(self.units[index].first, self.units[index].last))

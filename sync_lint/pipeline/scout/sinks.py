@@ -348,10 +348,6 @@ class _NeverAView:
         misread, GPU103)."""
         self.names = names
         self._new_tensor_methods = _NEW_TENSOR_METHODS | {"contiguous"} if contiguous_too else _NEW_TENSOR_METHODS
-        self._torch_function: dict[str | None, bool] = {}  # by the callee as written
-        # Unless ``alias-modules`` renames something to torch's names, ``torch.<name>`` is a
-        # name written so, or imported so.
-        self._plain_names = not any(target.partition(".")[0] == "torch" for target in names.aliases.values())
         assigned = {node.attr for node in names.of(ast.Attribute) if type(node.ctx) is not ast.Load}
         self._non_tensor_attributes = NON_TENSOR_ATTRIBUTES - assigned
 
@@ -376,23 +372,7 @@ class _NeverAView:
                 return False  # a source of its own (``_makes_view``)
         else:
             return True  # ``kernel[grid](...)``, ``make()(x)``: unknown
-        return not self._may_be_torch_function(func)
-
-    def _may_be_torch_function(self, func: ast.expr) -> bool:
-        """May ``func`` name ``torch.<name>`` (``LayoutDomain._torch_function``)?"""
-        if self._plain_names:  # the same answer as ``meanings`` gives, without building it
-            imports = self.names.imports
-            if type(func) is ast.Name:
-                return any(full.startswith("torch.") and full.count(".") == 1 for full in imports.get(func.id, ()))
-            head = func.value
-            return type(head) is ast.Name and (head.id == "torch" or "torch" in imports.get(head.id, ()))
-        written = ast_dotted(func)
-        known = self._torch_function.get(written)
-        if known is None:
-            known = self._torch_function[written] = any(
-                name.startswith("torch.") and name.count(".") == 1 for name in self.names.meanings(func)
-            )  # fmt: skip
-        return known
+        return not self.names.may_be_torch(func, top_level=True)
 
 
 def _may_lose_unit_stride(node: ast.AST) -> bool:

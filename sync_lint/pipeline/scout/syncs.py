@@ -8,6 +8,7 @@ import re
 from sync_lint.analysis.device_words import (
     DATA_DEPENDENT_FUNCTIONS,
     DATA_DEPENDENT_METHODS,
+    ELEMENT_BUILTINS,
     EXPLICIT_METHODS,
     HOST_ATTRIBUTES,
     HOST_RESULT_METHODS,
@@ -213,19 +214,14 @@ class SyncScout:
         ``unknown-device`` lets an unknown value sync, ``helper(x).item()`` may."""
         if self._not_device is None:
             host = self._host_result()
-            meanings = self.names.meanings
-            known: dict[str, bool] = {}  # callee name -> whether it may be a torch function
+            may_be_torch = self.names.may_be_torch
 
             def never(node: ast.AST) -> bool:
                 if host(node):
                     return True
-                if type(node) is not ast.Call or type(node.func) is not ast.Name or node.func.id in _ELEMENT_BUILTINS:
+                if type(node) is not ast.Call or type(node.func) is not ast.Name or node.func.id in ELEMENT_BUILTINS:
                     return False
-                name = node.func.id
-                torch = known.get(name)
-                if torch is None:
-                    torch = known[name] = any(full.startswith("torch.") for full in meanings(node.func))
-                return not torch
+                return not may_be_torch(node.func)
 
             self._not_device = never
         return self._not_device
@@ -379,10 +375,6 @@ def _may_name_the_host(call: ast.Call) -> bool:
                 return True
     return any(keyword.arg is None for keyword in call.keywords)  # ``.to(**kwargs)``
 
-
-# Builtins whose result holds their argument's elements, which may be on a device
-# (``DeviceDomain._builtin_call``).
-_ELEMENT_BUILTINS = frozenset({"enumerate", "zip", "list", "tuple", "sorted", "reversed"})
 
 # The nodes ``SyncScout._may_sync_at`` may find a sync site in.
 _SITE_KINDS = (

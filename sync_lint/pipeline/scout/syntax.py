@@ -25,6 +25,10 @@ class FileNames:
         self.bound: set[str] = set()  # every name the file binds anywhere
         self.relative: set[str] = set()  # names a relative import binds (their module is known by its tail only)
         self.nodes: dict[type, list] = {}  # each kind's nodes in ``walk``'s order
+        self._torch_callees: dict[tuple[str | None, bool], bool] = {}  # ``may_be_torch``'s answers
+        # Whether ``alias-modules`` may rename something to torch's names: only then does a
+        # callee's meaning need the aliases (``may_be_torch``).
+        self._torch_renamed = any(target.partition(".")[0] == "torch" for target in self.aliases.values())
         for node in walk(tree):
             bucket = self.nodes.get(type(node))
             if bucket is None:
@@ -77,6 +81,26 @@ class FileNames:
                     if alias == prefix or alias.endswith("." + prefix):
                         found.add(".".join([target, *parts[k:]]))
         return found
+
+    def may_be_torch(self, func: ast.expr, top_level: bool = False) -> bool:
+        """May a callee name a torch function, as the domains resolve one (a name written
+        ``torch.<...>`` or imported so, ``alias-modules`` applied)? ``top_level``: only
+        ``torch.<name>`` (``LayoutDomain._torch_function``); else anything under ``torch``
+        (``DeviceDomain.library_name``). Answered once per callee as written."""
+        written = ast_dotted(func)
+        known = self._torch_callees.get((written, top_level))
+        if known is None:
+            if self._torch_renamed:
+                meanings = self.meanings(func)
+            elif type(func) is ast.Name:  # ``meanings``' answer, without building it
+                meanings = {func.id, *self.imports.get(func.id, ())}
+            else:
+                head, _, rest = (written or "").partition(".")
+                meanings = {written or "", *(f"{full}.{rest}" for full in self.imports.get(head, ()))}
+            known = self._torch_callees[(written, top_level)] = any(
+                name.startswith("torch.") and (not top_level or name.count(".") == 1) for name in meanings
+            )  # fmt: skip
+        return known
 
     def last_parts(self, node: ast.expr) -> set[str]:
         return {name.rsplit(".", 1)[-1] for name in self.meanings(node)}
