@@ -240,22 +240,21 @@ class Scout:
 
 def _bound_where_matching(statement: ast.stmt, pattern: re.Pattern, lines: list[str]) -> set[str] | None:
     """What a statement outside every unit that holds ``pattern`` binds to what the pattern
-    stands for: an import's or an assignment's names (``bound_names``), or the container an
-    assignment stores into (``OPS[k] = torch.ops._C.op``: a function that reads ``OPS``); a
+    stands for: an import's names (``bound_names``), an assignment's, or the container it
+    stores into (``OPS[k] = torch.ops._C.op``: a function that reads ``OPS``); a
     function's or a class's name (one under a module-level block: its code is module code, so
     its callers are what may matter); a block's, from the statements in it that hold the
     pattern, where its own header binds nothing: an ``if``'s or a ``while``'s test with no
     walrus and no call handed the pattern's object but of a ``hasattr``-like builtin (``if
     hasattr(torch.ops._C, "op"):``), a ``try``. None for anything else (a call, which may bind
     anything; a ``with`` or ``for`` header): then any function may matter."""
-    bound = bound_names(statement)
-    if bound is not None:
-        return bound
     kind = type(statement)
-    if kind in FUNCTIONS or kind is ast.ClassDef:
-        return {statement.name}
+    if kind is ast.Import or kind is ast.ImportFrom:
+        return bound_names(statement)
     if kind is ast.Assign or kind is ast.AnnAssign or kind is ast.AugAssign:
         return _stored_into(statement.targets if kind is ast.Assign else [statement.target])
+    if kind in FUNCTIONS or kind is ast.ClassDef:
+        return {statement.name}
     if kind is ast.If or kind is ast.While:
         for node in ast.walk(statement.test):
             if type(node) is ast.NamedExpr:
