@@ -107,7 +107,7 @@ class FileOutline:
     whole: bool = False
     # What the lint of this text would compute again: the codes of the rules whose triggers it
     # has (None: not known), and its cut into units (``MaskPlan.units``; empty: not cut). The
-    # plan drops the GPU1xx ones where their closure keeps none of it (``_active_rules``).
+    # plan drops a family's where its closure keeps none of it (``_active_rules``).
     active: tuple[str, ...] | None = None
     cuts: tuple = ()
 
@@ -466,9 +466,13 @@ class ProjectPlan:
                             reached = resolver.targets(ref)
                         if reached:  # most names are of no function of the run
                             calls.update(reached)
-        # The codes of the sink rules and the units their closure keeps (``_active_rules``).
+        # The codes of each family of rules, and the units each closure keeps: the sink rules',
+        # the hot-scope rules', and those of every other rule (``_active_rules``).
         self._sink_codes: frozenset[str] = frozenset(code for o in outlines for code in o.at_sinks)
+        self._hot_codes: frozenset[str] = frozenset(code for o in outlines for code in o.in_hot_scopes)
         self._sink_kept: set[int] = set()
+        self._hot_kept: set[int] = set()
+        self._other_kept: set[int] = set()
         with span("project plan: closure"):
             self.kept = self._close(outlines)
 
@@ -498,15 +502,18 @@ class ProjectPlan:
         kept: set[int] = set()
         if hot_seeds:
             with span("project plan: hot scopes"):
-                kept |= self._hot_closure(outlines, hot_seeds, callers)
+                self._hot_kept = self._hot_closure(outlines, hot_seeds, callers)
+                kept |= self._hot_kept
+        other = self._other_kept
         for seeds, directions in by_rule.values():
-            kept.update(seeds)
+            other.update(seeds)
             if CALLEES in directions:
-                kept |= _reach(seeds, self._calls)
+                other |= _reach(seeds, self._calls)
             elif BLOCK_CALLEES in directions:
-                kept |= self._reach_within_files(seeds)
+                other |= self._reach_within_files(seeds)
             if CALLERS in directions:
-                kept |= _reach(seeds, callers)
+                other |= _reach(seeds, callers)
+        kept |= other
         if sink_seeds:
             with span("project plan: sinks"):
                 self._sink_kept = self._sink_closure(outlines, sink_seeds, callers)
@@ -614,22 +621,33 @@ class ProjectPlan:
         return KeptUnits(o.fingerprint, indices, names_only, self._active_rules(o), o.cuts)
 
     def _active_rules(self, o: FileOutline) -> tuple[str, ...] | None:
-        """The codes of the file's rules (``FileOutline.active``), less the sink rules (GPU1xx)
-        where their closure keeps no unit of it. That closure is built around where their
-        findings can be (a unit handing a view or a cast to a sink, or to a parameter that may
-        reach one), with every summary they rest on, which only their analyses record; and
-        they report only in functions, each of which is a unit here. So they have nothing to
-        find or record in such a file, and their analyses are not run there: a file kept only
-        for what hot code calls runs no GPU1xx analysis. (The hot-scope rules read sync
-        summaries that another rule may record too, so they are not dropped so.)
+        """The codes of the file's rules (``FileOutline.active``), less those of a family (the
+        sink rules, GPU1xx; the hot-scope rules) whose closure keeps no unit of it.
+
+        Each family's closure is built around where its findings can be (GPU1xx: a unit
+        handing a view or a cast to a sink, or to a parameter that may reach one; hot-scope:
+        hot code and what it calls that may sync), with every summary they rest on, which only
+        its own analyses record (contiguity and unit-stride needs; syncs, by ``SyncAnalysis``);
+        and its rules report only in functions, each of which is a unit here. So the family
+        has nothing to find or record in such a file, and its analyses are not run there: a
+        file kept only for a kernel wrapper runs no ``SyncAnalysis``. Neither family reads the
+        other's summaries (``CalleeCondition`` kinds), but any other rule may read either, so
+        no family is dropped in a file another rule's closure keeps a unit of.
+
         A file kept nothing of keeps its rules: its lint then reads only what other files
         need of it (``KeptUnits.names_only``), which a file with no rules would not give (its
         methods are no functions to ``pipeline.unread``)."""
         if o.active is None:
             return None
-        if not self._sink_kept.isdisjoint(self._ids[(o.path, unit.index)] for unit in o.units):
+        ids = [self._ids[(o.path, unit.index)] for unit in o.units]
+        if not self._other_kept.isdisjoint(ids):
             return o.active
-        return tuple(code for code in o.active if code not in self._sink_codes) or o.active
+        dropped: set[str] = set()
+        if self._sink_kept.isdisjoint(ids):
+            dropped |= self._sink_codes
+        if self._hot_kept.isdisjoint(ids):
+            dropped |= self._hot_codes
+        return tuple(code for code in o.active if code not in dropped) or o.active
 
 
 @dataclass(frozen=True)
