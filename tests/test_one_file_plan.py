@@ -244,6 +244,56 @@ def test_a_sink_bound_under_a_module_level_block_keeps_its_users(monkeypatch):
     assert [line for line, _, _ in planned] == [22], planned  # through the wrapper defined in the block
 
 
+def test_a_launch_under_a_module_level_block_keeps_its_callers(monkeypatch):
+    """A launch in a function defined under ``if HAS_TRITON:`` is module code, always parsed:
+    the functions that call it are seeds, as for a sink's words bound there, and the rest can
+    be masked."""
+    text = """
+        import torch
+        import triton
+        import triton.language as tl
+
+        if HAS_TRITON:
+
+            @triton.jit
+            def _copy_kernel(src_ptr, dst_ptr):
+                offs = tl.arange(0, 128)
+                tl.store(dst_ptr + offs, tl.load(src_ptr + offs))
+
+            def copy_fast(src, dst):
+                _copy_kernel[(1,)](src, dst)
+
+
+        def by_wrapper(x, out):
+            copy_fast(x.t(), out)
+
+
+        def unrelated(x):
+            return x.view(-1, 2)
+    """
+    assert kept(text) == {"by_wrapper"}
+    from sync_lint.api import lint_text
+
+    planned = [(d.line, d.code, d.message) for d in lint_text(textwrap.dedent(text))]
+    monkeypatch.setattr(prefilter, "one_file_plan", lambda active, text, file_scout: None)
+    assert planned == [(d.line, d.code, d.message) for d in lint_text(textwrap.dedent(text))]
+    assert [line for line, _, _ in planned] == [18], planned
+
+
+@pytest.mark.parametrize(
+    "launch",
+    [
+        "_copy_kernel[(1,)](torch.empty(4).t(), torch.empty(4))",  # a plain statement of module code
+        "class Outer:\n    class Inner:\n        def run(self, x):\n            _copy_kernel[(1,)](x.t(), x)",  # a nested class's method
+    ],
+)
+def test_a_launch_in_other_module_code_keeps_everything(launch):
+    text = "import torch\nimport triton\nimport triton.language as tl\n\n\n@triton.jit\n" \
+        "def _copy_kernel(src_ptr, dst_ptr):\n    offs = tl.arange(0, 128)\n    tl.store(dst_ptr + offs, tl.load(src_ptr + offs))\n\n\n" \
+        f"{launch}\n\n\ndef unrelated(x):\n    return x.view(-1, 2)\n"
+    assert kept(text) is None
+
+
 @pytest.mark.parametrize(
     "header",
     [

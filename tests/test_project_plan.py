@@ -594,6 +594,45 @@ def test_a_wrapper_defined_under_a_module_level_block_keeps_its_callers(tmp_path
     assert [(Path(entry[0]).name, entry[1], entry[3]) for entry in fast] == [("wrapped.py", 13, "GPU102")], fast
 
 
+LAUNCH_UNDER_A_BLOCK = '''
+import torch
+
+from pkg.ops.kernels import _copy_kernel
+
+if HAS_TRITON:
+
+    def copy_fast(src, dst):
+        _copy_kernel[(1,)](src, dst, src.numel())
+
+
+class Embedding:
+    def forward(self, x, out):
+        copy_fast(x.t(), out)
+
+    def unrelated(self, x):
+        return x.view(-1, 2)
+
+
+def also_unrelated(y):
+    return y + 1
+'''
+
+
+def test_a_launch_under_a_module_level_block_keeps_its_callers_not_the_whole_file(tmp_path):
+    """A launch in a function defined under ``if HAS_TRITON:`` is module code (vLLM's
+    ``qwen3_vl.py``): the function is named by its callers, as a wrapper holding a sink's
+    words is, so the method handing it a transpose is kept and reports, and the rest of the
+    file is masked instead of parsed whole."""
+    files = write_package(tmp_path, {"ops/__init__.py": OPS_INIT, "ops/kernels.py": KERNELS, "embed.py": LAUNCH_UNDER_A_BLOCK})
+    linter = runner.Linter(make_settings())
+    plan = linter.outline_all(files, None, None, {})
+    assert plan.units_to_keep(next(p for p in files if p.endswith("embed.py"))) is not None  # not parsed whole
+    assert kept_functions(linter, files)["embed.py"] == {"forward"}
+    fast = findings(files, fast=True)
+    assert fast == findings(files, fast=False)
+    assert [(Path(entry[0]).name, entry[1], entry[3]) for entry in fast] == [("embed.py", 14, "GPU102")], fast
+
+
 def test_findings_equal_the_plain_path(package):
     fast = findings(package, fast=True)
     assert fast == findings(package, fast=False)

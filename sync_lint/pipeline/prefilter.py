@@ -72,7 +72,7 @@ def seed_words(rule: Rule) -> re.Pattern:
     hot scopes (``rule_seeds``): its unit triggers. For a sink rule, not the sink shapes
     (``](``, ``.view(``: also ``list[int]()``, ``x.view(-1, n)``) nor ``triton`` (in many a
     body besides kernels'): the scout reads the calls that may be sinks, and the kernels, as
-    syntax (``Scout.sink_shaped_units``)."""
+    syntax (``Scout.sink_shapes``)."""
     units = rule.triggers if rule.unit_triggers is None else rule.unit_triggers
     if rule.reports_only_at_sinks:
         skipped = (*SINK_SHAPE_TRIGGERS, "triton")
@@ -81,6 +81,7 @@ def seed_words(rule: Rule) -> re.Pattern:
 
 
 _NEVER = re.compile(r"(?!)")
+_NO_SHAPES = scout.SinkShapes(set(), set())
 
 
 def _any_in(triggers: tuple[str | re.Pattern, ...] | None, text: str) -> bool:
@@ -131,11 +132,13 @@ def rule_seeds(active: list[Rule], plan: MaskPlan, file_scout: scout.Scout) -> l
         directions = frozenset({CALLERS}) if rule.reports_only_at_sinks else rule.summaries_from
         with span("scout"):
             bound = file_scout.bindings_matching(pattern)
-            shaped = file_scout.sink_shaped_units() if rule.reports_only_at_sinks else set()
+            shapes = file_scout.sink_shapes() if rule.reports_only_at_sinks else _NO_SHAPES
             called = file_scout.names_in_blocks(pattern) if BLOCK_CALLEES in directions else None
-        if bound is None or shaped is None or (BLOCK_CALLEES in directions and called is None):
+        if bound is None or shapes is None or (BLOCK_CALLEES in directions and called is None):
             return None
-        seeds = sorted(set(plan.matching(pattern, bound)) | set(plan.named(shaped)))
+        # A function under a module-level block holding a sink is named by its callers, as
+        # one holding a seed word is (``Scout.bindings_matching``).
+        seeds = sorted(set(plan.matching(pattern, bound | shapes.defined_around)) | set(plan.named(shapes.units)))
         found.append(RuleSeeds(rule, seeds, directions, called))
     return found
 

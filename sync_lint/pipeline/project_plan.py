@@ -199,12 +199,14 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
         found.seeds = {rule.code: (every, frozenset({CALLERS, CALLEES})) for rule in active}
     else:
         found.seeds = {s.rule.code: (tuple(s.seeds), s.directions) for s in seeds}
-        # A sink's words in module code (``rule_seeds`` let them through where they bind
-        # names: ``if hasattr(torch.ops._C, "op"): def op_wrapper(x): ...``): the functions
-        # defined there are the module code's unit, which is then a seed of its own.
+        # A sink's words or shape in module code (``rule_seeds`` let them through where they
+        # bind names: ``if hasattr(torch.ops._C, "op"): def op_wrapper(x): ...``, ``if
+        # HAS_TRITON: def launch(x): kernel[grid](x)``): the functions defined there are the
+        # module code's unit, which is then a seed of its own.
+        shaped_outside = bool(found.at_sinks) and bool(file_scout.sink_shapes().defined_around)
         for rule in active:
             if rule.reports_only_at_sinks and rule.code in found.seeds:
-                if prefilter.seed_words(rule).search(plan.text_outside_functions):
+                if shaped_outside or prefilter.seed_words(rule).search(plan.text_outside_functions):
                     indices, directions = found.seeds[rule.code]
                     found.seeds[rule.code] = ((*indices, MODULE_CODE), directions)
     return found

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass
 
 from sync_lint.analysis.device_words import MEMOIZERS
 from sync_lint.config import Settings
@@ -41,7 +42,7 @@ from sync_lint.pipeline.scout.syntax import (
 )
 from sync_lint.pipeline.source import split_lines
 
-__all__ = ["HandedCall", "ScopeHanding", "Scout", "ast_dotted"]
+__all__ = ["HandedCall", "ScopeHanding", "Scout", "SinkShapes", "ast_dotted"]
 
 
 class Scout:
@@ -202,21 +203,33 @@ class Scout:
                                 found.add(node.attr)
         return found
 
-    def sink_shaped_units(self) -> set[tuple[str | None, str]] | None:
-        """The units holding a call that may be a launch or a ``.view(dtype)``, or that are
-        Triton kernels; None when the file does not parse or such a call is outside every unit."""
-        return self._once(("sink shaped",), self._sink_shaped_units)
+    def sink_shapes(self) -> SinkShapes | None:
+        """Where the file holds a call that may be a launch or a ``.view(dtype)``, or a Triton
+        kernel (``SinkShapes``); None when the file does not parse or such a call is in module
+        code that no function or class under a module-level block holds (a class's own body, a
+        nested class's method, a plain statement)."""
+        return self._once(("sink shapes",), self._sink_shapes)
 
-    def _sink_shaped_units(self) -> set[tuple[str | None, str]] | None:
+    def _sink_shapes(self) -> SinkShapes | None:
         names = self._names_of_tree()
         if names is None:
             return None
         spans = UnitSpans(self._tree)
-        found = {spans.unit_at(call.lineno) for call in names.of(ast.Call) if names.is_launch(call) or names.is_dtype_view(call)}
-        found.update(unit for unit, node in spans.nodes if names.triton_decorated(node))
-        # A sink outside every unit: module-level code, always parsed, but maybe a function
-        # defined there (under an ``if``) whose callers would not be.
-        return None if None in found else found
+        shapes = SinkShapes(set(), set())
+        for call in names.of(ast.Call):
+            if names.is_launch(call) or names.is_dtype_view(call):
+                unit = spans.unit_at(call.lineno)
+                if unit is not None:
+                    shapes.units.add(unit)
+                    continue
+                # Module code, always parsed; but a function defined there (``if HAS_TRITON:
+                # def launch(x): kernel[grid](x)``) has callers that would not be.
+                defined = _defined_around(self._tree, call.lineno)
+                if defined is None:
+                    return None
+                shapes.defined_around.add(defined)
+        shapes.units.update(unit for unit, node in spans.nodes if names.triton_decorated(node))
+        return shapes
 
     def may_report_at_a_sink(self) -> bool:
         """Whether a GPU1xx rule could report in this file on its own: whether a sink may be
@@ -236,6 +249,41 @@ class Scout:
         if names is None or self.settings["contiguous-sinks"]:
             return None
         return SinkScout(names, self._tree, self.lines(), self.settings).handing(may_be_called)
+
+
+@dataclass
+class SinkShapes:
+    """A file's calls that may be a launch or a ``.view(dtype)`` (the sinks whose words are too
+    common to be seed words, ``prefilter.seed_words``), and its Triton kernels: the units
+    holding either, and the functions and classes defined under module-level blocks (no units
+    of their own: the module code's) that hold such a call, by name."""
+
+    units: set[tuple[str | None, str]]
+    defined_around: set[str]
+
+
+def _defined_around(tree: ast.Module, line: int) -> str | None:
+    """The name of the function or class defined under module-level blocks (``if``, ``try``,
+    ``with``, loops) whose lines hold ``line``; None where other module code holds it."""
+    statements = tree.body
+    while True:
+        for statement in statements:
+            definition = type(statement) in FUNCTIONS or type(statement) is ast.ClassDef
+            if (first_line(statement) if definition else statement.lineno) <= line <= statement.end_lineno:
+                break
+        else:
+            return None
+        if definition:
+            return None if statements is tree.body else statement.name
+        if type(statement) is ast.ExceptHandler:
+            statements = statement.body
+            continue
+        if type(statement) not in _BLOCK_STATEMENTS:
+            return None
+        statements = [inner for block in ("body", "handlers", "orelse", "finalbody") for inner in getattr(statement, block, ())]
+
+
+_BLOCK_STATEMENTS = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, getattr(ast, "TryStar", ast.Try))
 
 
 def _bound_where_matching(statement: ast.stmt, pattern: re.Pattern, lines: list[str]) -> set[str] | None:
