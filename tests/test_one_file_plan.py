@@ -244,6 +244,52 @@ def test_a_sink_bound_under_a_module_level_block_keeps_its_users(monkeypatch):
     assert [line for line, _, _ in planned] == [22], planned  # through the wrapper defined in the block
 
 
+def test_docstrings_and_class_attributes_holding_a_sinks_words_keep_only_their_readers(monkeypatch):
+    """A docstring naming ``torch.ops`` binds and runs nothing, and a class attribute bound to
+    a custom op is read by the methods that name it: neither makes every function matter."""
+    text = """
+        \"\"\"Forwards calls to ``torch.ops.fused``.\"\"\"
+        import torch
+
+
+        class Fusion:
+            \"\"\"Keeps no ``data_ptr``.\"\"\"
+
+            FUSED_OP = torch.ops._C.fused.default
+
+            def apply(self, x):
+                return self.FUSED_OP(x)
+
+            def direct(self, x):
+                torch.ops._C.rms_norm(x.t())
+
+            def unrelated(self, x):
+                return x.view(-1, 2)
+    """
+    assert kept(text) == {"apply", "direct"}
+    from sync_lint.api import lint_text
+
+    planned = [(d.line, d.code, d.message) for d in lint_text(textwrap.dedent(text))]
+    monkeypatch.setattr(prefilter, "one_file_plan", lambda active, text, file_scout: None)
+    assert planned == [(d.line, d.code, d.message) for d in lint_text(textwrap.dedent(text))]
+    assert [line for line, _, _ in planned] == [15], planned
+
+
+def test_a_class_header_holding_a_sinks_words_keeps_everything():
+    text = """
+        import torch
+
+
+        class Fusion(make_base(torch.ops._C.fused)):
+            def direct(self, x):
+                torch.ops._C.rms_norm(x.t())
+
+            def unrelated(self, x):
+                return x.view(-1, 2)
+    """
+    assert kept(text) is None
+
+
 def test_a_launch_under_a_module_level_block_keeps_its_callers(monkeypatch):
     """A launch in a function defined under ``if HAS_TRITON:`` is module code, always parsed:
     the functions that call it are seeds, as for a sink's words bound there, and the rest can

@@ -157,9 +157,10 @@ class Scout:
         them: an import (``from torch.ops import _C``) or an assignment (``op = torch.ops.x``)
         gives a function that uses the name what the pattern stands for, and so does a function
         or class defined under a module-level block (``if hasattr(torch.ops._C, "op"):``),
-        which is no unit of its own (``_bound_where_matching``). None when a statement outside
-        every function that binds nothing by itself (a call, a class's own code) holds it, or
-        the file does not parse: then any function may matter."""
+        which is no unit of its own (``_bound_where_matching``), and a class attribute a class's
+        own statement assigns. None when a statement outside every function that may bind
+        anything (a call, a class's header) holds it, or the file does not parse: then any
+        function may matter."""
         if self._names_of_tree() is None:
             return None
         lines = self.lines()
@@ -169,13 +170,21 @@ class Scout:
             if kind in FUNCTIONS:
                 continue  # a unit of its own, decorators included
             if kind is ast.ClassDef:
-                first = first_line(statement)
+                # Its header may hand the pattern's object to anything (a base, a decorator);
+                # its own statements bind class attributes (``FUSED_OP = torch.ops.x.default``,
+                # which a method reads as ``self.FUSED_OP``) as module-level ones bind names.
                 header_end = statement.body[0].lineno - 1 if statement.body else statement.end_lineno
-                own = [(first, header_end)] + [
-                    (member.lineno, member.end_lineno) for member in statement.body if type(member) not in FUNCTIONS
-                ]
-                if any(pattern.search("".join(lines[a - 1 : b])) for a, b in own):
+                if pattern.search("".join(lines[first_line(statement) - 1 : header_end])):
                     return None
+                for member in statement.body:
+                    if type(member) in FUNCTIONS:
+                        continue
+                    first = first_line(member) if type(member) is ast.ClassDef else member.lineno
+                    if pattern.search("".join(lines[first - 1 : member.end_lineno])):
+                        bound = _bound_where_matching(member, pattern, lines)
+                        if bound is None:
+                            return None
+                        found |= bound
                 continue
             if not pattern.search("".join(lines[statement.lineno - 1 : statement.end_lineno])):
                 continue
@@ -294,9 +303,12 @@ def _bound_where_matching(statement: ast.stmt, pattern: re.Pattern, lines: list[
     its callers are what may matter); a block's, from the statements in it that hold the
     pattern, where its own header binds nothing: an ``if``'s or a ``while``'s test with no
     walrus and no call handed the pattern's object but of a ``hasattr``-like builtin (``if
-    hasattr(torch.ops._C, "op"):``), a ``try``. None for anything else (a call, which may bind
-    anything; a ``with`` or ``for`` header): then any function may matter."""
+    hasattr(torch.ops._C, "op"):``), a ``try``; nothing for a docstring. None for anything
+    else (a call, which may bind anything; a ``with`` or ``for`` header): then any function
+    may matter."""
     kind = type(statement)
+    if kind is ast.Expr and type(statement.value) is ast.Constant:
+        return set()  # a docstring naming the words: it binds and runs nothing
     if kind is ast.Import or kind is ast.ImportFrom:
         return bound_names(statement)
     if kind is ast.Assign or kind is ast.AnnAssign or kind is ast.AugAssign:
