@@ -3,10 +3,11 @@ costliest files first, in batches that shrink as the work left does, results in 
 
 from __future__ import annotations
 
+import gc
 import random
 
 from sync_lint.api import make_settings
-from sync_lint.pipeline import runner
+from sync_lint.pipeline import collector, runner
 from sync_lint.pipeline.project_plan import KeptUnits
 from sync_lint.pipeline.source import split_lines
 from sync_lint.pipeline.units import MaskPlan
@@ -15,6 +16,26 @@ from sync_lint.pipeline.units import MaskPlan
 def _echo_batch(batch: list[int]):
     """A worker's batch: each item back, and no profile."""
     return [item * 10 for item in batch], None
+
+
+def _collector_state_batch(batch: list[int]):
+    """A worker's batch: whether its garbage collector runs, per item."""
+    return [gc.isenabled() for _ in batch], None
+
+
+def test_workers_forked_while_the_collector_is_paused_collect(tmp_path):
+    """A run pauses its main process's collector throughout (``collector``) and forks its
+    workers meanwhile: they collect between their files all the same, and the run puts the
+    collector back after."""
+    assert gc.isenabled()
+    with collector.paused(), runner._Pool(runner.Linter(make_settings()), 2) as pool:
+        assert pool.map(_collector_state_batch, list(range(64))) == [True] * 64
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    for i in range(runner.PARALLEL_THRESHOLD):
+        (tmp_path / f"m{i}.py").write_text("import torch\n\n\ndef f(x):\n    return x.item()\n")
+    runner.Linter(make_settings()).run([str(p) for p in sorted(tmp_path.glob("*.py"))], jobs=2)
+    assert gc.isenabled()
 
 
 def test_guided_batches_cover_every_item_once_costliest_first():

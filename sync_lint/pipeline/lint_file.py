@@ -8,7 +8,6 @@ It is what worker processes return and what the cache stores.
 from __future__ import annotations
 
 import ast
-import gc
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -19,7 +18,7 @@ from sync_lint.analysis.modules import is_package_init
 from sync_lint.analysis.summaries import FunctionSummary, PendingCall
 from sync_lint.config import Settings
 from sync_lint.diagnostics import Diagnostic
-from sync_lint.pipeline import prefilter
+from sync_lint.pipeline import collector, prefilter
 from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.source import SourceError, SourceFile, split_lines
 from sync_lint.pipeline.suppress import Suppressions, is_suppressed, scan, scan_for_ours
@@ -91,21 +90,13 @@ def lint_source(
     alone: Scout | None = None,
     kept: KeptUnits | None = None,
 ) -> FileFacts:
-    """Lint one file (see ``_lint_source``), with Python's cyclic garbage collector paused.
+    """Lint one file (see ``_lint_source``), with Python's cyclic garbage collector paused
+    (``collector``: a parse makes no cycle).
     ``alone``: the file is checked on its own (one file given, the flake8 plugin), and this is
     its syntax scout: only the functions that can matter to it alone are parsed
     (``prefilter.one_file_plan``). ``kept``: the function units a run of many files needs
-    parsed here (``project_plan``); None: all of them.
-
-    A parse allocates about one object per character of source, and each allocation counts
-    towards the collector's next pass, which then scans the whole young tree: about 40% of the
-    parse time, for nothing, since the tree is in no reference cycle and is freed by reference
-    counting when the file is done (``FileContext.release``; ``tests/test_tree_freed.py``).
-    Whatever cyclic garbage one file makes is collected after it, by the collector's normal
-    passes."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    parsed here (``project_plan``); None: all of them."""
+    with collector.paused():
         # Suppression comments matter to a file with findings; to one without, only those naming our
         # codes (GPU010 judges them) and the file-level switch do. Tokenizing for them is
         # costly, and most files have both noqa comments (for other tools) and no finding.
@@ -117,9 +108,6 @@ def lint_source(
             with span("noqa scan"):
                 facts.suppressions = scan_for_ours(source.text)
         return facts
-    finally:
-        if paused:
-            gc.enable()
 
 
 _NOQA_THAT_MATTERS_ALONE = re.compile(r"noqa[^\n]*gpu|sync-lint\s*:\s*noqa")

@@ -32,7 +32,6 @@ would change findings, which ``tests/test_fast_path_equivalence.py`` and
 from __future__ import annotations
 
 import ast
-import gc
 import re
 import sys
 import zlib
@@ -41,7 +40,7 @@ from dataclasses import dataclass, field
 
 from sync_lint.analysis.modules import LIBRARY_ROOTS, resolve_relative
 from sync_lint.config import Settings
-from sync_lint.pipeline import prefilter
+from sync_lint.pipeline import collector, prefilter
 from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.scout import ScopeHanding, Scout, ast_dotted
 from sync_lint.pipeline.scout.syntax import FUNCTIONS, first_line
@@ -138,14 +137,9 @@ def fingerprint(source: SourceFile) -> int:
 
 def outline(source: SourceFile, settings: Settings, rules: list[Rule], module_name: str, is_package: bool) -> FileOutline:
     """A file's seeds and calls (see the module docstring), with the cyclic garbage collector
-    paused, as for a parse (``lint_file.lint_source`` says why)."""
-    paused = gc.isenabled()
-    gc.disable()
-    try:
+    paused, as for a parse (``collector``)."""
+    with collector.paused():
         return _outline(source, settings, rules, module_name, is_package)
-    finally:
-        if paused:
-            gc.enable()
 
 
 def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_name: str, is_package: bool) -> FileOutline:

@@ -13,7 +13,7 @@ from sync_lint import config
 from sync_lint.analysis.modules import is_package_init
 from sync_lint.diagnostics import Diagnostic
 from sync_lint.pipeline import cache as cache_stage
-from sync_lint.pipeline import prefilter, profile, scout, suppress
+from sync_lint.pipeline import collector, prefilter, profile, scout, suppress
 from sync_lint.pipeline.lint_file import (
     FileFacts,
     lint_path,
@@ -191,7 +191,9 @@ class Linter:
     def run(self, paths: list[str], jobs: int | None = None, progress=None) -> RunResult:
         started = time.perf_counter()
         jobs = jobs or os.cpu_count() or 1
-        with contextlib.ExitStack() as stack:
+        # The run holds every file's outline, then its facts, and makes no garbage cycle worth
+        # a pass over all that (``collector``); a worker collects between its files.
+        with contextlib.ExitStack() as stack, collector.paused():
             pool = scope = plan = None
             sources: dict[str, SourceFile] = {}
             if len(paths) >= PARALLEL_THRESHOLD and jobs > 1:
@@ -347,6 +349,7 @@ _WORKER_LINTER: Linter | None = None
 def _worker_init(linter: Linter, profiling: bool) -> None:
     global _WORKER_LINTER
     _WORKER_LINTER = linter
+    collector.resume_in_worker()
     if profiling:
         profile.enable()
 

@@ -1,0 +1,38 @@
+"""Pausing CPython's cyclic garbage collector where sync-lint builds much data and no cycle.
+
+Each allocation counts towards the collector's next pass, and a pass of the oldest generation
+scans every object alive. A libcst parse allocates about one object per character of source:
+about 40% of the parse time went to passes that found nothing, since the tree is in no reference
+cycle and is freed by reference counting when its file is done (``FileContext.release``;
+``tests/test_tree_freed.py``). So a file's lint and outline pause the collector, and so does a
+run of many files as a whole (``Linter.run``): its main process holds every file's outline, then
+every file's facts, all plain data, and the passes over them took 44% of the project plan's
+time on vLLM (0.47 of 1.08 s, while the workers wait) and 40% of that process's CPU. A run's
+cyclic garbage is too little to matter: with the collector off throughout, a serial run of all
+of vLLM peaks at the same memory (248 MB), and a worker at the same 85 MB.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def paused() -> Iterator[None]:
+    """The collector off inside, and back as it was found after (a pause inside a pause
+    leaves it off: the outer one restores it)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def resume_in_worker() -> None:
+    """A worker process is forked from a main process that may be inside a pause; it pauses
+    the collector per file itself, and collects between files."""
+    gc.enable()
