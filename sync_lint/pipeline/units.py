@@ -61,7 +61,8 @@ def segment(lines: list[str]) -> list[Unit]:
             i += 1
             continue
         end = _header_index(lines, i) + 1
-        while end < n and not (_code_start(lines[end]) and lines[end][:1] not in " \t"):
+        # An indented line goes on the unit: tested first, as most lines are (and cheaper).
+        while end < n and not (lines[end][:1] not in " \t" and _code_start(lines[end])):
             end += 1
         header = _header(lines, i)
         match = _DEF_NAME.match(header)
@@ -106,6 +107,9 @@ def _split_class(units: list[Unit], lines: list[str], first: int, last: int, nam
     i = first + 1
     while i < last:
         line = lines[i]
+        if indent is not None and line[indent : indent + 1] in (" ", "\t"):
+            i += 1  # deeper than the members: a method's body (most lines of a class)
+            continue
         if _code_start(line):
             width = len(line) - len(line.lstrip())
             if indent is None and width > 0:
