@@ -43,7 +43,7 @@ from sync_lint.config import Settings
 from sync_lint.pipeline import collector, prefilter
 from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.scout import ScopeHanding, Scout, ast_dotted
-from sync_lint.pipeline.scout.syntax import FUNCTIONS, first_line
+from sync_lint.pipeline.scout.syntax import BLOCK_FIELDS, FUNCTIONS, first_line
 from sync_lint.pipeline.source import SourceFile
 from sync_lint.pipeline.units import MaskPlan
 from sync_lint.rules.base import BLOCK_CALLEES, CALLEES, CALLERS, Rule
@@ -239,7 +239,7 @@ def _import_statements(tree: ast.Module) -> tuple[list[ast.Import], list[ast.Imp
         if type(statement) in found:
             found[type(statement)].append(statement)
             continue
-        for block in ("body", "orelse", "finalbody", "handlers", "cases"):
+        for block in BLOCK_FIELDS:
             inner = getattr(statement, block, None)
             if type(inner) is list:
                 todo.extend(inner)
@@ -312,7 +312,7 @@ def _defined_in_blocks(tree: ast.Module) -> set[str]:
     todo = [statement for statement in tree.body if type(statement) not in _DEFINITIONS]
     while todo:
         statement = todo.pop()
-        for block in ("body", "orelse", "finalbody", "handlers", "cases"):
+        for block in BLOCK_FIELDS:
             for inner in getattr(statement, block, None) or ():
                 if type(inner) in _DEFINITIONS:
                     found.add(inner.name)

@@ -32,7 +32,9 @@ from sync_lint.pipeline.scout.hot import HotScout
 from sync_lint.pipeline.scout.sinks import HandedCall, ScopeHanding, SinkScout
 from sync_lint.pipeline.scout.syncs import SyncScout
 from sync_lint.pipeline.scout.syntax import (
+    BLOCK_FIELDS,
     FUNCTIONS,
+    TRY_STATEMENTS,
     FileNames,
     UnitSpans,
     ast_dotted,
@@ -179,8 +181,7 @@ class Scout:
                 for member in statement.body:
                     if type(member) in FUNCTIONS:
                         continue
-                    first = first_line(member) if type(member) is ast.ClassDef else member.lineno
-                    if pattern.search("".join(lines[first - 1 : member.end_lineno])):
+                    if pattern.search("".join(lines[first_line(member) - 1 : member.end_lineno])):
                         bound = _bound_where_matching(member, pattern, lines)
                         if bound is None:
                             return None
@@ -277,22 +278,22 @@ def _defined_around(tree: ast.Module, line: int) -> str | None:
     statements = tree.body
     while True:
         for statement in statements:
-            definition = type(statement) in FUNCTIONS or type(statement) is ast.ClassDef
-            if (first_line(statement) if definition else statement.lineno) <= line <= statement.end_lineno:
+            if first_line(statement) <= line <= statement.end_lineno:
                 break
         else:
             return None
-        if definition:
+        if type(statement) in FUNCTIONS or type(statement) is ast.ClassDef:
             return None if statements is tree.body else statement.name
         if type(statement) is ast.ExceptHandler:
             statements = statement.body
             continue
         if type(statement) not in _BLOCK_STATEMENTS:
             return None
-        statements = [inner for block in ("body", "handlers", "orelse", "finalbody") for inner in getattr(statement, block, ())]
+        statements = [inner for block in BLOCK_FIELDS for inner in getattr(statement, block, ())]
 
 
-_BLOCK_STATEMENTS = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, getattr(ast, "TryStar", ast.Try))
+# Not ``match``: its cases carry no line numbers.
+_BLOCK_STATEMENTS = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, *TRY_STATEMENTS)
 
 
 def _bound_where_matching(statement: ast.stmt, pattern: re.Pattern, lines: list[str]) -> set[str] | None:
@@ -323,7 +324,7 @@ def _bound_where_matching(statement: ast.stmt, pattern: re.Pattern, lines: list[
                     and pattern.search(ast.unparse(node)):
                 return None
         blocks = (statement.body, statement.orelse)
-    elif kind in _TRY_STATEMENTS:
+    elif kind in TRY_STATEMENTS:
         if any(handler.type is not None and pattern.search(ast.unparse(handler.type)) for handler in statement.handlers):
             return None
         blocks = (statement.body, *(handler.body for handler in statement.handlers), statement.orelse, statement.finalbody)
@@ -332,8 +333,7 @@ def _bound_where_matching(statement: ast.stmt, pattern: re.Pattern, lines: list[
     found: set[str] = set()
     for block in blocks:
         for inner in block:
-            first = first_line(inner) if type(inner) in FUNCTIONS or type(inner) is ast.ClassDef else inner.lineno
-            if pattern.search("".join(lines[first - 1 : inner.end_lineno])):
+            if pattern.search("".join(lines[first_line(inner) - 1 : inner.end_lineno])):
                 bound = _bound_where_matching(inner, pattern, lines)
                 if bound is None:
                     return None
@@ -363,5 +363,4 @@ def _stored_into(targets: list[ast.expr]) -> set[str] | None:
 
 # Builtins a module-level block's test may call, binding nothing (``if hasattr(torch.ops._C, "op"):``).
 _TEST_BUILTINS = frozenset({"hasattr", "getattr", "callable", "isinstance", "issubclass", "len"})
-_TRY_STATEMENTS = (ast.Try, getattr(ast, "TryStar", ast.Try))
 

@@ -157,10 +157,17 @@ class FileNames:
         return full
 
 
-def first_line(definition: ast.AST) -> int:
-    """The first line of a function or class definition, its decorators included: where the
-    unit cut of ``pipeline.units`` starts it."""
-    return min([definition.lineno, *(d.lineno for d in definition.decorator_list)])
+def first_line(statement: ast.AST) -> int:
+    """The first line of a statement: of a function or class definition, its decorators
+    included, where the unit cut of ``pipeline.units`` starts it."""
+    return min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", ()))])
+
+
+# The fields of a compound statement that hold statements (an ``except`` clause's handler and
+# a ``match``'s case hold them in their own ``body``), and the ``try`` statements (``try`` /
+# ``except*`` from Python 3.11).
+BLOCK_FIELDS = ("body", "handlers", "orelse", "finalbody", "cases")
+TRY_STATEMENTS = (ast.Try, getattr(ast, "TryStar", ast.Try))
 
 
 def first_imports(tree: ast.Module, lines: list[str], module_name: str, is_package: bool) -> dict[str, str]:
