@@ -6,10 +6,10 @@ about 40% of the parse time went to passes that found nothing, since the tree is
 cycle and is freed by reference counting when its file is done (``FileContext.release``;
 ``tests/test_tree_freed.py``). So a file's lint and outline pause the collector, and so does a
 run of many files as a whole (``Linter.run``): its main process holds every file's outline, then
-every file's facts, all plain data, and the passes over them took 44% of the project plan's
-time on vLLM (0.47 of 1.08 s, while the workers wait) and 40% of that process's CPU. A run's
-cyclic garbage is too little to matter: with the collector off throughout, a serial run of all
-of vLLM peaks at the same memory (248 MB), and a worker at the same 85 MB.
+every file's facts, all plain data, and the passes over them were about 45% of the project
+plan's time (serial, while the workers wait; ``bench/README.md``, stop 28). A run's cyclic
+garbage is too little to matter: with the collector off throughout, a run of all of vLLM peaks
+at the same memory.
 """
 
 from __future__ import annotations
