@@ -296,6 +296,72 @@ def parse_worker(list_file: str, workers: int, parser: str = "libcst") -> None:
     print(json.dumps({"files": len(paths), "failures": failures, "seconds": time.perf_counter() - started}))
 
 
+def parse_floor_worker(list_file: str, workers: int) -> None:
+    """The parses a cold run of sync-lint does, timed alone: the texts its outline and its lint
+    hand to CPython's ``ast`` and to libcst (captured from a serial in-process run, not timed),
+    each set parsed again in a pool of ``workers`` as the runner's. Whatever the analyses cost,
+    a run cannot take less than these two pools: the floor of this design."""
+    import ast
+
+    import libcst as cst
+
+    sys.path.insert(0, str(ROOT))
+    from sync_lint.api import make_settings
+    from sync_lint.pipeline.runner import Linter
+
+    with open(list_file) as handle:
+        paths = [line.rstrip("\n") for line in handle if line.strip()]
+    texts: dict[str, list[str]] = {"ast": [], "libcst": []}
+    parse_ast, parse_cst = ast.parse, cst.parse_module
+
+    def ast_recorded(source, *args, **kwargs):
+        texts["ast"].append(source)
+        return parse_ast(source, *args, **kwargs)
+
+    def cst_recorded(source, *args, **kwargs):
+        texts["libcst"].append(source)
+        return parse_cst(source, *args, **kwargs)
+
+    ast.parse, cst.parse_module = ast_recorded, cst_recorded
+    try:
+        Linter(make_settings()).run(paths, jobs=1)
+    finally:
+        ast.parse, cst.parse_module = parse_ast, parse_cst
+    global _FLOOR_TEXTS
+    found = {}
+    for parser, captured in texts.items():
+        _FLOOR_TEXTS = (parser, captured)  # inherited by the forked workers
+        from concurrent.futures import ProcessPoolExecutor
+
+        chunk = max(8, min(256, len(captured) // (workers * 8) or 1))
+        started = time.perf_counter()
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            failures = sum(pool.map(_floor_parse, range(len(captured)), chunksize=chunk))
+        found[parser] = {"texts": len(captured), "lines": sum(t.count("\n") for t in captured),
+                         "seconds": time.perf_counter() - started, "failures": failures}
+    print(json.dumps(found))
+
+
+_FLOOR_TEXTS: tuple[str, list[str]] = ("ast", [])
+
+
+def _floor_parse(index: int) -> int:
+    parser, captured = _FLOOR_TEXTS
+    try:
+        if parser == "ast":
+            import ast
+
+            ast.parse(captured[index])
+        else:
+            # As the run parses: without each node's validation.
+            from sync_lint.analysis.nodes import parse_module
+
+            parse_module(captured[index])
+        return 0
+    except Exception:  # noqa: BLE001 -- a text the run could not parse either (it reported it)
+        return 1
+
+
 # -- findings ----------------------------------------------------------------------------------
 def findings_summary(report: str) -> dict:
     try:
@@ -617,7 +683,9 @@ def bench_tree(name: str, args) -> dict:
     if not args.no_serial_parse:
         # once: it is the slowest measurement by far, and only a reference point
         t["libcst_parse_serial"] = series("libcst parse (serial)", [PY, script, "--_parse", str(list_file), "--_workers", "1"], tree, 1, keep_output=True)
-    for key in ("libcst_parse_pool", "libcst_parse_serial", "ast_parse_pool"):
+    # once: its capture is a serial run of sync-lint (the pools alone are timed, inside it)
+    t["parse_floor"] = series(f"parse floor ({jobs} workers)", [PY, script, "--_parse_floor", str(list_file), "--_workers", str(jobs)], tree, 1, keep_output=True)
+    for key in ("libcst_parse_pool", "libcst_parse_serial", "ast_parse_pool", "parse_floor"):
         if key in t:
             last = t[key].pop("last")
             try:
@@ -681,6 +749,8 @@ def print_tree(result: dict) -> None:
           f"median file: {result['median_file']['path']} ({result['median_file']['lines']} lines)")
     print(f"    {'measurement':<34}{'median':>9}{'min':>9}{'max':>9}{'cpu':>9}{'max RSS':>10}  exit   (seconds; cpu = user+sys of the process tree)")
     for key, value in result["timings"].items():
+        if key == "parse_floor":
+            continue  # its wall time is mostly the serial run that captures the texts: printed below
         extra = ""
         if "inner" in value and "failures" in value["inner"]:
             extra = f"  (in-process {value['inner']['seconds']:.2f}s, {value['inner']['failures']} unparsable)"
@@ -692,6 +762,14 @@ def print_tree(result: dict) -> None:
           f"cold/libcst-pool={cold / t['libcst_parse_pool']['median']:.2f}  "
           f"ast-pool/ruff={t['ast_parse_pool']['median'] / t['ruff_select_all']['median']:.2f}  "
           + (f"libcst-serial/ruff={t['libcst_parse_serial']['median'] / t['ruff_select_all']['median']:.1f}" if "libcst_parse_serial" in t else ""))
+    floor = t.get("parse_floor", {}).get("inner", {})
+    if "ast" in floor and "libcst" in floor:
+        total = floor["ast"]["seconds"] + floor["libcst"]["seconds"]
+        print(f"    parse floor of this design (the texts a cold run parses, parsed again alone in a pool of "
+              f"{result['jobs']}): ast {floor['ast']['seconds']:.2f} s ({floor['ast']['texts']} texts, "
+              f"{floor['ast']['lines']:,} lines) + libcst {floor['libcst']['seconds']:.2f} s ({floor['libcst']['texts']} "
+              f"texts, {floor['libcst']['lines']:,} lines, masked ones included) = {total:.2f} s = "
+              f"{total / t['ruff_select_all']['median']:.2f}x ruff, {total / cold:.2f}x of sync-lint cold")
     print("    targets:")
     for row in result["targets"]:
         unit = row.get("unit", "x")
@@ -884,7 +962,11 @@ def main() -> int:
     parser.add_argument("--_parse", help=argparse.SUPPRESS)
     parser.add_argument("--_workers", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--_parser", choices=("libcst", "ast"), default="libcst", help=argparse.SUPPRESS)
+    parser.add_argument("--_parse_floor", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args._parse_floor:
+        parse_floor_worker(args._parse_floor, args._workers)
+        return 0
     if args._parse:
         parse_worker(args._parse, args._workers, args._parser)
         return 0
