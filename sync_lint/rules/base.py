@@ -14,7 +14,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from sync_lint.diagnostics import Applicability, Fix
-from sync_lint.rules.triggers import method_definitions
+from sync_lint.rules.triggers import (
+    ALONE_SINK_TRIGGERS,
+    HOT_SCOPE_MARKERS,
+    SINK_UNIT_TRIGGERS,
+    method_definitions,
+)
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -141,6 +146,34 @@ class Rule:
         from sync_lint import DOCS_URL
 
         return f"{DOCS_URL}/{cls.code}.md"
+
+
+
+class SinkRule(Rule):
+    """A rule of the GPU1xx family: it reports where a view or a cast reaches a sink that assumes
+    a layout (a kernel launch, a custom op, ``.view(dtype)``, ``.data_ptr()``), in this file or
+    through a callee's summary. The plans treat the family as one: one closure over the callers
+    of sinks (``ProjectPlan._sink_closure``), one scout question for a file checked on its own
+    (``Scout.may_report_at_a_sink``)."""
+
+    unit_triggers = SINK_UNIT_TRIGGERS
+    alone_triggers = ALONE_SINK_TRIGGERS
+    reports_only_at_sinks = True
+    reports_only_in_functions = True
+    trigger_options = ("contiguous-sinks",)
+    alias_trigger_targets = ("torch.ops",)
+
+
+class HotScopeRule(Rule):
+    """A rule that reports a GPU->CPU sync only in hot code (``analysis.hot_scopes``) or in what
+    hot code calls; the plans treat these rules as one family (``ProjectPlan._hot_closure``,
+    ``Scout.may_sync_in_a_hot_scope``)."""
+
+    trigger_options = ("hot-class-patterns", "hot-functions")
+    method_trigger_options = ("hot-method-patterns",)
+    alone_triggers = HOT_SCOPE_MARKERS
+    reports_only_in_hot_scopes = True
+    reports_only_in_functions = True
 
 
 def _literal(pattern: str) -> str:

@@ -6,11 +6,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from sync_lint.rules._gpu1xx_text import ADD_CONTIGUOUS, CONTIGUOUS_FIX_SAFETY
-from sync_lint.rules.base import Finding, Rule
+from sync_lint.rules.base import Finding, SinkRule
 from sync_lint.rules.triggers import (
-    ALONE_SINK_TRIGGERS,
     CAST_TRIGGERS,
-    SINK_UNIT_TRIGGERS,
     SUMMARY_TRIGGERS,
 )
 
@@ -19,7 +17,7 @@ if TYPE_CHECKING:
     from sync_lint.analysis.sinks import ContiguityAnalysis, SinkUse
 
 
-class CastAsContiguityFix(Rule):
+class CastAsContiguityFix(SinkRule):
     code = "GPU101"
     name = "cast-as-contiguity-fix"
     summary = "A cast that may be a no-op is relied on to hand a contiguous tensor to a kernel."
@@ -60,12 +58,6 @@ class CastAsContiguityFix(Rule):
     )
     fix_applicability = "unsafe"
     triggers = CAST_TRIGGERS + SUMMARY_TRIGGERS
-    unit_triggers = SINK_UNIT_TRIGGERS
-    alone_triggers = ALONE_SINK_TRIGGERS
-    reports_only_at_sinks = True
-    reports_only_in_functions = True
-    trigger_options = ("contiguous-sinks",)
-    alias_trigger_targets = ("torch.ops",)
     valid = (
         # A fresh tensor: the cast cannot leave a view behind.
         ("import torch\n"

@@ -6,10 +6,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from sync_lint.rules._gpu1xx_text import ADD_CONTIGUOUS, CONTIGUOUS_FIX_SAFETY
-from sync_lint.rules.base import Finding, Rule
+from sync_lint.rules.base import Finding, SinkRule
 from sync_lint.rules.triggers import (
-    ALONE_SINK_TRIGGERS,
-    SINK_UNIT_TRIGGERS,
     SUMMARY_TRIGGERS,
     VIEW_TRIGGERS,
 )
@@ -34,7 +32,7 @@ _COPIES_UNDER_A_FLAG = (
 )
 
 
-class NonContiguousViewToKernel(Rule):
+class NonContiguousViewToKernel(SinkRule):
     code = "GPU102"
     name = "non-contiguous-view-to-kernel"
     summary = "A strided view reaches a kernel or op that needs a contiguous tensor."
@@ -104,12 +102,6 @@ class NonContiguousViewToKernel(Rule):
     )
     fix_applicability = "unsafe"
     triggers = VIEW_TRIGGERS + SUMMARY_TRIGGERS
-    unit_triggers = SINK_UNIT_TRIGGERS
-    alone_triggers = ALONE_SINK_TRIGGERS
-    reports_only_at_sinks = True
-    reports_only_in_functions = True
-    trigger_options = ("contiguous-sinks",)
-    alias_trigger_targets = ("torch.ops",)
     valid = (
         # Scales packed after each row's data, stepped by the row's own stride (vLLM's step5 indexer).
         ("import torch\nimport triton\nimport triton.language as tl\n\n"

@@ -6,11 +6,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from sync_lint.rules._gpu1xx_text import CONTIGUOUS_FIX_SAFETY
-from sync_lint.rules.base import Finding, Rule
+from sync_lint.rules.base import Finding, SinkRule
 from sync_lint.rules.triggers import (
-    ALONE_SINK_TRIGGERS,
     CONTIGUOUS_TRIGGERS,
-    SINK_UNIT_TRIGGERS,
     SUMMARY_TRIGGERS,
 )
 
@@ -18,7 +16,7 @@ if TYPE_CHECKING:
     from sync_lint.analysis.context import FileContext
 
 
-class ContiguityLostAfterFix(Rule):
+class ContiguityLostAfterFix(SinkRule):
     code = "GPU103"
     name = "contiguity-lost-after-fix"
     summary = "`.contiguous()` comes before a view, so the kernel still gets a strided tensor."
@@ -52,12 +50,6 @@ class ContiguityLostAfterFix(Rule):
     )
     fix_applicability = "unsafe"
     triggers = CONTIGUOUS_TRIGGERS + SUMMARY_TRIGGERS
-    unit_triggers = SINK_UNIT_TRIGGERS
-    alone_triggers = ALONE_SINK_TRIGGERS
-    reports_only_at_sinks = True
-    reports_only_in_functions = True
-    trigger_options = ("contiguous-sinks",)
-    alias_trigger_targets = ("torch.ops",)
     valid = (
         ("import torch\n\n"
         "def launch(x, out):\n"

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from sync_lint.rules.base import Finding, Rule
-from sync_lint.rules.triggers import EXPLICIT_TRIGGERS, HOT_SCOPE_MARKERS, HOT_TRIGGERS
+from sync_lint.rules.base import Finding, HotScopeRule
+from sync_lint.rules.triggers import EXPLICIT_TRIGGERS, HOT_TRIGGERS
 
 if TYPE_CHECKING:
     from sync_lint.analysis.context import FileContext
 
 
-class UndeclaredSyncInHotPath(Rule):
+class UndeclaredSyncInHotPath(HotScopeRule):
     code = "GPU201"
     name = "undeclared-sync-in-hot-path"
     summary = "An explicit GPU->CPU sync on the per-step hot path, outside a sync declaration."
@@ -68,11 +68,8 @@ class UndeclaredSyncInHotPath(Rule):
     )
     fix_applicability = "unsafe"
     triggers = EXPLICIT_TRIGGERS + HOT_TRIGGERS
-    trigger_options = ("hot-class-patterns", "hot-functions", "sync-declarations")
-    method_trigger_options = ("hot-method-patterns",)
-    alone_triggers = HOT_SCOPE_MARKERS
-    reports_only_in_hot_scopes = True
-    reports_only_in_functions = True
+    # The configured declarations too: the words of a hot scope and of a declared sync.
+    trigger_options = (*HotScopeRule.trigger_options, "sync-declarations")
     valid = (
         # Host copies: `.item()` / `.tolist()` on CPU tensors are free.
         ("class FlashMetadataBuilder:\n"

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from sync_lint.rules.base import Finding, Rule
-from sync_lint.rules.triggers import HOT_SCOPE_MARKERS, HOT_TRIGGERS, IMPLICIT_TRIGGERS
+from sync_lint.rules.base import Finding, HotScopeRule
+from sync_lint.rules.triggers import HOT_TRIGGERS, IMPLICIT_TRIGGERS
 
 if TYPE_CHECKING:
     from sync_lint.analysis.context import FileContext
 
 
-class ImplicitSyncInHotPath(Rule):
+class ImplicitSyncInHotPath(HotScopeRule):
     code = "GPU202"
     name = "implicit-sync-in-hot-path"
     summary = (
@@ -57,11 +57,6 @@ class ImplicitSyncInHotPath(Rule):
     )
     fix_applicability = "unsafe"
     triggers = IMPLICIT_TRIGGERS + HOT_TRIGGERS
-    trigger_options = ("hot-class-patterns", "hot-functions")
-    method_trigger_options = ("hot-method-patterns",)
-    alone_triggers = HOT_SCOPE_MARKERS
-    reports_only_in_hot_scopes = True
-    reports_only_in_functions = True
     valid = (
         # Host-side counts and shape arithmetic.
         ("class GDNAttentionMetadataBuilder:\n"

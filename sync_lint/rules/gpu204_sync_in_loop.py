@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from sync_lint.rules.base import Finding, Rule
+from sync_lint.rules.base import Finding, HotScopeRule
 from sync_lint.rules.triggers import (
     EXPLICIT_TRIGGERS,
-    HOT_SCOPE_MARKERS,
     HOT_TRIGGERS,
     IMPLICIT_TRIGGERS,
 )
@@ -17,7 +16,7 @@ if TYPE_CHECKING:
     from sync_lint.analysis.context import FileContext
 
 
-class SyncInLoop(Rule):
+class SyncInLoop(HotScopeRule):
     code = "GPU204"
     name = "sync-in-loop"
     summary = "A GPU->CPU sync inside a loop of a hot scope: one stall per iteration (per layer, per request)."
@@ -44,11 +43,6 @@ class SyncInLoop(Rule):
     fix_safety = "No fix: hoisting changes the code's structure."
     preview = True
     triggers = EXPLICIT_TRIGGERS + IMPLICIT_TRIGGERS + HOT_TRIGGERS
-    trigger_options = ("hot-class-patterns", "hot-functions")
-    method_trigger_options = ("hot-method-patterns",)
-    alone_triggers = HOT_SCOPE_MARKERS
-    reports_only_in_hot_scopes = True
-    reports_only_in_functions = True
     valid = (
         ("class FlashMetadataBuilder:\n"
         "    def build(self, common):\n"
