@@ -328,14 +328,19 @@ def parse_floor_worker(list_file: str, workers: int) -> None:
     finally:
         ast.parse, cst.parse_module = parse_ast, parse_cst
     global _FLOOR_TEXTS
+    import gc
+    from concurrent.futures import ProcessPoolExecutor
+
+    # The run parses with the cyclic collector paused (``pipeline.collector``: a parse makes no
+    # cycle); so do the pools, whose workers would otherwise also walk this process's heap.
+    gc.collect()
+    gc.freeze()
     found = {}
     for parser, captured in texts.items():
         _FLOOR_TEXTS = (parser, captured)  # inherited by the forked workers
-        from concurrent.futures import ProcessPoolExecutor
-
         chunk = max(8, min(256, len(captured) // (workers * 8) or 1))
         started = time.perf_counter()
-        with ProcessPoolExecutor(max_workers=workers) as pool:
+        with ProcessPoolExecutor(max_workers=workers, initializer=gc.disable) as pool:
             failures = sum(pool.map(_floor_parse, range(len(captured)), chunksize=chunk))
         found[parser] = {"texts": len(captured), "lines": sum(t.count("\n") for t in captured),
                          "seconds": time.perf_counter() - started, "failures": failures}
