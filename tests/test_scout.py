@@ -190,6 +190,57 @@ def test_a_custom_op_through_alias_modules_is_a_sink():
     assert lint_text(text, alias_modules={"vllm.shim": "torch.ops._C"}), "the analysis reports it too"
 
 
+# (module text, the aliases ``NameTable`` reads from it)
+OP_ALIASES = {
+    "namespace": ("import torch\n_C = torch.ops._C\n", {"_C": "torch.ops._C"}),
+    "through an import": ("from torch import ops\nflash = ops._flashmla_C\n", {"flash": "torch.ops._flashmla_C"}),
+    "an op through an alias": (
+        "import torch\n_ops = torch.ops.deep_gemm\ngemm = _ops.fp8_gemm_nt\n",
+        {"_ops": "torch.ops.deep_gemm", "gemm": "torch.ops.deep_gemm.fp8_gemm_nt"},
+    ),
+    "bound twice": ("import torch\n_C = torch.ops._C\nif X:\n    _C = None\n", {}),
+    "bound again by a loop": ("import torch\nfor _C in ():\n    pass\n_C = torch.ops._C\n", {}),
+    "also defined": ("import torch\n_C = torch.ops._C\ndef _C(): pass\n", {}),
+    "under a block": ("import torch\nif HAS_OPS:\n    _C = torch.ops._C\n", {}),
+    "no torch.ops": ("import torch\nF = torch.nn.functional\nops = my.ops._C\n", {}),
+    "in a function": ("import torch\ndef f():\n    _C = torch.ops._C\n", {}),
+}
+
+
+@pytest.mark.parametrize("name", OP_ALIASES)
+def test_module_level_aliases_of_torch_ops(name):
+    """``NameTable`` reads a name bound once, at the top of a module, to a ``torch.ops`` chain as
+    that chain; the scout's ``FileNames`` answers every such meaning (more, never fewer)."""
+    import ast
+
+    import libcst as cst
+
+    from sync_lint.analysis.names import NameTable
+    from sync_lint.pipeline.scout.syntax import FileNames
+
+    text, expected = OP_ALIASES[name]
+    assert NameTable(cst.parse_module(text), "pkg.mod", {}).op_aliases == expected
+    scouted = FileNames(ast.parse(text), SETTINGS).op_aliases
+    for alias, target in expected.items():
+        assert target in scouted.get(alias, set()), (alias, scouted)
+
+
+def test_a_custom_op_through_a_module_level_alias_is_a_sink():
+    """A view handed to a custom op through an alias of its namespace reports, as it would
+    written out; a parameter or a local of the same name hides the alias, and PyTorch's own
+    operators (``aten``) take any strides."""
+    from sync_lint.api import lint_text
+
+    head = "import torch\n_C = torch.ops._C\naten = torch.ops.aten\n"
+    reported = head + "def f(x, out):\n    _C.silu(out, x.t())\n"
+    assert Scout(reported, SETTINGS).may_report_at_a_sink()
+    assert [d.code for d in lint_text(reported)] == ["GPU102"]
+    for body in ("def f(x, out, _C):\n    _C.silu(out, x.t())\n",
+                 "def f(x, out):\n    _C = make()\n    _C.silu(out, x.t())\n",
+                 "def f(x, out):\n    aten.silu(out, x.t())\n"):
+        assert not lint_text(head + body), body
+
+
 def test_every_reporting_example_is_a_may():
     """Each rule example that reports (``Rule.invalid``) must pass the scout questions its rule
     is gated by: the scout may never drop a real finding."""

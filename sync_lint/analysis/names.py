@@ -37,6 +37,8 @@ class NameTable:
         self.aliases = aliases
         self.imports: dict[str, str] = {}
         self._collect(module.body, is_package)
+        # Module-level names that stand for a ``torch.ops`` namespace or op (``custom_op``).
+        self.op_aliases: dict[str, str] = self._op_aliases(module.body)
 
     def _collect(self, body, is_package: bool) -> None:
         # Imports anywhere in the module (function-level imports are common in engines); a name
@@ -66,6 +68,58 @@ class NameTable:
                 local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
                 self.imports.setdefault(local, f"{base}.{name}" if base else name)
 
+    def _op_aliases(self, body) -> dict[str, str]:
+        """The names a module binds once, at its top level, to a ``torch.ops`` chain (``_C =
+        torch.ops._C``, ``flash_mla_cuda = torch.ops._flashmla_C``, ``op = _C.silu``: each
+        alias read through those before it). A name bound again anywhere in module code, or
+        imported, stands for nothing certain and is left out."""
+        top_level = {id(statement) for statement in body}
+        times_bound: dict[str, int] = {}
+        candidates: list[tuple[str, str]] = []
+        stack = list(body)
+        while stack:
+            statement = stack.pop(0)
+            kind = type(statement)
+            if kind is cst.SimpleStatementLine:
+                for small in statement.body:
+                    for name in _names_bound(small):
+                        times_bound[name] = times_bound.get(name, 0) + 1
+                    if (
+                        id(statement) in top_level and type(small) is cst.Assign and len(small.targets) == 1
+                        and type(small.targets[0].target) is cst.Name and (value := dotted(small.value)) is not None
+                    ):  # fmt: skip
+                        candidates.append((small.targets[0].target.value, value))
+                continue
+            if kind in (cst.FunctionDef, cst.ClassDef):
+                names = [statement.name.value]
+            elif kind is cst.For:
+                names = _target_names([statement.target])
+            else:
+                names = []
+            for name in names:
+                times_bound[name] = times_bound.get(name, 0) + 1
+            if kind in (cst.If, cst.Try, cst.With, cst.For, cst.While):
+                stack.extend(_child_statements(statement))
+        aliases: dict[str, str] = {}
+        for name, value in candidates:
+            if times_bound.get(name) != 1 or name in self.imports:
+                continue
+            head, _, rest = value.partition(".")
+            target = aliases[head] + ("." + rest if rest else "") if head in aliases else self.resolve_dotted(value)
+            if target == "torch.ops" or target.startswith("torch.ops."):
+                aliases[name] = target
+        return aliases
+
+    def custom_op(self, node: cst.BaseExpression) -> str | None:
+        """The ``torch.ops`` name a callee written through a module-level alias of one stands
+        for (``_C.silu`` where ``_C = torch.ops._C``: ``torch.ops._C.silu``), else None."""
+        name = dotted(node)
+        if name is None:
+            return None
+        head, _, rest = name.partition(".")
+        target = self.op_aliases.get(head)
+        return None if target is None else target + ("." + rest if rest else "")
+
     def resolve(self, node: cst.BaseExpression) -> str | None:
         """The dotted name an expression refers to, with imports and alias shims applied.
 
@@ -93,6 +147,33 @@ class NameTable:
     def is_imported(self, node: cst.BaseExpression) -> bool:
         name = dotted(node)
         return name is not None and name.partition(".")[0] in self.imports
+
+
+def _names_bound(small: cst.BaseSmallStatement) -> list[str]:
+    """The plain names a small statement binds: assignment targets (unpacked too), imports."""
+    kind = type(small)
+    if kind is cst.Assign:
+        return _target_names([target.target for target in small.targets])
+    if kind is cst.AnnAssign or kind is cst.AugAssign:
+        return _target_names([small.target])
+    if kind in (cst.Import, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+        return [
+            alias.asname.name.value if alias.asname is not None and type(alias.asname.name) is cst.Name
+            else (dotted(alias.name) or "").partition(".")[0]
+            for alias in small.names
+        ]  # fmt: skip
+    return []
+
+
+def _target_names(targets: list[cst.BaseExpression]) -> list[str]:
+    found = []
+    while targets:
+        target = targets.pop()
+        if type(target) is cst.Name:
+            found.append(target.value)
+        elif type(target) in (cst.Tuple, cst.List):
+            targets.extend(element.value for element in target.elements)  # a starred one too
+    return found
 
 
 def _child_statements(statement: cst.CSTNode):

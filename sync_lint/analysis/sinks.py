@@ -5,7 +5,8 @@ A sink is an argument that is read as if it were contiguous:
   ``ptr + offset`` (``tl.load`` / ``tl.store``), unless the launch also passes the tensor's strides
   (``x.stride(0)`` among the arguments; for a local that is a parameter, ``ptr = x``, the
   parameter's);
-- an argument of a custom op ``torch.ops.<ns>.<op>(...)``, or of a function named in the
+- an argument of a custom op ``torch.ops.<ns>.<op>(...)`` (also through a module-level alias:
+  ``_C = torch.ops._C``, ``_C.op(...)``), or of a function named in the
   ``contiguous-sinks`` option; never one of a callee named in ``strided-sinks`` (an op that takes
   any strides, such as a GEMM that wants its weight column-major), which is not looked up either;
 - a parameter of a Python function that checks ``p.is_contiguous()`` (assert, or if-raise), or
@@ -644,7 +645,11 @@ class ContiguityAnalysis:
         ):  # fmt: skip
             class_qualname = info.qualname.rsplit(".", 1)[0]
             return f"{class_qualname}.{func.attr.value}", "call"
-        name = self.names.resolve(func)
+        # A custom op called through a module-level alias (``_C = torch.ops._C``), where no local
+        # or parameter hides the alias.
+        name = self.names.custom_op(func)
+        if name is None or not self._is_global(func, info, env):
+            name = self.names.resolve(func)
         if name is None:
             return None, ""
         if name.startswith("torch.ops."):

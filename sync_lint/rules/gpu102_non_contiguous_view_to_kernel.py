@@ -42,7 +42,7 @@ class NonContiguousViewToKernel(SinkRule):
         "`as_strided((n,), (1,))` or `as_strided((t, h, d), (h * d, d, 1))`), a permuted view (`t`, `T`, `mT`, "
         "`transpose`, `permute`, `movedim`, `swapaxes`) or a broadcast view (`expand`, `broadcast_to`) handed, "
         "with no cast and no `.contiguous()`, to a Triton kernel that reads it as `ptr + offset`, a `torch.ops` "
-        "custom op, a function that checks `is_contiguous()` or passes it on to such a sink (in any checked "
+        "custom op (also through a module-level alias: `_C = torch.ops._C`, then `_C.op(...)`), a function that checks `is_contiguous()` or passes it on to such a sink (in any checked "
         "file), `.view(dtype)`, a raw `.data_ptr()`, or a sink named in `contiguous-sinks`; never a callee named "
         "in `strided-sinks` (by default the matrix-multiply custom ops, such as `torch.ops._C.cutlass_scaled_mm`: a GEMM's operand order is its own, checked at the call). A `.view(dtype)` to a dtype of the same element size (`float8_e4m3fn` to `uint8`, "
         "`int32` to `float32`, `bfloat16` to `float16`) works on any strides and is no sink where the source's "
@@ -103,6 +103,11 @@ class NonContiguousViewToKernel(SinkRule):
     fix_applicability = "unsafe"
     triggers = VIEW_TRIGGERS + SUMMARY_TRIGGERS
     valid = (
+        # PyTorch's own operators take any strides, through a module-level alias too.
+        ("import torch\n\n"
+        "aten = torch.ops.aten\n\n"
+        "def add_into(x, out):\n"
+        "    aten.add.out(x.t(), x.t(), out=out)\n"),
         # Scales packed after each row's data, stepped by the row's own stride (vLLM's step5 indexer).
         ("import torch\nimport triton\nimport triton.language as tl\n\n"
         "@triton.jit\n"
@@ -223,6 +228,11 @@ class NonContiguousViewToKernel(SinkRule):
         ("import torch\n\n"
         "def norm(x, weight, out):\n"
         "    torch.ops._C.rms_norm(out, x.t(), weight, 1e-6)  # expect: GPU102\n"),
+        # A custom op through a module-level alias of its namespace (vLLM's `flash_mla_cuda`).
+        ("import torch\n\n"
+        "_C = torch.ops._C\n\n"
+        "def norm(x, weight, out):\n"
+        "    _C.rms_norm(out, x.t(), weight, 1e-6)  # expect: GPU102\n"),
         # The callee copies `q` only under a flag this call does not pass.
         _COPIES_UNDER_A_FLAG + "def run(q_by_dim, k, out):\n    scores(q_by_dim.t(), k, out)  # expect: GPU102\n",
         # One head of a [tokens, heads, dim] cache: unit last stride, but rows `heads * dim` apart.

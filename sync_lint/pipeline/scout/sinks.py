@@ -180,6 +180,10 @@ class SinkScout:
         return handed
 
     def _is_custom_op(self, call: ast.Call) -> bool:
+        if self.names.op_aliases and any(
+            not is_strided_sink(self.settings, name) for name in self.names.op_meanings(call.func)
+        ):
+            return True  # through a module-level alias (``_C = torch.ops._C``)
         if not any(target.startswith("torch") for target in self.names.aliases.values()):
             # Unless ``alias-modules`` renames something to torch's names, only ``torch`` written
             # or imported can mean ``torch.ops``.

@@ -58,6 +58,38 @@ class FileNames:
         for kind in (ast.Global, ast.Nonlocal):
             for node in of(kind):
                 self.bound.update(node.names)
+        self.op_aliases = self._op_aliases()
+
+    def _op_aliases(self) -> dict[str, set[str]]:
+        """Name -> the ``torch.ops`` chains an assignment of the file gives it (``_C =
+        torch.ops._C``; ``op = _C.silu`` through it): ``NameTable.op_aliases`` over-approximated,
+        as any such assignment counts, wherever it is and however often the name is bound."""
+        candidates = []
+        for node in self.of(ast.Assign):
+            if len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
+                written = ast_dotted(node.value)
+                if written is not None:
+                    candidates.append((node.targets[0].id, node.value, written.partition(".")))
+        found: dict[str, set[str]] = {}
+        grown = True
+        while grown:  # an alias through an alias, to a fixpoint
+            grown = False
+            for name, value, (head, dot, rest) in candidates:
+                if head == "torch" or head in self.imports or head in found or self._torch_renamed:
+                    meanings = {m for m in self.meanings(value) if m == "torch.ops" or m.startswith("torch.ops.")}
+                    meanings.update(target + dot + rest for target in found.get(head, ()))
+                    if not meanings <= found.get(name, set()):
+                        found.setdefault(name, set()).update(meanings)
+                        grown = True
+        return found
+
+    def op_meanings(self, node: ast.expr) -> set[str]:
+        """The ``torch.ops`` names a callee written through such an alias may stand for."""
+        written = ast_dotted(node)
+        if written is None:
+            return set()
+        head, dot, rest = written.partition(".")
+        return {target + dot + rest for target in self.op_aliases.get(head, ())}
 
     def of(self, kind: type) -> list:
         return self.nodes.get(kind, [])
