@@ -148,7 +148,6 @@ class Rule:
         return f"{DOCS_URL}/{cls.code}.md"
 
 
-
 class SinkRule(Rule):
     """A rule of the GPU1xx family: it reports where a view or a cast reaches a sink that assumes
     a layout (a kernel launch, a custom op, ``.view(dtype)``, ``.data_ptr()``), in this file or
