@@ -1156,6 +1156,17 @@ TRANSPOSED_BACK = [
     ("w.contiguous().t()", True),
     ("w.transpose(0, 1).contiguous().transpose(0, 2)", True),
     ("w.t().contiguous(memory_format=torch.contiguous_format).t()", True),
+    # A permutation undone after `.contiguous()`: an NCHW tensor laid out channels-last.
+    ("w.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)", False),
+    ("w.permute((0, 2, 3, 1)).contiguous().permute(0, -1, 1, 2)", False),  # a tuple, a dim from the end
+    ("w.permute(1, 2, 0).contiguous().permute(2, 0, 1)", False),
+    ("w.permute(0, 2, 1).contiguous().transpose(1, 2)", False),  # a transpose of the permute's dims
+    ("w.mT.contiguous().permute(0, 2, 1)", False),
+    ("w.t().contiguous().permute(1, 0)", False),
+    ("w.transpose(0, 1).contiguous().permute(0, 2, 1)", True),  # another swap than the one undone
+    ("w.permute(1, 2, 0).contiguous().permute(1, 2, 0)", True),  # the same again: not the inverse
+    ("w.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1)", True),  # not every dim
+    ("w.permute(0, 2, 3, 1).contiguous().permute(0, 3, n, 2)", True),  # a dim not written out
 ]
 
 
@@ -1163,6 +1174,15 @@ TRANSPOSED_BACK = [
 def test_a_transpose_undone_around_contiguous_is_a_column_major_copy(argument: str, reported: bool):
     source = f"import torch\n\n\ndef prepack(w):\n    return torch.ops._C.prepack_b({argument})\n"
     assert [d.code for d in lint_text(source) if d.code.startswith("GPU1")] == (["GPU103"] if reported else [])
+
+
+def test_a_permutation_undone_around_contiguous_is_channels_last_in_torch():
+    """What the permuted idiom makes: the same values, laid out channels-last, not contiguous."""
+    torch = pytest.importorskip("torch")
+    x = torch.arange(24.0).reshape(1, 2, 3, 4)
+    made = x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)
+    assert torch.equal(made, x) and made.is_contiguous(memory_format=torch.channels_last)
+    assert not made.is_contiguous()
 
 
 def test_a_transpose_undone_around_contiguous_is_column_major_in_torch():

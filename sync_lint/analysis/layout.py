@@ -266,12 +266,60 @@ def _transpose_key(node: cst.BaseExpression) -> object:
 def _transposed_back(base: Layout, node: cst.BaseExpression) -> bool:
     """``x.t().contiguous().t()``: the transpose of a ``.contiguous()`` copy of the same
     transpose, the idiom for a column-major copy of ``x`` (for an op that wants one, a GEMM's
-    weight). Deliberate: no view to report, and appending ``.contiguous()`` would undo it."""
+    weight); likewise a permutation of a copy of the inverse one, ``x.permute(0, 2, 3,
+    1).contiguous().permute(0, 3, 1, 2)`` (an NCHW tensor laid out channels-last). Deliberate:
+    no view to report, and appending ``.contiguous()`` would undo it."""
     made = base.made_contiguous
     if made is None or made.args or not isinstance(made.func, cst.Attribute):
         return False
+    before = made.func.value
     key = _transpose_key(node)
-    return key is not None and key == _transpose_key(made.func.value)
+    if key is not None and key == _transpose_key(before):
+        return True
+    # A ``permute`` on either side tells how many dims there are, which a transpose then names.
+    listed = _permutation(before) or _permutation(node)
+    if listed is None:
+        return False
+    first, back = _as_permutation(before, len(listed)), _as_permutation(node, len(listed))
+    # ``back`` undoes ``first`` when dim i of the result is dim ``first[back[i]]`` of ``x``, i.
+    return first is not None and back is not None and all(first[dim] == i for i, dim in enumerate(back))
+
+
+def _permutation(node: cst.BaseExpression) -> list[int] | None:
+    """The dims of ``x.permute(...)`` written as integer literals, negative ones counted from the
+    end (a permutation lists every dim); None for anything else."""
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "permute"):
+        return None
+    if any(arg.keyword is not None or arg.star for arg in node.args):
+        return None
+    dims = _dims_written("permute", [arg.value for arg in node.args])
+    if dims is None:
+        return None
+    count = len(dims)
+    dims = [dim + count if -count <= dim < 0 else dim for dim in dims]
+    return dims if sorted(dims) == list(range(count)) else None
+
+
+def _as_permutation(node: cst.BaseExpression, count: int) -> list[int] | None:
+    """``node`` as a permutation of ``count`` dims: a ``permute`` of that many, or a transpose
+    of two literal dims (``t()`` and ``T`` of 2, ``mT`` of the last two); None otherwise."""
+    listed = _permutation(node)
+    if listed is not None:
+        return listed if len(listed) == count else None
+    key = _transpose_key(node)
+    if key == "T":
+        swapped = (0, 1) if count == 2 else None
+    elif key == "mT":
+        swapped = (count - 2, count - 1) if count >= 2 else None
+    elif key is not None:
+        swapped = tuple(dim + count if -count <= dim < 0 else dim for dim in key[1])
+    else:
+        swapped = None
+    if swapped is None or len(set(swapped)) != 2 or not all(0 <= dim < count for dim in swapped):
+        return None
+    dims = list(range(count))
+    dims[swapped[0]], dims[swapped[1]] = dims[swapped[1]], dims[swapped[0]]
+    return dims
 
 
 def _stride_dim_of(node: cst.BaseExpression, key: str) -> int | None:

@@ -28,7 +28,9 @@ class ContiguityLostAfterFix(SinkRule):
         "reported only with `preview` on, since a kernel that never steps along that dim is unaffected. "
         "`w.t().contiguous().t()` (the same transpose on both sides of `.contiguous()`: `T`, `mT`, "
         "`transpose(0, 1)`) is the idiom for a column-major copy, made on purpose for an op that wants one "
-        "(a GEMM's weight), and is not reported; appending `.contiguous()` would undo it. A callee named in "
+        "(a GEMM's weight), and so is a permutation undone after `.contiguous()` "
+        "(`x.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)`, an NCHW tensor laid out channels-last): "
+        "neither is reported; appending `.contiguous()` would undo it. A callee named in "
         "`strided-sinks` (by default the matrix-multiply custom ops, such as `torch.ops._C.cutlass_scaled_mm`: a GEMM's operand order is its own, checked at the call) is never a sink."
     )
     why = (
@@ -59,6 +61,11 @@ class ContiguityLostAfterFix(SinkRule):
         ("import torch\n\n"
         "def prepack(w):\n"
         "    return torch.ops._C.machete_prepack_B(w.t().contiguous().t())\n"),
+        # A channels-last copy on purpose: a permutation undone after `.contiguous()`.
+        ("import torch\n\n"
+        "def conv(x, weight, out):\n"
+        "    nhwc = x.permute(0, 2, 3, 1).contiguous()\n"
+        "    torch.ops._C.conv_nhwc(out, nhwc.permute(0, 3, 1, 2), weight)\n"),
     )
     invalid = (
         ("import triton\n"
@@ -73,6 +80,11 @@ class ContiguityLostAfterFix(SinkRule):
         "def norm(x, weight, out):\n"
         "    x = x.contiguous()\n"
         "    torch.ops._C.rms_norm(out, x.t(), weight, 1e-6)  # expect: GPU103\n"),
+        # Not the inverse permutation: the result is still a permuted view.
+        ("import torch\n\n"
+        "def conv(x, weight, out):\n"
+        "    nhwc = x.permute(0, 2, 3, 1).contiguous()\n"
+        "    torch.ops._C.conv_nhwc(out, nhwc.permute(0, 2, 3, 1), weight)  # expect: GPU103\n"),
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
