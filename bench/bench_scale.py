@@ -302,6 +302,8 @@ def parse_floor_worker(list_file: str, workers: int) -> None:
     each set parsed again in a pool of ``workers`` as the runner's. Whatever the analyses cost,
     a run cannot take less than these two pools: the floor of this design."""
     import ast
+    import gc
+    from concurrent.futures import ProcessPoolExecutor
 
     import libcst as cst
 
@@ -309,6 +311,7 @@ def parse_floor_worker(list_file: str, workers: int) -> None:
     from sync_lint.api import make_settings
     from sync_lint.pipeline.runner import Linter
 
+    global _FLOOR_TEXTS
     with open(list_file) as handle:
         paths = [line.rstrip("\n") for line in handle if line.strip()]
     texts: dict[str, list[str]] = {"ast": [], "libcst": []}
@@ -327,10 +330,6 @@ def parse_floor_worker(list_file: str, workers: int) -> None:
         Linter(make_settings()).run(paths, jobs=1)
     finally:
         ast.parse, cst.parse_module = parse_ast, parse_cst
-    global _FLOOR_TEXTS
-    import gc
-    from concurrent.futures import ProcessPoolExecutor
-
     # The run parses with the cyclic collector paused (``pipeline.collector``: a parse makes no
     # cycle); so do the pools, whose workers would otherwise also walk this process's heap.
     gc.collect()
