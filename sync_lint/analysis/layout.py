@@ -296,7 +296,7 @@ def _permutation(node: cst.BaseExpression) -> list[int] | None:
     if dims is None:
         return None
     count = len(dims)
-    dims = [dim + count if -count <= dim < 0 else dim for dim in dims]
+    dims = [_from_end(dim, count) for dim in dims]
     return dims if sorted(dims) == list(range(count)) else None
 
 
@@ -312,7 +312,7 @@ def _as_permutation(node: cst.BaseExpression, count: int) -> list[int] | None:
     elif key == "mT":
         swapped = (count - 2, count - 1) if count >= 2 else None
     elif key is not None:
-        swapped = tuple(dim + count if -count <= dim < 0 else dim for dim in key[1])
+        swapped = tuple(_from_end(dim, count) for dim in key[1])
     else:
         swapped = None
     if swapped is None or len(set(swapped)) != 2 or not all(0 <= dim < count for dim in swapped):
@@ -320,6 +320,11 @@ def _as_permutation(node: cst.BaseExpression, count: int) -> list[int] | None:
     dims = list(range(count))
     dims[swapped[0]], dims[swapped[1]] = dims[swapped[1]], dims[swapped[0]]
     return dims
+
+
+def _from_end(dim: int, count: int) -> int:
+    """A dim of ``count`` written from the end (``-1``) as its index; others as they are."""
+    return dim + count if -count <= dim < 0 else dim
 
 
 def _stride_dim_of(node: cst.BaseExpression, key: str) -> int | None:

@@ -7,6 +7,8 @@ to", which module-level (and function-level) imports answer.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import libcst as cst
 
 from sync_lint.analysis.modules import resolve_relative
@@ -37,8 +39,7 @@ class NameTable:
         self.aliases = aliases
         self.imports: dict[str, str] = {}
         self._collect(module.body, is_package)
-        # Module-level names that stand for a ``torch.ops`` namespace or op (``custom_op``).
-        self.op_aliases: dict[str, str] = self._op_aliases(module.body)
+        self._body = module.body  # read again only where a rule asks for ``op_aliases``
 
     def _collect(self, body, is_package: bool) -> None:
         # Imports anywhere in the module (function-level imports are common in engines); a name
@@ -68,11 +69,14 @@ class NameTable:
                 local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
                 self.imports.setdefault(local, f"{base}.{name}" if base else name)
 
-    def _op_aliases(self, body) -> dict[str, str]:
+    @cached_property
+    def op_aliases(self) -> dict[str, str]:
         """The names a module binds once, at its top level, to a ``torch.ops`` chain (``_C =
         torch.ops._C``, ``flash_mla_cuda = torch.ops._flashmla_C``, ``op = _C.silu``: each
-        alias read through those before it). A name bound again anywhere in module code, or
-        imported, stands for nothing certain and is left out."""
+        alias read through those before it), for ``custom_op``. A name bound again anywhere in
+        module code, or imported (anywhere: ``imports``), stands for nothing certain and is
+        left out."""
+        body = self._body
         top_level = {id(statement) for statement in body}
         times_bound: dict[str, int] = {}
         candidates: list[tuple[str, str]] = []
@@ -150,18 +154,12 @@ class NameTable:
 
 
 def _names_bound(small: cst.BaseSmallStatement) -> list[str]:
-    """The plain names a small statement binds: assignment targets (unpacked too), imports."""
+    """The plain names an assignment binds (its targets, unpacked too); imports are ``imports``'."""
     kind = type(small)
     if kind is cst.Assign:
         return _target_names([target.target for target in small.targets])
     if kind is cst.AnnAssign or kind is cst.AugAssign:
         return _target_names([small.target])
-    if kind in (cst.Import, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
-        return [
-            alias.asname.name.value if alias.asname is not None and type(alias.asname.name) is cst.Name
-            else (dotted(alias.name) or "").partition(".")[0]
-            for alias in small.names
-        ]  # fmt: skip
     return []
 
 

@@ -8,6 +8,7 @@ import bisect
 import builtins
 import fnmatch
 from collections import deque
+from functools import cached_property
 
 from sync_lint.analysis.dtypes import DTYPES
 from sync_lint.analysis.modules import resolve_relative
@@ -58,12 +59,13 @@ class FileNames:
         for kind in (ast.Global, ast.Nonlocal):
             for node in of(kind):
                 self.bound.update(node.names)
-        self.op_aliases = self._op_aliases()
 
-    def _op_aliases(self) -> dict[str, set[str]]:
+    @cached_property
+    def op_aliases(self) -> dict[str, set[str]]:
         """Name -> the ``torch.ops`` chains an assignment of the file gives it (``_C =
         torch.ops._C``; ``op = _C.silu`` through it): ``NameTable.op_aliases`` over-approximated,
-        as any such assignment counts, wherever it is and however often the name is bound."""
+        as any such assignment counts, wherever it is and however often the name is bound.
+        Made where a sink question first asks (``SinkScout._is_custom_op``)."""
         candidates = []
         for node in self.of(ast.Assign):
             if len(node.targets) == 1 and type(node.targets[0]) is ast.Name:
