@@ -750,6 +750,35 @@ def test_torch_metadata_predicates_are_python_values():
     """)
 
 
+def test_torch_predicates_and_runtime_state_are_python_values():
+    # vLLM `MiniMaxM3IndexerTritonCPImpl.forward`: `if torch.compiler.is_compiling():` reads the
+    # compiler's state, no tensor; in a metadata builder, where a torch op's result of unknown
+    # device is reported, neither it nor any `torch.*.is_*()` / `has_*()` predicate is a sync.
+    # `torch.is_nonzero(t)` reads the data (a sync); `torch.any(t)` is a tensor.
+    check("""
+        import torch
+        import torch.distributed as dist
+
+        class FooMetadataBuilder:
+            def build(self, common, mask):
+                if torch.compiler.is_compiling() or torch._dynamo.is_compiling():
+                    return None
+                if torch.jit.is_scripting() or torch.jit.is_tracing():
+                    return None
+                if dist.is_initialized() and torch.distributed.is_available():
+                    return None
+                if torch.backends.cuda.is_flash_attention_available():
+                    return None
+                if torch.cuda.is_current_stream_capturing() or torch.is_inference_mode_enabled():
+                    return None
+                if torch.is_nonzero(mask):  # expect: GPU202
+                    return None
+                if torch.any(mask):  # expect: GPU202
+                    return None
+                return common
+    """)
+
+
 def test_memoized_helpers_sync_once_per_key_not_per_step(tmp_path):
     # SGLang `complex_rope_triton._fuse_real_sin(device)` and `_cached_sparse_permutation(h, w, ..., device)`:
     # `functools.lru_cache` runs the body once per key; a tensor-annotated argument misses every step.

@@ -121,6 +121,12 @@ TORCH_HOST_RESULTS = frozenset({
     "is_grad_enabled", "is_inference_mode_enabled", "is_autocast_enabled", "is_inference", "is_conj", "is_neg",
     "get_default_dtype", "result_type", "promote_types", "can_cast", "is_signed",
 })
+# Torch predicates (``torch.is_grad_enabled()``, ``torch.compiler.is_compiling()``,
+# ``torch.distributed.is_initialized()``) and the namespaces of the compiler's and the
+# runtime's state return Python values, never a tensor (``torch.is_nonzero``, a data read, is
+# one of ``VALUE_READS``).
+_PREDICATE_PREFIXES = ("is_", "has_")
+_STATE_NAMESPACES = ("torch.compiler.", "torch._dynamo.", "torch.jit.", "torch.backends.", "torch.version.")
 _LIKE_FACTORIES = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
                              "randint_like"})
 _HOST_LIBRARIES = ("numpy", "math", "random", "itertools", "functools", "collections", "os", "sys", "time",
@@ -443,6 +449,8 @@ class DeviceDomain:
             return HOST
         if short in TORCH_HOST_RESULTS:
             return HOST  # ``torch.is_floating_point(x)`` reads metadata: a Python bool, no sync
+        if short.startswith(_PREDICATE_PREFIXES) and short not in VALUE_READS or name.startswith(_STATE_NAMESPACES):
+            return HOST  # ``torch.compiler.is_compiling()``, ``torch.jit.is_scripting()``: Python state
         if short in VALUE_READS and name.count(".") == 1:
             return HOST  # ``torch.equal(a, b)``: a Python bool (the read is the sync)
         args = positional(node)
