@@ -70,6 +70,23 @@ OPTIONS: dict[str, Option] = {
         ["build", "_build_*", "build_for_cudagraph_capture", "forward"],
         "Methods that are hot inside hot classes, and `forward` of nn.Module subclasses.",
     ),
+    # The engines' per-step classes besides the metadata builders, each with the methods of its
+    # own contract: vLLM's attention implementations (``FlashAttentionImpl.forward``,
+    # ``FlashMLAImpl.forward_mqa``) and SGLang's attention backends (``forward_decode``, and
+    # ``init_forward_metadata_in_graph``, whose docstring forbids ``.item()`` / ``.cpu()`` /
+    # ``.tolist()``). Hot code reaches them only through a custom op or a backend object, which
+    # no call graph follows. Per class, not crossed with ``hot-method-patterns``: an SGLang
+    # backend's ``init_forward_metadata_out_graph`` and ``_build_*`` helpers hold the host work
+    # by that contract, and are not hot.
+    "hot-class-methods": Option(
+        dict,
+        {
+            "*Impl": ["forward", "forward_mqa", "forward_mha"],
+            "*Backend": ["forward", "forward_decode", "forward_extend", "init_forward_metadata_in_graph"],
+        },
+        "Class glob -> the method globs that are hot in it (by the class's own name or a base's).",
+    ),
+    "extend-hot-class-methods": Option(dict, {}, "Entries added to `hot-class-methods` (a class glob's lists joined)."),
     "hot-functions": Option(list, [], "Extra hot functions by dotted name or glob (`pkg.mod.step`, `*.decode_*`)."),
     "cold-function-patterns": Option(
         list,
@@ -83,7 +100,8 @@ OPTIONS: dict[str, Option] = {
     "unknown-device": Option(
         str,
         "hot-classes",
-        "Report syncs on tensors of unknown device: `always`, `hot-classes` (only in hot classes) or `never`.",
+        "Report syncs on tensors of unknown device: `always`, `hot-classes` (only in the classes of "
+        "`hot-class-patterns` and `hot-class-methods`) or `never`.",
     ),
 }
 
@@ -172,6 +190,10 @@ def validate(table: dict, where: str) -> dict[str, Any]:
             raise ConfigError(f"{where}: `per-file-ignores` entry `{pattern}` must be a list of codes")
         check_codes(codes, f"{where}: `per-file-ignores` entry `{pattern}`")
         values["per-file-ignores"][pattern] = codes
+    for key in ("hot-class-methods", "extend-hot-class-methods"):
+        for pattern, methods in values.get(key, {}).items():
+            if not (isinstance(methods, list) and all(isinstance(m, str) for m in methods)):
+                raise ConfigError(f"{where}: `{key}` entry `{pattern}` must be a list of method names or globs")
     if values.get("unknown-device", "hot-classes") not in ("always", "hot-classes", "never"):
         raise ConfigError(f"{where}: `unknown-device` must be `always`, `hot-classes` or `never`")
     guard = values.get("sync-guard", "")
@@ -217,6 +239,14 @@ def enabled_codes(settings: Settings, preview_codes: set[str], known: list[str])
             continue
         enabled.add(code)
     return enabled
+
+
+def hot_class_methods(settings: Settings) -> dict[str, list[str]]:
+    """``hot-class-methods`` with ``extend-hot-class-methods`` added (a glob in both: its lists joined)."""
+    joined = {glob: list(methods) for glob, methods in settings["hot-class-methods"].items()}
+    for glob, methods in settings["extend-hot-class-methods"].items():
+        joined[glob] = list(dict.fromkeys([*joined.get(glob, []), *methods]))
+    return joined
 
 
 def is_strided_sink(settings: Settings, name: str) -> bool:

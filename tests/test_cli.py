@@ -102,6 +102,8 @@ def test_explicit_config_file(project, tmp_path_factory):
         ('[tool.sync-lint]\nsync-guard = "no_colon"\n', "package.module:name"),
         ('[tool.sync-lint]\nstrided-sinks = "torch.ops._C.gemm"\n', "`strided-sinks` must be a list of strings"),
         ('[tool.sync-lint.per-file-ignores]\n"tests/*" = ["GPU7"]\n', "GPU7"),
+        ('[tool.sync-lint]\nhot-class-methods = ["*Impl"]\n', "`hot-class-methods` must be a table"),
+        ('[tool.sync-lint.hot-class-methods]\n"*Impl" = "forward"\n', "`hot-class-methods` entry `*Impl` must be a list"),
     ],
 )
 def test_config_errors_exit_2_naming_the_file(project, toml, message):

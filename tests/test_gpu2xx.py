@@ -190,6 +190,90 @@ def test_hot_scope_options():
     assert findings(source, hot_functions=["*.step"], cold_function_patterns=["step"]) == set()
 
 
+ENGINE_CLASSES = """
+    import torch
+    from vllm.v1.attention.backend import AttentionImpl
+    from sglang.srt.layers.attention.base_attn_backend import AttentionBackend
+
+    class FlashAttentionImpl(AttentionImpl):
+        def __init__(self, scale):
+            self.scale = scale.item()
+
+        def forward(self, layer, query, output, attn_metadata):
+            n = attn_metadata.seq_lens.max().item()  # expect: GPU201
+            self._plan(attn_metadata.query_start_loc)  # expect: GPU201
+            return output[:n]
+
+        def _plan(self, query_start_loc):
+            return query_start_loc.tolist()
+
+        def _build_dense_impl(self, weights):
+            return weights.sum().item()
+
+        def do_kv_cache_update(self, layer, slot_mapping):
+            return slot_mapping.max().item()
+
+    class TritonMLAImpl:
+        def forward_mqa(self, q, kv_cache, attn_metadata):
+            return attn_metadata.block_table.tolist()  # expect: GPU201
+
+    class CPUAttentionBackendImpl(AttentionImpl):
+        def forward(self, layer, query, output, attn_metadata):
+            return attn_metadata.seq_lens.tolist()
+
+    class TritonAttnBackend(AttentionBackend):
+        def init_forward_metadata(self, forward_batch):
+            self.max_len = forward_batch.seq_lens.max().item()
+
+        def init_forward_metadata_out_graph(self, forward_batch, in_capture=False):
+            self.lens = forward_batch.seq_lens.cpu()
+
+        def init_forward_metadata_in_graph(self, forward_batch):
+            self.n = forward_batch.seq_lens.sum().item()  # expect: GPU201
+
+        def _build_cuda_graph_forward_metadata(self, forward_batch):
+            return forward_batch.extend_seq_lens.tolist()
+
+        def forward_decode(self, q, k, v, layer, forward_batch, save_kv_cache=True):
+            if forward_batch.seq_lens.max() > 4:  # expect: GPU202
+                return q
+            return v
+"""
+
+
+def test_engine_classes_hot_by_their_own_contract():
+    # vLLM's attention implementations and SGLang's attention backends run every step, reached
+    # from the model only through a custom op or a backend object. Their hot methods are their
+    # own contract's (`hot-class-methods`), not crossed with the builders' `_build_*`: SGLang's
+    # `init_forward_metadata_out_graph` (and the eager `init_forward_metadata`) hold the host
+    # work by that contract. A receiver of unknown device counts there as in a metadata builder.
+    check(ENGINE_CLASSES)
+
+
+def test_hot_class_methods_option():
+    assert findings(ENGINE_CLASSES, hot_class_methods={}) == set()
+    only_sglang = {"*Backend": ["init_forward_metadata_out_graph"]}
+    out_graph_sync = textwrap.dedent(ENGINE_CLASSES).splitlines().index("        self.lens = forward_batch.seq_lens.cpu()") + 1
+    assert findings(ENGINE_CLASSES, hot_class_methods=only_sglang) == {(out_graph_sync, "GPU201")}
+    runner = """
+        class ModelRunner:
+            def execute_model(self, batch):
+                return batch.seq_lens.tolist()
+
+            def load_model(self, batch):
+                return batch.seq_lens.tolist()
+    """
+    assert findings(runner) == set()
+    assert findings(runner, hot_class_methods={"*Runner": ["execute_*"]}) == {(4, "GPU201")}
+    # ``extend-hot-class-methods`` keeps the engines' entries, and joins a glob's lists
+    both = textwrap.dedent(ENGINE_CLASSES) + textwrap.dedent(runner)
+    runner_sync = both.splitlines().index("        return batch.seq_lens.tolist()") + 1
+    extend = {"*Runner": ["execute_*"], "*Backend": ["init_forward_metadata_out_graph"]}
+    assert findings(both, extend_hot_class_methods=extend) == findings(ENGINE_CLASSES) | {
+        (out_graph_sync, "GPU201"), (runner_sync, "GPU201"),
+    }
+
+
 def test_hot_class_by_base_and_module_by_same_file_base():
     check("""
         import torch

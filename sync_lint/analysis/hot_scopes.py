@@ -6,6 +6,10 @@ A function is hot when it is
   ``forward``) of a class matching ``hot-class-patterns`` (``*MetadataBuilder``, by its own name or
   a base's), or of an ``nn.Module`` subclass (bases resolving to ``torch.nn.Module``, or a class of
   the same file that is one; classes decorated with ``support_torch_compile`` count too);
+- a method of its class's own per-step contract (``hot-class-methods``: vLLM's attention
+  implementations' ``forward`` / ``forward_mqa`` / ``forward_mha``, SGLang's attention backends'
+  ``forward_decode`` / ``forward_extend`` / ``init_forward_metadata_in_graph``), which the model's
+  ``forward`` reaches only through a custom op or a backend object (``analysis.hot_words``);
 - decorated with ``torch.compile`` (with or without arguments), or passed to ``torch.compile(f)``;
 - named by ``hot-functions`` (dotted name or glob).
 CPU backends (a module named ``*cpu*`` / ``*amx*``, a class named ``CPU...`` / ``...Cpu...``) are
@@ -18,7 +22,6 @@ scope calls are judged at the call site through their summaries (``sync_lint.ana
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from dataclasses import dataclass
 
@@ -27,6 +30,7 @@ import libcst as cst
 from sync_lint.analysis.device import base_class_name
 from sync_lint.analysis.device_words import MEMOIZERS
 from sync_lint.analysis.functions import FunctionInfo
+from sync_lint.analysis.hot_words import HotNames, matches
 from sync_lint.analysis.names import dotted
 
 _MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
@@ -40,25 +44,21 @@ _CPU_CLASS = re.compile(r"(?:^|[a-z_])(?:CPU|Cpu|AMX)(?=[A-Z_]|$)")
 class Hotness:
     reason: str | None  # "hot path `Builder.build`", None when not hot
     cold: bool  # never hot (cold-function-patterns)
-    hot_class: bool  # a method of a class matching hot-class-patterns
-
-
-def matches(name: str, patterns) -> bool:
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+    hot_class: bool  # a method of a hot class (``HotNames``: a listed one, or one with a contract)
 
 
 class HotScopes:
     def __init__(self, ctx) -> None:
         self.ctx = ctx
         settings = ctx.settings
-        self.class_patterns = list(settings["hot-class-patterns"])
-        self.method_patterns = list(settings["hot-method-patterns"])
+        self.names = HotNames(settings)
         self.hot_functions = list(settings["hot-functions"])
         self.cold_patterns = list(settings["cold-function-patterns"])
         # A module of a CPU backend (``cpu_attn.py``, ``amx_mla.py``): its builders run on the host.
         self.cpu_backend = bool(_CPU_PARTS.intersection(ctx.names.module_name.rsplit(".", 1)[-1].lower().split("_")))
         self.functions: list[FunctionInfo] = ctx.functions()
         self._classes: dict[str, cst.ClassDef] = {}
+        self._names_of_class: dict[int, list[str]] = {}  # ``_class_names``, asked per method
         self._collect_classes(ctx.module.body, ctx.names.module_name)
         self._module_classes = self._nn_module_classes()
         self._compiled_names = self._compiled_by_call()
@@ -108,9 +108,16 @@ class HotScopes:
     def is_hot_class(self, node: cst.ClassDef) -> bool:
         if self.cpu_backend or _CPU_CLASS.search(node.name.value):
             return False  # a CPU backend's tensors are host tensors: nothing there syncs
-        if matches(node.name.value, self.class_patterns):
-            return True
-        return any(matches(base.rsplit(".", 1)[-1], self.class_patterns) for base in self._resolved_bases(node))
+        return self.names.is_hot_class(self._class_names(node))
+
+    def _class_names(self, node: cst.ClassDef) -> list[str]:
+        """The class's own name and the last parts of its bases' (what ``HotNames`` matches)."""
+        found = self._names_of_class.get(id(node))
+        if found is None:
+            found = self._names_of_class[id(node)] = [
+                node.name.value, *(base.rsplit(".", 1)[-1] for base in self._resolved_bases(node))
+            ]
+        return found
 
     def _compiled_by_call(self) -> set[str]:
         """Functions passed to ``torch.compile(...)`` at module level (``step = torch.compile(f)``)."""
@@ -140,11 +147,11 @@ class HotScopes:
         short = f"{class_node.name.value}.{info.name}" if class_node is not None else info.name
         if any(d in _COMPILE for d in info.decorators) or (class_node is None and info.name in self._compiled_names):
             return Hotness(f"`torch.compile`d `{short}`", False, hot_class)
-        if class_node is not None and matches(info.name, self.method_patterns):
-            if hot_class:
+        if class_node is not None:
+            if hot_class and matches(info.name, self.names.hot_method_patterns(self._class_names(class_node), nn_module=False)):
                 return Hotness(f"hot path `{short}`", False, True)
             class_qualname = info.qualname.rsplit(".", 1)[0]
-            if class_qualname in self._module_classes:
+            if class_qualname in self._module_classes and matches(info.name, self.names.method_patterns):
                 return Hotness(f"model forward `{short}`", False, False)
         if self.hot_functions and matches(info.qualname, self.hot_functions):
             return Hotness(f"hot function `{short}`", False, hot_class)

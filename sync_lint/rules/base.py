@@ -125,7 +125,8 @@ class Rule:
             self.unit_triggers = None
             self.alone_triggers = None
             return
-        methods = method_definitions(value for option in self.method_trigger_options for value in settings[option])
+        method_names = (name for option in self.method_trigger_options for name in _method_names(settings[option]))
+        methods = method_definitions(dict.fromkeys(method_names))
         if methods is not None:
             extra.append(methods)
         if not extra:
@@ -168,11 +169,16 @@ class HotScopeRule(Rule):
     hot code calls; the plans treat these rules as one family (``ProjectPlan._hot_closure``,
     ``Scout.may_sync_in_a_hot_scope``)."""
 
-    trigger_options = ("hot-class-patterns", "hot-functions")
-    method_trigger_options = ("hot-method-patterns",)
+    trigger_options = ("hot-class-patterns", "hot-class-methods", "extend-hot-class-methods", "hot-functions")
+    method_trigger_options = ("hot-method-patterns", "hot-class-methods", "extend-hot-class-methods")
     alone_triggers = HOT_SCOPE_MARKERS
     reports_only_in_hot_scopes = True
     reports_only_in_functions = True
+
+
+def _method_names(value: list[str] | dict[str, list[str]]) -> list[str]:
+    """The method globs of an option: a list of them, or a table of lists (``hot-class-methods``)."""
+    return [name for names in value.values() for name in names] if isinstance(value, dict) else list(value)
 
 
 def _literal(pattern: str) -> str:

@@ -20,9 +20,13 @@ class UndeclaredSyncInHotPath(HotScopeRule):
         "`.item()`, `.tolist()`, `.cpu()`, `.numpy()`, `.to(\"cpu\")`, a blocking `cpu_tensor.copy_(gpu_tensor)`, "
         "`torch.cuda.synchronize()` and stream / event `.synchronize()` on a tensor that may live on the GPU, in "
         "a hot scope: the `build` / `_build_*` / `build_for_cudagraph_capture` methods of `*MetadataBuilder` "
-        "classes, `forward` of `nn.Module` subclasses, `torch.compile`d functions, code inside "
-        "`with torch.cuda.graph(...)`, and `hot-functions`. A call of a function (of any checked file) that syncs "
-        "is reported at the hot call site, naming the function and its sync; a function of the same file is "
+        "classes, `forward` of `nn.Module` subclasses, the per-step methods of the engines' attention classes "
+        "(vLLM's `*Impl`: `forward`, `forward_mqa`, `forward_mha`; SGLang's `*Backend`: `forward`, "
+        "`forward_decode`, `forward_extend`, `init_forward_metadata_in_graph`, not the host-side "
+        "`init_forward_metadata` / `init_forward_metadata_out_graph`: `hot-class-methods`), `torch.compile`d "
+        "functions, code inside `with torch.cuda.graph(...)`, and `hot-functions`. A call of a function (of any "
+        "checked file) that syncs is reported at the hot call site, naming the function and its sync; a "
+        "function of the same file is "
         "judged with the call's host arguments too (a helper that syncs only on a parameter the call passes a "
         "CPU tensor for is no sync there), and one of any file that syncs only under a flag parameter (`if "
         "return_host: out.cpu()`) is reported only where the call passes that flag as the literal that takes "
@@ -41,7 +45,7 @@ class UndeclaredSyncInHotPath(HotScopeRule):
         "`if key in self._done: return` that records `key`; not a single-entry cache "
         "(`if key != self._last_key:`, which runs whenever the key changes), a test with more conditions, nor "
         "state another method sets back to `None` or empty (a per-step memo). A receiver of unknown device is "
-        "reported in metadata builders only (`unknown-device`)."
+        "reported in the methods of metadata builders and of those attention classes only (`unknown-device`)."
     )
     why = (
         "The host waits for the GPU to drain its queue, every step: the CPU can no longer run ahead to prepare "
@@ -127,6 +131,10 @@ class UndeclaredSyncInHotPath(HotScopeRule):
         "        if envs.SGLANG_TRACE_LOGITS_E2E_SYNC.get():\n"
         "            torch.cuda.synchronize()\n"
         "        return lm_head(hidden_states)\n"),
+        # SGLang's attention-backend contract: host work before the graph, in `_out_graph`.
+        ("class FlashAttentionBackend(AttentionBackend):\n"
+        "    def init_forward_metadata_out_graph(self, forward_batch, in_capture=False):\n"
+        "        self.max_seq_len = forward_batch.seq_lens.max().item()\n"),
     )
     invalid = (
         ("class AiterMLAMetadataBuilder(MLAMetadataBuilder):\n"
@@ -159,6 +167,14 @@ class UndeclaredSyncInHotPath(HotScopeRule):
         "            torch.cuda.current_stream().synchronize()  # expect: GPU201\n"
         "            self._prev_key = key\n"
         "        return key\n"),
+        # An attention implementation's step, and SGLang's graph-recorded metadata step.
+        ("class FlashAttentionImpl(AttentionImpl):\n"
+        "    def forward(self, layer, query, key, value, kv_cache, attn_metadata, output):\n"
+        "        max_len = attn_metadata.seq_lens.max().item()  # expect: GPU201\n"
+        "        return output[:max_len]\n\n"
+        "class FlashAttentionBackend(AttentionBackend):\n"
+        "    def init_forward_metadata_in_graph(self, forward_batch):\n"
+        "        self.lens = forward_batch.seq_lens.tolist()  # expect: GPU201\n"),
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:

@@ -29,9 +29,9 @@ class ImplicitSyncInHotPath(HotScopeRule):
         "`a.allclose(b)`, `t.is_nonzero()`), whose Python bool is read from the data (reported at the call: "
         "a later `if same:` on that bool is no second sync; `torch.isclose` returns a tensor and is none); a "
         "device scalar used as a Python int (`range(t)`, a slice bound `x[:t]`, a size of `torch.arange(t)` / "
-        "`torch.empty(t)`). The tensor must be known to be on the GPU, or, in metadata builders "
-        "(`unknown-device`), certainly a tensor of unknown device (a torch op's result, `x[1:] - x[:-1]`, "
-        "`x[:, 0]`, `x.sum()`): an unknown value that may be a Python int is never reported. CPU-side values "
+        "`torch.empty(t)`). The tensor must be known to be on the GPU, or, in metadata builders and the "
+        "attention classes of `hot-class-methods` (`unknown-device`), certainly a tensor of unknown device (a "
+        "torch op's result, `x[1:] - x[:-1]`, `x[:, 0]`, `x.sum()`): an unknown value that may be a Python int is never reported. CPU-side values "
         "and shape arithmetic are never reported."
     )
     why = (

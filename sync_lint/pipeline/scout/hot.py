@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from functools import cached_property
 
+from sync_lint.analysis.hot_words import HotNames, matches
 from sync_lint.config import Settings
 from sync_lint.pipeline.scout.syntax import (
     FUNCTIONS,
@@ -12,7 +13,6 @@ from sync_lint.pipeline.scout.syntax import (
     UnitSpans,
     ast_dotted,
     decorator_callee,
-    matches,
 )
 
 
@@ -23,8 +23,7 @@ class HotScout:
     def __init__(self, names: FileNames, tree: ast.Module, settings: Settings) -> None:
         self.names = names
         self.tree = tree
-        self.class_patterns = list(settings["hot-class-patterns"])
-        self.method_patterns = list(settings["hot-method-patterns"])
+        self.hot_names = HotNames(settings)
 
     # Made on the first question and kept: ``units`` and ``SyncScout.found`` ask for each.
     @cached_property
@@ -70,10 +69,9 @@ class HotScout:
         found.update(spans.unit_at(node.lineno) for kind in FUNCTIONS for node in self.names.of(kind) if self._decorated_compiled(node))
         top_level = {id(statement) for statement in self.tree.body}
         for node in self.names.of(ast.ClassDef):
-            if node.name in modules or self.may_be_hot_class(node):
-                hot_methods = [m.name for m in node.body if type(m) in FUNCTIONS and matches(m.name, self.method_patterns)]
-                if not hot_methods:
-                    continue
+            patterns = self._hot_method_patterns(node, modules)
+            hot_methods = [m.name for m in node.body if type(m) in FUNCTIONS and matches(m.name, patterns)]
+            if hot_methods:
                 if id(node) in top_level:
                     found.update((node.name, name) for name in hot_methods)
                 else:
@@ -104,20 +102,32 @@ class HotScout:
 
     def _hot_method(self) -> bool:
         """A method named like ``hot-method-patterns`` in a class that may be a hot class or an
-        ``nn.Module`` subclass."""
-        with_hot_method = [
-            node for node in self.names.of(ast.ClassDef)
-            if any(type(f) in FUNCTIONS and matches(f.name, self.method_patterns) for f in ast.walk(node))
-        ]
-        if not with_hot_method:
-            return False
+        ``nn.Module`` subclass, or like a ``hot-class-methods`` entry its class may match."""
+        every_pattern = [*self.hot_names.method_patterns, *(m for _, names in self.hot_names.class_methods for m in names)]
+        with_hot_name = {
+            node: names for node in self.names.of(ast.ClassDef)
+            if (names := [f.name for f in ast.walk(node) if type(f) in FUNCTIONS and matches(f.name, every_pattern)])
+        }
+        if not with_hot_name:
+            return False  # the cheap question first: most classes have no method so named
         modules = self._module_classes()
-        return any(node.name in modules or self.may_be_hot_class(node) for node in with_hot_method)
+        return any(
+            matches(name, patterns)
+            for node, names in with_hot_name.items() if (patterns := self._hot_method_patterns(node, modules))
+            for name in names
+        )
+
+    def _hot_method_patterns(self, node: ast.ClassDef, modules: set[str]) -> tuple[str, ...]:
+        """The names of the methods that may be hot in this class (``HotScopes._judge``)."""
+        return self.hot_names.hot_method_patterns(self._class_names(node), node.name in modules)
 
     def may_be_hot_class(self, node: ast.ClassDef) -> bool:
-        if matches(node.name, self.class_patterns):
-            return True
-        return any(matches(part, self.class_patterns) for base in node.bases for part in self._base_last_parts(base))
+        """May it be a hot class (``HotScopes.is_hot_class``)?"""
+        return self.hot_names.is_hot_class(self._class_names(node))
+
+    def _class_names(self, node: ast.ClassDef) -> list[str]:
+        """Its own name and every last part its bases' names may have."""
+        return [node.name, *(part for base in node.bases for part in self._base_last_parts(base))]
 
     def _base_last_parts(self, base: ast.expr) -> set[str]:
         return self.names.last_parts(base.value if type(base) is ast.Subscript else base)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import bisect
 import builtins
-import fnmatch
 from collections import deque
 from functools import cached_property
 
@@ -313,10 +312,6 @@ def decorator_callee(decorator: ast.expr) -> ast.expr:
 
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 BUILTINS = frozenset(dir(builtins))
-
-
-def matches(name: str, patterns: list[str]) -> bool:
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
 
 
 # Fields that never hold a node worth visiting: names, constants, and the shared singleton

@@ -1,0 +1,54 @@
+"""Which methods the settings name hot (``analysis.hot_scopes``), by the names of their class.
+
+Free of libcst: the syntax scout (``pipeline.scout.hot``) asks the same questions of CPython's
+``ast`` before any libcst import, and must answer them as the analysis does.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+
+from sync_lint.config import hot_class_methods
+
+
+def matches(name: str, patterns: Iterable[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+class HotNames:
+    """Two ways a class's methods are hot. ``hot-class-patterns`` lists classes (the metadata
+    builders) whose every method named like ``hot-method-patterns`` is hot; ``hot-class-methods``
+    gives, per class glob, the methods of that kind of class's own per-step contract (an attention
+    implementation's ``forward``), crossed with nothing else. A class of either kind is a *hot
+    class*: its methods' receivers of unknown device are judged as the ``unknown-device``
+    policy says for hot classes, whether or not the method itself is hot (a helper it calls).
+    A class is known by its own name and the last parts of its bases' names, as written."""
+
+    def __init__(self, settings) -> None:
+        self.class_patterns = list(settings["hot-class-patterns"])
+        self.method_patterns = list(settings["hot-method-patterns"])
+        self.class_methods = [(glob, tuple(methods)) for glob, methods in hot_class_methods(settings).items()]
+
+    def is_listed_class(self, class_names: Iterable[str]) -> bool:
+        """Does ``hot-class-patterns`` name the class?"""
+        return any(matches(name, self.class_patterns) for name in class_names)
+
+    def contract_methods(self, class_names: Iterable[str]) -> tuple[str, ...]:
+        """The method globs ``hot-class-methods`` names for a class of these names (none: empty)."""
+        names = tuple(class_names)
+        return tuple(
+            method for glob, methods in self.class_methods if any(fnmatch.fnmatchcase(n, glob) for n in names)
+            for method in methods
+        )
+
+    def is_hot_class(self, class_names: Iterable[str]) -> bool:
+        names = tuple(class_names)
+        return self.is_listed_class(names) or bool(self.contract_methods(names))
+
+    def hot_method_patterns(self, class_names: Iterable[str], nn_module: bool) -> tuple[str, ...]:
+        """The names of the methods that are hot in such a class (``nn_module``: an ``nn.Module``
+        subclass, whose methods named like ``hot-method-patterns`` are hot too)."""
+        names = tuple(class_names)
+        listed = nn_module or self.is_listed_class(names)
+        return (*(self.method_patterns if listed else ()), *self.contract_methods(names))
