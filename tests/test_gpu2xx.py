@@ -969,6 +969,49 @@ def test_lazy_initialisation_runs_once_not_per_step():
     """)
 
 
+def test_a_value_cached_on_the_layer_module_runs_once_per_layer():
+    # vLLM `FlashInferImpl.forward`: `if layer._o_scale_float is None: layer._o_scale_float =
+    # output_scale.cpu().item()`; SGLang `AiterAttnBackend._resolve_fp8_kv_scale_float`:
+    # `cached = getattr(layer, "_aiter_kv_scale_float", None)`, returned when set. The layer
+    # module lives as long as the model; the step's metadata or batch does not.
+    check("""
+        class AiterAttnBackend:
+            def _resolve_scale(self, layer, k_descale):
+                cached = getattr(layer, "_kv_scale_float", None)
+                if cached is not None:
+                    return cached
+                val = float(k_descale.item())
+                layer._kv_scale_float = val
+                return val
+
+            def _per_batch(self, forward_batch, k_descale):
+                cached = getattr(forward_batch, "_kv_scale_float", None)
+                if cached is not None:
+                    return cached
+                val = float(k_descale.item())
+                forward_batch._kv_scale_float = val
+                return val
+
+            def forward_decode(self, q, k, v, layer, forward_batch):
+                once = self._resolve_scale(layer, k)
+                every_step = self._per_batch(forward_batch, k)  # expect: GPU201
+                return once + every_step
+
+        class FlashInferImpl:
+            def forward(self, layer, query, output_scale, attn_metadata):
+                if layer._o_scale_float is None:
+                    layer._o_scale_float = output_scale.cpu().item()
+                if attn_metadata.scale is None:
+                    attn_metadata.scale = output_scale.cpu().item()  # expect: GPU201
+                if self._scale is None:
+                    self._scale = getattr(layer, "scale", None).cpu().item()  # expect: GPU201
+                return query
+
+            def reset(self):
+                self._scale = None
+    """)
+
+
 def test_state_that_changes_every_step_is_not_once():
     # vLLM `ROCMAiterMLASparseMetadataBuilder.build`: a single-entry cache keyed by the step's
     # sequence lengths syncs whenever they change; a memo another method resets is per step; a

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 
 import libcst as cst
 
+from sync_lint.analysis.device import string_value
 from sync_lint.analysis.names import dotted
 from sync_lint.diagnostics import Edit
 from sync_lint.fixes import make_fix
@@ -449,13 +450,23 @@ _RECORDING_METHODS = frozenset({"add", "append", "setdefault"})
 _RENDER = cst.Module(body=[])
 
 
+# Parameters that hold an object living as long as the model: the engines hand an attention
+# implementation or backend its layer module each step (vLLM ``forward(self, layer, ...)``,
+# SGLang ``forward_decode(..., layer: RadixAttention, ...)``), where a per-layer value is cached
+# on the first call (``if layer._o_scale is None: layer._o_scale = scale.item()``).
+_PERSISTENT_PARAMETERS = frozenset({"layer"})
+
+
 def _persistent(node: cst.BaseExpression, persistent_names: frozenset[str]) -> str | None:
     """The key of state that outlives a call: an attribute chain on ``self`` / ``cls``
-    (``self._pool``, ``cls.pools``), or a module-level name (``_CACHE``, ``global _pool``)."""
+    (``self._pool``, ``cls.pools``) or on a persistent name, or a persistent name itself: a
+    module-level one (``_CACHE``, ``global _pool``), or a parameter of ``_PERSISTENT_PARAMETERS``."""
     if type(node) is cst.Attribute:
         name = dotted(node)
-        if name is not None and name.split(".", 1)[0] in ("self", "cls"):
-            return name
+        if name is not None and "." in name:
+            root = name.split(".", 1)[0]
+            if root in ("self", "cls") or root in persistent_names:
+                return name
         return None
     if type(node) is cst.Name and node.value in persistent_names:
         return node.value
@@ -477,6 +488,23 @@ def _get_call(node: cst.BaseExpression, persistent_names: frozenset[str]) -> tup
         return None
     container = _persistent(node.func.value, persistent_names)
     return (container, _text(args[0].value)) if container is not None else None
+
+
+def _getattr_call(node: cst.BaseExpression, persistent_names: frozenset[str]) -> str | None:
+    """``getattr(owner, "name", None)`` on persistent state: the attribute's key."""
+    if type(node) is not cst.Call or type(node.func) is not cst.Name or node.func.value != "getattr":
+        return None
+    args = node.args
+    if len(args) != 3 or any(a.keyword is not None or a.star for a in args):
+        return None
+    attribute = string_value(args[1].value)
+    if attribute is None or not attribute.isidentifier() or not (
+            type(args[2].value) is cst.Name and args[2].value.value == "None"):
+        return None
+    owner = args[0].value
+    if type(owner) is not cst.Name or (owner.value not in ("self", "cls") and owner.value not in persistent_names):
+        return None
+    return f"{owner.value}.{attribute}"
 
 
 def _state_test(test: cst.BaseExpression, persistent_names: frozenset[str], gets: dict[str, tuple[str, str]]):
@@ -586,19 +614,26 @@ class OnceRegions:
 
     def persistent_names(self, function: cst.FunctionDef) -> frozenset[str]:
         """Module-level names, and ``global`` names, as ``function`` sees them (a name the
-        function assigns without ``global`` is its own local)."""
+        function assigns without ``global`` is its own local), and its parameters of
+        ``_PERSISTENT_PARAMETERS``."""
         declared = {
             name.name.value for statement in statements_of(function.body) if type(statement) is cst.SimpleStatementLine
             for small in statement.body if type(small) is cst.Global for name in small.names
         }
+        params = function.params
+        declared.update(
+            param.name.value for param in (*params.posonly_params, *params.params, *params.kwonly_params)
+            if param.name.value in _PERSISTENT_PARAMETERS
+        )
         return self.module_names | declared if declared else self.module_names
 
     @staticmethod
     def cache_get(small: cst.BaseSmallStatement, persistent_names: frozenset[str]):
-        """``v = self._cache.get(key)``: (v, (container, key text)), else None."""
+        """``v = self._cache.get(key)``: (v, (container, key text)); ``v = getattr(layer, "_x",
+        None)``: (v, ``layer._x``); else None."""
         if type(small) is not cst.Assign or len(small.targets) != 1 or type(small.targets[0].target) is not cst.Name:
             return None
-        found = _get_call(small.value, persistent_names)
+        found = _get_call(small.value, persistent_names) or _getattr_call(small.value, persistent_names)
         return (small.targets[0].target.value, found) if found is not None else None
 
     def once_body(self, node: cst.If, function, persistent_names: frozenset[str], gets: dict) -> bool:

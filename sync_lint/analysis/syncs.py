@@ -197,7 +197,7 @@ class _Contexts:
         self.flags[id(node)] = flags
 
     def _statements(self, body, flags: Flags) -> None:
-        gets: dict[str, tuple[str, str]] = {}  # ``v = self._cache.get(key)`` earlier in this block
+        gets: dict[str, tuple[str, str] | str] = {}  # ``v = self._cache.get(key)`` earlier in this block
         for index, statement in enumerate(body):
             kind = type(statement)
             if kind is cst.If:
@@ -208,7 +208,9 @@ class _Contexts:
                 continue
             if kind is cst.SimpleStatementLine and type(statement.body[0]) is cst.Assign:
                 value = statement.body[0].value
-                if type(value) is cst.Call and type(value.func) is cst.Attribute and value.func.attr.value == "get":
+                if type(value) is cst.Call and (
+                        (type(value.func) is cst.Attribute and value.func.attr.value == "get")
+                        or (type(value.func) is cst.Name and value.func.value == "getattr")):
                     found = self._regions().cache_get(statement.body[0], self._persistent)
                     if found is not None:
                         gets[found[0]] = found[1]
