@@ -13,6 +13,7 @@ import ast
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -28,7 +29,7 @@ from reference_kernels.kda.ops import _launch_kda_prefill
 from reference_kernels.mla.metadata import cdiv
 from reference_kernels.mla.ops import mla_forward
 from reference_kernels.mla.reference import mla_reference
-from reference_kernels.sync_check import GPUSyncError, GPUSyncWarning, sync_checked_step
+from reference_kernels.sync_check import GPUSyncError, GPUSyncWarning, mark_device_resident, sync_checked_step
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 UPSTREAM, RUNTIME = FIXTURES / "upstream", FIXTURES / "runtime"
@@ -56,7 +57,7 @@ def _linted_lines(path: Path, codes: set[str]) -> set[int]:
 
 def test_every_fixture_comes_in_an_annotated_pair():
     befores = sorted(FIXTURES.glob("*/*_before.py"))
-    assert len(befores) == 9
+    assert len(befores) == 10
     for before in befores:
         after = before.with_name(before.name.replace("_before.py", "_after.py"))
         assert expected_findings(before), before
@@ -386,6 +387,26 @@ def test_flashinfer_builder_fixture(kernel_device, generator, arm_sync_check, va
     assert plan.paged_kv_last_page_len_host.tolist() == [
         s - (p - 1) * 16 for s, p in zip(seq_lens, pages)
     ]
+
+
+@pytest.mark.parametrize("variant", ["before", "after"])
+def test_attention_impl_fixture(kernel_device, generator, arm_sync_check, variant):
+    """An attention implementation's ``forward`` (hot by its class's contract) that reads the
+    lengths off the device fails the armed check every step; the scale it caches on the layer
+    module on the first call is read in warm-up only, and is not flagged."""
+    path = _pair(RUNTIME, "attention_impl_step_read")[variant == "after"]
+    module = load_fixture_module(path)
+    common = _decode_first_batch(generator, kernel_device)
+    output_scale = torch.tensor(0.5, device=kernel_device)
+    if output_scale.device.type == "cpu":
+        mark_device_resident(output_scale)
+    layer = SimpleNamespace(_o_scale_float=None)
+    query = torch.randn(4, 32, generator=generator).to(kernel_device)
+    impl = module.PaddedAttentionImpl()
+    out = _check_sync_fixture(path, lambda: impl.forward(layer, query, common, output_scale), arm_sync_check)
+    assert layer._o_scale_float == 0.5
+    if variant == "after":
+        torch.testing.assert_close(out, query[:, :19] * 0.5, **FP32)
 
 
 STALE = _pair(RUNTIME, "flash_builder_stale_allow")
