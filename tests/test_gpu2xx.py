@@ -973,8 +973,11 @@ def test_a_value_cached_on_the_layer_module_runs_once_per_layer():
     # vLLM `FlashInferImpl.forward`: `if layer._o_scale_float is None: layer._o_scale_float =
     # output_scale.cpu().item()`; SGLang `AiterAttnBackend._resolve_fp8_kv_scale_float`:
     # `cached = getattr(layer, "_aiter_kv_scale_float", None)`, returned when set. The layer
-    # module lives as long as the model; the step's metadata or batch does not.
+    # module lives as long as the model; the step's metadata or batch does not. So does an
+    # object bound at module level.
     check("""
+        _STATE = State()
+
         class AiterAttnBackend:
             def _resolve_scale(self, layer, k_descale):
                 cached = getattr(layer, "_kv_scale_float", None)
@@ -1003,6 +1006,8 @@ def test_a_value_cached_on_the_layer_module_runs_once_per_layer():
                     layer._o_scale_float = output_scale.cpu().item()
                 if attn_metadata.scale is None:
                     attn_metadata.scale = output_scale.cpu().item()  # expect: GPU201
+                if _STATE.scale is None:
+                    _STATE.scale = output_scale.cpu().item()
                 if self._scale is None:
                     self._scale = getattr(layer, "scale", None).cpu().item()  # expect: GPU201
                 return query

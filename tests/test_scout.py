@@ -394,6 +394,15 @@ HOT_SYNC_CASES = {
     "a device named by its keyword alone": (
         MODULE_HEAD + "    def forward(self, x, n):\n        lens = torch.arange(n, device='cuda')\n        return lens.tolist()\n",
         True),
+    # ``hot-class-methods``: a receiver of unknown device counts in a class of an engine's
+    # contract that defines one of its methods, not in any class so named (SGLang's
+    # ``CUDAPiecewiseBackend`` captures graphs, and is no attention backend).
+    "an attention backend's step": (
+        ("class TritonAttnBackend:\n    def forward_decode(self, q, forward_batch):\n"
+        "        return forward_batch.seq_lens.max().item()\n"), True),
+    "a graph block of a *Backend with no method of the contract": (
+        ("import torch\n\n\nclass CUDAPiecewiseBackend:\n    def __call__(self, graph, runtime_shape):\n"
+        "        with torch.cuda.graph(graph):\n            return runtime_shape.max().item()\n"), False),
     "an attribute ending in _gpu, and one named gpu": (
         MODULE_HEAD + ("    def forward(self, x):\n        n = self.lens_gpu\n        m = self.buffer.gpu\n"
                        "        return n.tolist(), m.tolist()\n"), True),

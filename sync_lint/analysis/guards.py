@@ -597,7 +597,9 @@ class OnceRegions:
     - the statements after ``if key in self._done: return`` / ``if self._pool is not None:
       return self._pool`` (an early return, no ``else``) in the same block, when one of them
       records it.
-    The state is an attribute of ``self`` / ``cls`` or a module-level name. Not a run-once
+    The state is an attribute of ``self`` / ``cls``, a module-level name or an attribute of one,
+    or an attribute of the ``layer`` module an attention class is handed (``if
+    layer._o_scale is None:``, ``cached = getattr(layer, "_scale", None)``). Not a run-once
     region: a single-entry cache (``if key != self._last_key:``), which runs again whenever the
     key changes, nor a test with more conditions (``if self._buf is None or n > cap:``)."""
 

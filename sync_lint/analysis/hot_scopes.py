@@ -108,7 +108,9 @@ class HotScopes:
     def is_hot_class(self, node: cst.ClassDef) -> bool:
         if self.cpu_backend or _CPU_CLASS.search(node.name.value):
             return False  # a CPU backend's tensors are host tensors: nothing there syncs
-        return self.names.is_hot_class(self._class_names(node))
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+        methods = (m.name.value for m in body if isinstance(m, cst.FunctionDef))
+        return self.names.is_hot_class(self._class_names(node), methods)
 
     def _class_names(self, node: cst.ClassDef) -> list[str]:
         """The class's own name and the last parts of its bases' (what ``HotNames`` matches)."""

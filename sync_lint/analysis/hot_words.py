@@ -22,7 +22,9 @@ class HotNames:
     gives, per class glob, the methods of that kind of class's own per-step contract (an attention
     implementation's ``forward``), crossed with nothing else. A class of either kind is a *hot
     class*: its methods' receivers of unknown device are judged as the ``unknown-device``
-    policy says for hot classes, whether or not the method itself is hot (a helper it calls).
+    policy says for hot classes, whether or not the method itself is hot (a helper it calls);
+    of the second kind, only a class that defines a method of its contract (a ``*Backend`` class
+    with no ``forward_decode`` or the like is no attention backend: ``CUDAPiecewiseBackend``).
     A class is known by its own name and the last parts of its bases' names, as written."""
 
     def __init__(self, settings) -> None:
@@ -42,9 +44,13 @@ class HotNames:
             for method in methods
         )
 
-    def is_hot_class(self, class_names: Iterable[str]) -> bool:
+    def is_hot_class(self, class_names: Iterable[str], method_names: Iterable[str]) -> bool:
+        """``method_names``: the names of the methods the class defines."""
         names = tuple(class_names)
-        return self.is_listed_class(names) or bool(self.contract_methods(names))
+        if self.is_listed_class(names):
+            return True
+        contract = self.contract_methods(names)
+        return bool(contract) and any(matches(method, contract) for method in method_names)
 
     def hot_method_patterns(self, class_names: Iterable[str], nn_module: bool) -> tuple[str, ...]:
         """The names of the methods that are hot in such a class (``nn_module``: an ``nn.Module``

@@ -29,7 +29,12 @@ from reference_kernels.kda.ops import _launch_kda_prefill
 from reference_kernels.mla.metadata import cdiv
 from reference_kernels.mla.ops import mla_forward
 from reference_kernels.mla.reference import mla_reference
-from reference_kernels.sync_check import GPUSyncError, GPUSyncWarning, mark_device_resident, sync_checked_step
+from reference_kernels.sync_check import (
+    GPUSyncError,
+    GPUSyncWarning,
+    mark_device_resident,
+    sync_checked_step,
+)
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 UPSTREAM, RUNTIME = FIXTURES / "upstream", FIXTURES / "runtime"

@@ -123,7 +123,8 @@ class HotScout:
 
     def may_be_hot_class(self, node: ast.ClassDef) -> bool:
         """May it be a hot class (``HotScopes.is_hot_class``)?"""
-        return self.hot_names.is_hot_class(self._class_names(node))
+        methods = (m.name for m in node.body if type(m) in FUNCTIONS)
+        return self.hot_names.is_hot_class(self._class_names(node), methods)
 
     def _class_names(self, node: ast.ClassDef) -> list[str]:
         """Its own name and every last part its bases' names may have."""
