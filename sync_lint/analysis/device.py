@@ -449,7 +449,7 @@ class DeviceDomain:
             return HOST
         if short in TORCH_HOST_RESULTS:
             return HOST  # ``torch.is_floating_point(x)`` reads metadata: a Python bool, no sync
-        if short.startswith(_PREDICATE_PREFIXES) and short not in VALUE_READS or name.startswith(_STATE_NAMESPACES):
+        if (short.startswith(_PREDICATE_PREFIXES) and short not in VALUE_READS) or name.startswith(_STATE_NAMESPACES):
             return HOST  # ``torch.compiler.is_compiling()``, ``torch.jit.is_scripting()``: Python state
         if short in VALUE_READS and name.count(".") == 1:
             return HOST  # ``torch.equal(a, b)``: a Python bool (the read is the sync)

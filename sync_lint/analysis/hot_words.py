@@ -31,6 +31,8 @@ class HotNames:
         self.class_patterns = list(settings["hot-class-patterns"])
         self.method_patterns = list(settings["hot-method-patterns"])
         self.class_methods = [(glob, tuple(methods)) for glob, methods in hot_class_methods(settings).items()]
+        # Every method name either way makes hot, whatever the class (the scout's first sieve).
+        self.any_method_patterns = (*self.method_patterns, *(m for _, methods in self.class_methods for m in methods))
 
     def is_listed_class(self, class_names: Iterable[str]) -> bool:
         """Does ``hot-class-patterns`` name the class?"""

@@ -7,6 +7,7 @@ to", which module-level (and function-level) imports answer.
 
 from __future__ import annotations
 
+from collections import deque
 from functools import cached_property
 
 import libcst as cst
@@ -44,9 +45,9 @@ class NameTable:
     def _collect(self, body, is_package: bool) -> None:
         # Imports anywhere in the module (function-level imports are common in engines); a name
         # imported twice keeps its first meaning, which is what module-level code sees.
-        stack = list(body)
+        stack = deque(body)  # in order: an alias is read through those bound before it
         while stack:
-            statement = stack.pop(0)
+            statement = stack.popleft()
             if isinstance(statement, cst.SimpleStatementLine):
                 for small in statement.body:
                     self._add(small, is_package)
@@ -80,9 +81,9 @@ class NameTable:
         top_level = {id(statement) for statement in body}
         times_bound: dict[str, int] = {}
         candidates: list[tuple[str, str]] = []
-        stack = list(body)
+        stack = deque(body)  # in order: an alias is read through those bound before it
         while stack:
-            statement = stack.pop(0)
+            statement = stack.popleft()
             kind = type(statement)
             if kind is cst.SimpleStatementLine:
                 for small in statement.body:

@@ -103,19 +103,19 @@ class HotScout:
     def _hot_method(self) -> bool:
         """A method named like ``hot-method-patterns`` in a class that may be a hot class or an
         ``nn.Module`` subclass, or like a ``hot-class-methods`` entry its class may match."""
-        every_pattern = [*self.hot_names.method_patterns, *(m for _, names in self.hot_names.class_methods for m in names)]
+        sieve = self.hot_names.any_method_patterns
         with_hot_name = {
-            node: names for node in self.names.of(ast.ClassDef)
-            if (names := [f.name for f in ast.walk(node) if type(f) in FUNCTIONS and matches(f.name, every_pattern)])
+            node: methods for node in self.names.of(ast.ClassDef)
+            if (methods := [f.name for f in ast.walk(node) if type(f) in FUNCTIONS and matches(f.name, sieve)])
         }
         if not with_hot_name:
             return False  # the cheap question first: most classes have no method so named
         modules = self._module_classes()
-        return any(
-            matches(name, patterns)
-            for node, names in with_hot_name.items() if (patterns := self._hot_method_patterns(node, modules))
-            for name in names
-        )
+        for node, methods in with_hot_name.items():
+            patterns = self._hot_method_patterns(node, modules)
+            if any(matches(method, patterns) for method in methods):
+                return True
+        return False
 
     def _hot_method_patterns(self, node: ast.ClassDef, modules: set[str]) -> tuple[str, ...]:
         """The names of the methods that may be hot in this class (``HotScopes._judge``)."""
