@@ -1164,6 +1164,56 @@ def test_a_same_file_helper_is_judged_with_the_host_arguments_of_the_call():
     """, unknown_device="always")
 
 
+
+def test_a_same_file_helper_with_host_arguments_may_call_helpers_that_do_not_sync():
+    # vLLM Step5 `plan_prefill_step(attn_metadata, n, lengths, layout)` reads `int(lengths.max())`
+    # (a parameter of unknown device, in a hot class), and the fallback in `forward` passes a numpy
+    # array. Its call of `_upload(np.repeat(...), device)`, a helper of the same file that only
+    # copies to the device, is no sync: the project index resolves it to nothing. A helper that
+    # does sync, or one of another file (whose summary is not known here), still counts.
+    check("""
+        import numpy as np
+        import torch
+        from elsewhere import imported_upload
+
+        def _upload(values, device):
+            return torch.from_numpy(values).to(device, non_blocking=True)
+
+        def _upload_and_check(values, device):
+            uploaded = torch.from_numpy(values).to(device)
+            assert uploaded.sum().item() >= 0
+            return uploaded
+
+        def _relay(values, device):
+            return _upload(values, device)
+
+        class Step5AttentionImpl:
+            def forward(self, query, attn_metadata):
+                count = attn_metadata.num_actual_reqs
+                lengths = attn_metadata.seq_lens_cpu[:count].numpy()
+                a = self.plan(attn_metadata, lengths)
+                b = self.plan_relayed(attn_metadata, lengths)
+                c = self.plan_checked(attn_metadata, lengths)  # expect: GPU201
+                d = self.plan_imported(attn_metadata, lengths)  # expect: GPU201
+                return a, b, c, d
+
+            def plan(self, attn_metadata, lengths):
+                owners = _upload(np.arange(len(lengths)), attn_metadata.slot_mapping.device)
+                return owners, (int(lengths.max()) + 7) // 8
+
+            def plan_relayed(self, attn_metadata, lengths):
+                owners = _relay(np.arange(len(lengths)), attn_metadata.slot_mapping.device)
+                return owners, int(lengths.max())
+
+            def plan_checked(self, attn_metadata, lengths):
+                owners = _upload_and_check(np.arange(len(lengths)), attn_metadata.slot_mapping.device)
+                return owners, int(lengths.max())
+
+            def plan_imported(self, attn_metadata, lengths):
+                owners = imported_upload(np.arange(len(lengths)), attn_metadata.slot_mapping.device)
+                return owners, int(lengths.max())
+    """)
+
 # -- Python bools read from tensor data ---------------------------------------------------------
 
 def test_python_bools_read_from_gpu_data_sync_once_at_the_call():

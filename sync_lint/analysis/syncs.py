@@ -963,8 +963,8 @@ class SyncAnalysis:
         ``if`` that leads to the sync (``plan(lens, split=False)``; vLLM ``_fmha_sm100_plan``'s
         ``if kv_block_num > 0 and ...:`` with ``kv_block_num=-1``): the branch the constants rule
         out is not looked at. True only when the callee, walked with the CPU-tensor arguments
-        bound, has no sync site left at all (nor a call of another function) outside those
-        branches: otherwise its summary decides, as for any call."""
+        bound, has no sync site left at all outside those branches, nor a call that may sync
+        (``_call_may_sync``): otherwise its summary decides, as for any call."""
         info = self.functions.get(qualname)
         if info is None or any(arg.star for arg in call.args):
             return False
@@ -1029,12 +1029,33 @@ class SyncAnalysis:
             flags = contexts.flags.get(id(node))
             if flags is None or flags.declared or flags.debug or (flags.once and not flags.graph):
                 return
-            found = bool(scanner.scan(node, env, flags.loop))
+            found = any(hit.kind != "call" or self._call_may_sync(hit.callee) for hit in scanner.scan(node, env, flags.loop))
 
         env = initial_env(info.node.params)
         env.update(host)
         _walk(Walker(domain, on_statement, deciding(live) if live else None), info.node, env)
         return not found
+
+    def _call_may_sync(self, qualname: str, seen: frozenset[str] = frozenset()) -> bool:
+        """May a call of ``qualname`` that the callee walk of ``_clean_with`` meets resolve to a
+        sync, as the project index resolves it? A function of another file may (its summary is
+        not known here); one of this file only where its summary records a sync, or a call that
+        may resolve to one. A helper that only uploads (``_upload(np.arange(n), device)``)
+        records neither: its call is no sync on any path. (Nor is it a call at all on the fast
+        path, where the project plan masks a helper that cannot reach a sync: the name is then
+        undefined in the parsed text.)"""
+        info = self.functions.get(qualname)
+        if info is None:
+            return True
+        self._ensure_analysed(info)
+        if not self._analysed[id(info.node)] or qualname in seen:
+            return True  # in progress (recursion): not known yet
+        summary = self.ctx.summaries.get(qualname)
+        if summary is None:
+            return False
+        return summary.sync is not None or any(
+            self._call_may_sync(call.callee, seen | {qualname}) for call in summary.sync_calls
+        )
 
     def _deciding_constants(self, info: FunctionInfo, constants: dict[str, object]) -> dict[str, object]:
         """The ``constants`` a walk of ``info`` may decide its ``if`` tests by (none: they decide
