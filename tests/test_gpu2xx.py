@@ -1165,54 +1165,85 @@ def test_a_same_file_helper_is_judged_with_the_host_arguments_of_the_call():
 
 
 
-def test_a_same_file_helper_with_host_arguments_may_call_helpers_that_do_not_sync():
+def test_a_same_file_helper_with_host_arguments_syncs_only_through_the_calls_it_still_makes(tmp_path):
     # vLLM Step5 `plan_prefill_step(attn_metadata, n, lengths, layout)` reads `int(lengths.max())`
     # (a parameter of unknown device, in a hot class), and the fallback in `forward` passes a numpy
-    # array. Its call of `_upload(np.repeat(...), device)`, a helper of the same file that only
-    # copies to the device, is no sync: the project index resolves it to nothing. A helper that
-    # does sync, or one of another file (whose summary is not known here), still counts.
-    check("""
-        import numpy as np
-        import torch
-        from elsewhere import imported_upload
+    # array; the helper also calls `_upload` (same file) and `build_prefill_groups` (another file).
+    # With the host lengths bound, the call syncs only if one of those calls does, as the
+    # project's summaries say: named in the message, across files too. The fast path (the plan
+    # masks a helper that cannot reach a sync) and the plain path must agree.
+    root = _project(tmp_path, {
+        "groups.py": """
+            import torch
 
-        def _upload(values, device):
-            return torch.from_numpy(values).to(device, non_blocking=True)
+            def build_groups(owners):
+                return torch.unique_consecutive(owners)
 
-        def _upload_and_check(values, device):
-            uploaded = torch.from_numpy(values).to(device)
-            assert uploaded.sum().item() >= 0
-            return uploaded
+            def checked_groups(owners):
+                torch.cuda.synchronize()
+                return owners
+        """,
+        "impl.py": """
+            import numpy as np
+            import torch
+            from .groups import build_groups, checked_groups
+            from outside import outside_upload
 
-        def _relay(values, device):
-            return _upload(values, device)
+            def _upload(values, device):
+                return torch.as_tensor(values, device=device)
 
-        class Step5AttentionImpl:
-            def forward(self, query, attn_metadata):
-                count = attn_metadata.num_actual_reqs
-                lengths = attn_metadata.seq_lens_cpu[:count].numpy()
-                a = self.plan(attn_metadata, lengths)
-                b = self.plan_relayed(attn_metadata, lengths)
-                c = self.plan_checked(attn_metadata, lengths)  # expect: GPU201
-                d = self.plan_imported(attn_metadata, lengths)  # expect: GPU201
-                return a, b, c, d
+            def _upload_and_check(values, device):
+                uploaded = torch.as_tensor(values, device=device)
+                assert uploaded.sum().item() >= 0
+                return uploaded
 
-            def plan(self, attn_metadata, lengths):
-                owners = _upload(np.arange(len(lengths)), attn_metadata.slot_mapping.device)
-                return owners, (int(lengths.max()) + 7) // 8
+            def _relay(values, device):
+                return build_groups(_upload(values, device))
 
-            def plan_relayed(self, attn_metadata, lengths):
-                owners = _relay(np.arange(len(lengths)), attn_metadata.slot_mapping.device)
-                return owners, int(lengths.max())
+            class Step5AttentionImpl:
+                def forward(self, query, attn_metadata):
+                    lengths = attn_metadata.seq_lens_cpu.numpy()
+                    a = self.plan(attn_metadata, lengths)
+                    b = self.plan_relayed(attn_metadata, lengths)
+                    c = self.plan_outside(attn_metadata, lengths)
+                    d = self.plan_checked(attn_metadata, lengths)  # expect: GPU201
+                    e = self.plan_checked_elsewhere(attn_metadata, lengths)  # expect: GPU201
+                    f = self.plan(attn_metadata, attn_metadata.seq_lens)  # expect: GPU201
+                    return a, b, c, d, e, f
 
-            def plan_checked(self, attn_metadata, lengths):
-                owners = _upload_and_check(np.arange(len(lengths)), attn_metadata.slot_mapping.device)
-                return owners, int(lengths.max())
+                def plan(self, attn_metadata, lengths):
+                    owners = _upload(np.arange(len(lengths)), attn_metadata.slot_mapping.device)
+                    return owners, (int(lengths.max()) + 7) // 8
 
-            def plan_imported(self, attn_metadata, lengths):
-                owners = imported_upload(np.arange(len(lengths)), attn_metadata.slot_mapping.device)
-                return owners, int(lengths.max())
-    """)
+                def plan_relayed(self, attn_metadata, lengths):
+                    owners = _relay(np.arange(len(lengths)), attn_metadata.slot_mapping.device)
+                    return owners, int(lengths.max())
+
+                def plan_outside(self, attn_metadata, lengths):
+                    owners = outside_upload(np.arange(len(lengths)), attn_metadata.slot_mapping.device)
+                    return owners, int(lengths.max())
+
+                def plan_checked(self, attn_metadata, lengths):
+                    owners = _upload_and_check(np.arange(len(lengths)), attn_metadata.slot_mapping.device)
+                    return owners, int(lengths.max())
+
+                def plan_checked_elsewhere(self, attn_metadata, lengths):
+                    owners = checked_groups(_upload(np.arange(len(lengths)), attn_metadata.slot_mapping.device))
+                    return owners, int(lengths.max())
+        """,
+    })
+    expected = {("impl.py", line, code) for line, code in expected_in_text((root / "impl.py").read_text())}
+    assert _project_findings(root) == expected
+    settings = make_settings(None, **OPTIONS)
+    files = Discovery(DEFAULT_EXCLUDE, settings.root).files([str(root)])
+    plain = Linter(settings, fast=False).run(files, jobs=1).diagnostics
+    assert {(Path(d.path).name, d.line, d.code) for d in plain if d.code.startswith("GPU2")} == expected
+    messages = sorted(d.message for d in lint_paths([str(root)], **OPTIONS) if d.code == "GPU201")
+    assert any("`plan_checked()` calls `_upload_and_check` (line 42), which syncs with `.item()`" in m for m in messages)
+    assert any("`plan_checked_elsewhere()` calls `checked_groups` (line 46), which syncs with `torch.cuda.sync" in m
+               for m in messages)
+    assert any("`plan()` syncs with `int()` of the tensor `lengths.max()`" in m for m in messages)
+
 
 # -- Python bools read from tensor data ---------------------------------------------------------
 

@@ -49,14 +49,25 @@ class Forward:
     flags: CallFlags = ()  # the call's arguments that may be flags (``CallFlags``)
 
 
+# A call of a function of the same file whose own syncs the call's arguments rule out
+# (``SyncAnalysis.clean_with_arguments``: host tensors, constants deciding its branches), but
+# which still calls other functions there: those calls, each as (callee, line in the function
+# called). The call syncs only if one of them does, as the project's summaries decide (a helper
+# that only uploads, ``_upload(np.arange(n), device)``, does not). Empty: the callee's summary
+# decides.
+Through = tuple[tuple[str, int], ...]
+
+
 @dataclass(frozen=True)
 class SyncCall:
-    """An undeclared call of ``callee`` from this function (it syncs if the callee does)."""
+    """An undeclared call of ``callee`` from this function (it syncs if the callee does, or
+    with ``through``, if one of those calls does)."""
 
     callee: str
     line: int
     unless: frozenset[FlagValue] = frozenset()  # as ``Forward.unless``
     flags: CallFlags = ()  # as ``Forward.flags``
+    through: Through = ()
 
 
 @dataclass
@@ -212,3 +223,4 @@ class PendingCall:
     # is known to write through ``arg`` (``FunctionSummary.writes_through``), the copy would take
     # the writes and lose them: a warning saying so takes its place, and the fix is dropped.
     advice: str = ""
+    through: Through = ()  # kind "sync": as ``SyncCall.through``

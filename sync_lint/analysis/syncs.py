@@ -16,7 +16,8 @@ For every function, one forward walk (``flow.Walker`` with ``device.DeviceDomain
   ``mod.func()``), which sync if the callee's closed summary says so; a call of a function of
   the same file that passes CPU tensors, or constants that skip its syncing branch, is no sync
   site if the callee, walked with them bound, has none (``SyncAnalysis.clean_with_arguments``: the
-  summary judges parameters as unknown); nor is a call of a memoised function of the same file
+  summary judges parameters as unknown), and syncs only through the calls that walk still meets
+  if it has only those (``Through``); nor is a call of a memoised function of the same file
   whose tensor arguments the cache itself handed out (``SyncAnalysis.cached_call``).
 
 Receivers must be on the GPU (``DEVICE``); unknown receivers of explicit syncs and of the
@@ -81,7 +82,7 @@ from sync_lint.analysis.hot_scopes import Hotness, HotScopes
 from sync_lint.analysis.modules import LIBRARY_ROOTS
 from sync_lint.analysis.names import dotted
 from sync_lint.analysis.nodes import block_statements, inner_blocks, one_line, shortened
-from sync_lint.analysis.summaries import FunctionSummary, SyncCall
+from sync_lint.analysis.summaries import FunctionSummary, SyncCall, Through
 from sync_lint.patterns import definition_of
 from sync_lint.pipeline.profile import span
 from sync_lint.rules.base import CalleeCondition, Finding
@@ -154,6 +155,7 @@ class SyncSite:
     debug: bool
     callee: str | None = None
     once: bool = False
+    through: Through = ()  # a call site: see ``Through``
 
     @property
     def undeclared(self) -> bool:
@@ -168,6 +170,7 @@ class _Hit:
     subject: cst.CSTNode | None
     in_loop: bool
     callee: str | None = None
+    through: Through = ()
 
 
 class _Contexts:
@@ -398,8 +401,9 @@ class _Scanner:
             yield node.type, None, False
 
     # -- reporting ------------------------------------------------------------------------------
-    def _hit(self, node, kind: str, template: str, subject=None, loop: bool = False, callee: str | None = None) -> None:
-        self.hits.append(_Hit(node, kind, template, subject, self._loop or loop, callee))
+    def _hit(self, node, kind: str, template: str, subject=None, loop: bool = False, callee: str | None = None,
+             through: Through = ()) -> None:
+        self.hits.append(_Hit(node, kind, template, subject, self._loop or loop, callee, through))
 
     def _candidate(self, node, loop: bool = False) -> None:
         self._hit(node, "candidate", "", None, loop)
@@ -554,9 +558,10 @@ class _Scanner:
             if self.broad:
                 if self.analysis.function_may_sync(callee):
                     self._candidate(node, loop)
-            elif not (self.analysis.clean_with_arguments(callee, node, env, self.domain)
-                      or self.analysis.cached_call(callee, node, self.info)):
-                self._hit(node, "call", "", None, loop, callee)
+            else:
+                clean = self.analysis.clean_with_arguments(callee, node, env, self.domain)
+                if clean is not True and not self.analysis.cached_call(callee, node, self.info):
+                    self._hit(node, "call", "", None, loop, callee, () if clean is False else clean)
             return
         library = self.domain.library_name(func)
         if library is not None:
@@ -910,6 +915,7 @@ class SyncAnalysis:
                     scope=hot.reason or (graph_scope if flags.graph else None),
                     in_loop=hit.in_loop, declared=flags.declared or decorated, debug=flags.debug, callee=hit.callee,
                     once=flags.once and not flags.graph,  # a capture fails on its first sync too
+                    through=hit.through,
                 )
                 if into is not None:
                     if site.scope is None and site.undeclared:
@@ -934,7 +940,8 @@ class SyncAnalysis:
         if site.kind == "call":
             if site.callee != info.qualname:
                 flags = call_flags(site.node, flag_params(info.node), lambda name: name not in self._bindings_of(info).counts)
-                summary.sync_calls.append(SyncCall(site.callee, self.line(info, site.node), flags=flags))
+                summary.sync_calls.append(SyncCall(site.callee, self.line(info, site.node), flags=flags,
+                                                   through=site.through))
         elif summary.sync is None:
             summary.record_sync(f"syncs with {self.describe(site)} (line {self.line(info, site.node)})")
 
@@ -954,7 +961,7 @@ class SyncAnalysis:
         _walk(Walker(domain, on_statement), info.node, initial_env(info.node.params))
         self.stale.extend(block for block in contexts.blocks if id(block.node) not in live)
 
-    def clean_with_arguments(self, qualname: str, call: cst.Call, env, domain: DeviceDomain) -> bool:
+    def clean_with_arguments(self, qualname: str, call: cst.Call, env, domain: DeviceDomain) -> bool | Through:
         """Is a call of a function of this file sync-free with the arguments this call passes?
         Its summary judges its parameters as of unknown device (reported in hot classes), so a
         helper that reads ``lens.tolist()`` syncs by its summary; called with a CPU tensor
@@ -962,9 +969,10 @@ class SyncAnalysis:
         while a constant argument, or a parameter left at a constant default, may decide the
         ``if`` that leads to the sync (``plan(lens, split=False)``; vLLM ``_fmha_sm100_plan``'s
         ``if kv_block_num > 0 and ...:`` with ``kv_block_num=-1``): the branch the constants rule
-        out is not looked at. True only when the callee, walked with the CPU-tensor arguments
-        bound, has no sync site left at all outside those branches, nor a call that may sync
-        (``_call_may_sync``): otherwise its summary decides, as for any call."""
+        out is not looked at. True when the callee, walked with the CPU-tensor arguments bound,
+        has no sync site left outside those branches; the calls that walk still meets
+        (``Through``) when it has only those: the call then syncs only if one of them does, which
+        the project's summaries decide. False otherwise: its summary decides, as for any call."""
         info = self.functions.get(qualname)
         if info is None or any(arg.star for arg in call.args):
             return False
@@ -1009,7 +1017,7 @@ class SyncAnalysis:
         self._clean[key] = clean = self._clean_with(info, host, constants)
         return clean
 
-    def _clean_with(self, info: FunctionInfo, host: dict[str, Place], constants: dict[str, object]) -> bool:
+    def _clean_with(self, info: FunctionInfo, host: dict[str, Place], constants: dict[str, object]) -> bool | Through:
         if self.declarations.mentioned and self.declarations.decorates(info.node):
             return True
         live = self._deciding_constants(info, constants) if constants else {}
@@ -1020,42 +1028,30 @@ class SyncAnalysis:
         report_unknown = self.policy == "always" or (self.policy == "hot-classes" and hot.hot_class)
         domain = DeviceDomain(self.ctx.names, self._class_attributes(info))
         scanner = _Scanner(self, info, domain, report_unknown)
-        found = False
+        syncs = False
+        through: list[tuple[str, int]] = []
 
         def on_statement(node, env) -> None:
-            nonlocal found
-            if found:
+            nonlocal syncs
+            if syncs:
                 return
             flags = contexts.flags.get(id(node))
             if flags is None or flags.declared or flags.debug or (flags.once and not flags.graph):
                 return
-            found = any(hit.kind != "call" or self._call_may_sync(hit.callee) for hit in scanner.scan(node, env, flags.loop))
+            for hit in scanner.scan(node, env, flags.loop):
+                if hit.kind != "call":
+                    syncs = True
+                    return
+                # A call judged by its own arguments (``hit.through``) counts here by the
+                # callee's summary: coarser, never missing a sync.
+                through.append((hit.callee, self.line(info, hit.node)))
 
         env = initial_env(info.node.params)
         env.update(host)
         _walk(Walker(domain, on_statement, deciding(live) if live else None), info.node, env)
-        return not found
-
-    def _call_may_sync(self, qualname: str, seen: frozenset[str] = frozenset()) -> bool:
-        """May a call of ``qualname`` that the callee walk of ``_clean_with`` meets resolve to a
-        sync, as the project index resolves it? A function of another file may (its summary is
-        not known here); one of this file only where its summary records a sync, or a call that
-        may resolve to one. A helper that only uploads (``_upload(np.arange(n), device)``)
-        records neither: its call is no sync on any path. (Nor is it a call at all on the fast
-        path, where the project plan masks a helper that cannot reach a sync: the name is then
-        undefined in the parsed text.)"""
-        info = self.functions.get(qualname)
-        if info is None:
-            return True
-        self._ensure_analysed(info)
-        if not self._analysed[id(info.node)] or qualname in seen:
-            return True  # in progress (recursion): not known yet
-        summary = self.ctx.summaries.get(qualname)
-        if summary is None:
+        if syncs:
             return False
-        return summary.sync is not None or any(
-            self._call_may_sync(call.callee, seen | {qualname}) for call in summary.sync_calls
-        )
+        return tuple(dict.fromkeys(through)) or True
 
     def _deciding_constants(self, info: FunctionInfo, constants: dict[str, object]) -> dict[str, object]:
         """The ``constants`` a walk of ``info`` may decide its ``if`` tests by (none: they decide
@@ -1311,7 +1307,7 @@ def callee_condition(site: SyncSite) -> CalleeCondition | None:
     if site.kind != "call":
         return None
     flags = call_flags(site.node, frozenset(), lambda name: False) if type(site.node) is cst.Call else ()
-    return CalleeCondition("sync", site.callee, flags=flags)
+    return CalleeCondition("sync", site.callee, flags=flags, through=site.through)
 
 
 def site_message(analysis: SyncAnalysis, site: SyncSite, lead: str) -> str:

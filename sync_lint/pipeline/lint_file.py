@@ -260,7 +260,7 @@ def _parse_and_check(
                 (rule, f) for rule, f in findings
                 if f.if_callee is None or index.reason(
                     f.if_callee.kind, f.if_callee.callee, f.if_callee.arg, f.if_callee.arg_views, f.if_callee.flags,
-                    f.if_callee.row_stride,
+                    f.if_callee.row_stride, f.if_callee.through,
                 ) is not None
             ]
         masked = text is not source.text
@@ -354,7 +354,8 @@ def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[R
             condition = finding.if_callee
             facts.pending.append(
                 PendingCall(condition.kind, condition.callee, condition.arg, diagnostic, condition.fix_safe_if_read_only,
-                            condition.arg_views, condition.flags, condition.row_stride, condition.advice)
+                            condition.arg_views, condition.flags, condition.row_stride, condition.advice,
+                            condition.through)
             )
     if not planned:  # no fix at all rather than some: the whole file's lint plans them all
         facts.diagnostics = [replace(d, fix=None) if d.fix is not None else d for d in facts.diagnostics]

@@ -16,6 +16,7 @@ from sync_lint.analysis.summaries import (
     Forward,
     FunctionSummary,
     PendingCall,
+    Through,
 )
 from sync_lint.diagnostics import Diagnostic
 from sync_lint.pipeline.lint_file import FileFacts, module_name_for
@@ -121,12 +122,28 @@ class ProjectIndex:
                 for call in summary.sync_calls:
                     if summary.sync is not None and not summary.sync_unless:
                         break  # syncs whatever a call binds: nothing more to learn
+                    if call.through:
+                        why = self._sync_through(call.through, summary)
+                        if why is not None:
+                            short = call.callee.rsplit(".", 1)[-1]
+                            changed |= summary.record_sync(f"calls `{short}` (line {call.line}), which {why}", call.unless)
+                        continue
                     callee = self.lookup(call.callee)
                     if callee is None or callee is summary or callee.sync is None or callee.sync_excused(call.flags):
                         continue
                     short = call.callee.rsplit(".", 1)[-1]
                     unless = _excused_here(call.unless, call.flags, callee, callee.sync_unless)
                     changed |= summary.record_sync(f"calls `{short}` (line {call.line}), which {callee.sync}", unless)
+
+    def _sync_through(self, through: Through, caller: FunctionSummary | None = None) -> str | None:
+        """Why a call syncs that its arguments keep from syncing by itself (``Through``): the
+        first of the calls it still makes whose callee syncs. Their flags are not known here, so a
+        callee that syncs only under a flag counts as syncing."""
+        for name, line in through:
+            callee = self.lookup(name)
+            if callee is not None and callee is not caller and callee.sync is not None:
+                return f"calls `{name.rsplit('.', 1)[-1]}` (line {line}), which {callee.sync}"
+        return None
 
     @staticmethod
     def _pass_on(summary: FunctionSummary, forward: Forward, callee: FunctionSummary) -> bool:
@@ -212,10 +229,13 @@ class ProjectIndex:
         return callee.param_for(arg) in self._read_only.get(id(callee), ())
 
     def reason(self, kind: str, callee_name: str, arg, arg_views: tuple[tuple[ArgKey, str], ...] = (),
-               flags: CallFlags = (), row_stride: int | None = None) -> str | None:
+               flags: CallFlags = (), row_stride: int | None = None, through: Through = ()) -> str | None:
         """Why a call of ``callee_name`` (argument ``arg``; ``arg_views``: the call's arguments
         that are views, ``PendingCall.arg_views``; ``flags``: those that may be flags,
-        ``PendingCall.flags``) is a finding of ``kind``; None: it is not."""
+        ``PendingCall.flags``; ``through``: ``PendingCall.through``) is a finding of ``kind``;
+        None: it is not."""
+        if kind == "sync" and through:
+            return self._sync_through(through)
         callee = self.lookup(callee_name)
         if callee is None:
             return None
@@ -242,7 +262,7 @@ class ProjectIndex:
 
     def resolve(self, pending: PendingCall) -> Diagnostic | None:
         reason = self.reason(pending.kind, pending.callee, pending.arg, pending.arg_views, pending.flags,
-                             pending.row_stride)
+                             pending.row_stride, pending.through)
         if reason is None:
             return None
         d = pending.diagnostic

@@ -45,6 +45,7 @@ class CalleeCondition:
     flags: tuple[tuple[int | str, bool | str], ...] = ()  # see ``PendingCall``
     advice: str = ""  # see ``PendingCall``
     row_stride: int | None = None  # see ``PendingCall``
+    through: tuple[tuple[str, int], ...] = ()  # see ``PendingCall``
 
 
 @dataclass
