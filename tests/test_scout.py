@@ -8,11 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sync_lint.api import make_settings
 from sync_lint.pipeline.runner import Linter
 from sync_lint.pipeline.scout import Scout
 from sync_lint.pipeline.scout import sinks as sinks_scout
+from sync_lint.pipeline.scout import syncs as syncs_scout
 from sync_lint.rules import all_rules
 
 SETTINGS = make_settings()
@@ -848,3 +851,24 @@ def test_first_imports_from_ast_equal_the_name_tables(name):
         assert list(found) == list(expected)  # the same order: the first meaning wins
     if name == "sample":
         assert "skipped_one_liner" not in found and "not_read_in_loops" not in found and found["toml"] == "tomllib"
+
+
+# -- the device-word test of a unit's text -----------------------------------------------------
+
+# Letters of the device words, their capitals, characters that fold to them only under the
+# pattern's case-blind matching (long s, dotted capital I, Kelvin sign), and the `.to("` parts.
+_DEVICE_ALPHABET = "devicDEVICEcudaCUDAgpuGPUsynchroniSYNCHRONIſİK .to(rbuf'\"\n_x"
+
+
+@given(st.text(alphabet=_DEVICE_ALPHABET, max_size=40))
+def test_device_text_test_equals_the_pattern(text):
+    assert syncs_scout._holds_device_text(text) == (syncs_scout._DEVICE_TEXT.search(text) is not None)
+
+
+@pytest.mark.parametrize("text, holds", [
+    ("x = y.to(DEVICE)", True), ("torch.Cuda.Stream()", True), ("num_GPUs", True), ("ſynchronize()", True),
+    ("x.to( rb'npu')", True), ("x.To(\"cpu\")", True), ("x.to(dtype)", False), ("deviation # 设备", False),
+    ("# 设备: gpu", True),
+])
+def test_device_text_examples(text, holds):
+    assert syncs_scout._holds_device_text(text) is holds

@@ -170,7 +170,7 @@ class MaskPlan:
         outside every function to what the pattern stands for)."""
         return [
             index for index in self.functions()
-            if pattern.search(self.unit_text(self.units[index])) or not names.isdisjoint(self.mentions(index))
+            if pattern.search(self.unit_text(self.units[index])) or (names and not names.isdisjoint(self.mentions(index)))
         ]
 
     def named(self, names: set[tuple[str | None, str]]) -> list[int]:
