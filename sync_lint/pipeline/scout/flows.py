@@ -20,21 +20,29 @@ class ParameterFlows:
         positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
         self.params = {*positional[1 if method else 0 :], *(a.arg for a in arguments.kwonlyargs)}
         self.params |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
-        reads: dict[str, set[str]] = {}  # a name (an attribute as ``.name``) -> what its values read
         if scope is not None:
             self.calls = scope.calls
-            for binding in scope.bindings:
+            self._bindings = None
+        else:
+            self.calls, self._bindings = _calls_and_bindings([function])
+        self._scope = scope
+        self._reads: dict[str, set[str]] | None = None  # made on the first question: most functions get none
+        self._held: dict[str, set[str]] = {}
+
+    def _reads_of_names(self) -> dict[str, set[str]]:
+        """A name (an attribute as ``.name``) -> what its values read."""
+        reads: dict[str, set[str]] = {}
+        if self._scope is not None:
+            for binding in self._scope.bindings:
                 read = binding.value.keys()
                 for key in (*binding.names, *("." + attribute for attribute in binding.shared | binding.local)):
                     reads.setdefault(key, set()).update(read)
         else:
-            self.calls, bindings = _calls_and_bindings([function])
-            for targets, value, _ in bindings:
+            for targets, value, _ in self._bindings:
                 read = _read_keys(value)
                 for key in _bound_keys(targets):
                     reads.setdefault(key, set()).update(read)
-        self._reads = reads
-        self._held: dict[str, set[str]] = {}
+        return reads
 
     def parameters_in(self, node: ast.expr) -> set[str]:
         """The parameters ``node``'s value may be (a part of)."""
@@ -50,6 +58,8 @@ class ParameterFlows:
     def _held_by(self, key: str) -> set[str]:
         held = self._held.get(key)
         if held is None:
+            if self._reads is None:
+                self._reads = self._reads_of_names()
             held = set()
             seen = {key}
             todo = [key]
