@@ -26,7 +26,7 @@ class ParameterFlows:
         else:
             self.calls, self._bindings = _calls_and_bindings([function])
         self._scope = scope
-        self._reads: dict[str, set[str]] | None = None  # made on the first question: most functions get none
+        self._reads: dict[str, set[str]] | None = None  # made on the first question: many functions get none
         self._held: dict[str, set[str]] = {}
 
     def _reads_of_names(self) -> dict[str, set[str]]:
