@@ -416,14 +416,15 @@ class ContiguityAnalysis:
         built_from: dict[str, set[str]] = {p: {p} for p in every_param}
         assignments: list[tuple[str, cst.BaseExpression]] = []
         calls: list[cst.Call] = []
-        for node in _walk_body(info.node):
-            if isinstance(node, cst.Assign):
+        for node in _walk_body(info.node):  # ``type() is``: these classes have no subclasses (``analysis.nodes``)
+            kind = type(node)
+            if kind is cst.Assign:
                 for target in node.targets:
-                    if isinstance(target.target, cst.Name):
+                    if type(target.target) is cst.Name:
                         assignments.append((target.target.value, node.value))
-            elif isinstance(node, (cst.AugAssign, cst.AnnAssign)) and isinstance(node.target, cst.Name) and node.value is not None:
+            elif (kind is cst.AugAssign or kind is cst.AnnAssign) and type(node.target) is cst.Name and node.value is not None:
                 assignments.append((node.target.value, node.value))
-            elif isinstance(node, cst.Call):
+            elif kind is cst.Call:
                 calls.append(node)
         for _ in range(4):  # pointer arithmetic through local names, to a fixpoint
             changed = False
@@ -543,17 +544,18 @@ class ContiguityAnalysis:
 
     def _pointer_sources(self, node: cst.BaseExpression, derived: dict[str, set[str]]) -> set[str]:
         """Parameters an address expression is built on, through additive pointer arithmetic."""
-        if isinstance(node, cst.Name):
+        kind = type(node)  # not isinstance: these classes have no subclasses (``analysis.nodes``)
+        if kind is cst.Name:
             return set(derived.get(node.value, ()))
-        if isinstance(node, cst.BinaryOperation):
-            if isinstance(node.operator, (cst.Add, cst.Subtract)):
+        if kind is cst.BinaryOperation:
+            if type(node.operator) in (cst.Add, cst.Subtract):
                 return self._pointer_sources(node.left, derived) | self._pointer_sources(node.right, derived)
             return set()
-        if isinstance(node, cst.Subscript):
+        if kind is cst.Subscript:
             return self._pointer_sources(node.value, derived)
-        if isinstance(node, cst.IfExp):
+        if kind is cst.IfExp:
             return self._pointer_sources(node.body, derived) | self._pointer_sources(node.orelse, derived)
-        if isinstance(node, cst.Call):
+        if kind is cst.Call:
             name = self.names.resolve(node.func) or ""
             if name.rsplit(".", 1)[-1] in _BLOCK_POINTERS:
                 return set()  # block pointers carry their strides; loads give values
