@@ -384,9 +384,9 @@ _SITE_KINDS = (
 # What a unit's text must hold to hand a sync site a value from a named device, or to sync
 # itself (``units_that_may_sync``): a device word anywhere in it, in any case (read loosely:
 # ``cudagraph`` too), a string device (``.to("npu")``), or ``synchronize``.
-_DEVICE_TEXT = re.compile(r"device|cuda|gpu|synchroni|\.\s*to\s*\(\s*[rbuf]*[\"']", re.IGNORECASE)
 _DEVICE_WORDS = ("device", "cuda", "gpu", "synchroni")
 _STRING_DEVICE = re.compile(r"\.\s*to\s*\(\s*[rbuf]*[\"']", re.IGNORECASE)
+_DEVICE_TEXT = re.compile("|".join((*_DEVICE_WORDS, _STRING_DEVICE.pattern)), re.IGNORECASE)
 
 
 def _holds_device_text(text: str) -> bool:
