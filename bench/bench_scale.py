@@ -334,6 +334,9 @@ def parse_floor_worker(list_file: str, workers: int) -> None:
     # cycle); so do the pools, whose workers would otherwise also walk this process's heap.
     gc.collect()
     gc.freeze()
+    # And the ast texts once more, each tree then visited node by node, once: what any analysis
+    # written in Python over CPython's ast pays before it asks a node anything.
+    texts["ast_walk"] = texts["ast"]
     found = {}
     for parser, captured in texts.items():
         _FLOOR_TEXTS = (parser, captured)  # inherited by the forked workers
@@ -356,6 +359,8 @@ def _floor_parse(index: int) -> int:
             import ast
 
             ast.parse(captured[index])
+        elif parser == "ast_walk":
+            _visit_every_node(captured[index])
         else:
             # As the run parses: without each node's validation.
             from sync_lint.analysis.nodes import parse_module
@@ -364,6 +369,28 @@ def _floor_parse(index: int) -> int:
         return 0
     except Exception:  # noqa: BLE001 -- a text the run could not parse either (it reported it)
         return 1
+
+
+def _visit_every_node(text: str) -> int:
+    """Parse with ``ast`` and visit each node once, as cheaply as Python can: a stack, each
+    node's fields read once, nothing asked of a node. The number of nodes visited."""
+    import ast
+
+    visited = 0
+    stack: list = [ast.parse(text)]
+    pop, push, node_type = stack.pop, stack.append, ast.AST
+    while stack:
+        node = pop()
+        visited += 1
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, node_type):
+                        push(item)
+            elif isinstance(value, node_type):
+                push(value)
+    return visited
 
 
 # -- findings ----------------------------------------------------------------------------------
@@ -774,6 +801,10 @@ def print_tree(result: dict) -> None:
               f"{floor['ast']['lines']:,} lines) + libcst {floor['libcst']['seconds']:.2f} s ({floor['libcst']['texts']} "
               f"texts, {floor['libcst']['lines']:,} lines, masked ones included) = {total:.2f} s = "
               f"{total / t['ruff_select_all']['median']:.2f}x ruff, {total / cold:.2f}x of sync-lint cold")
+    if "ast_walk" in floor:
+        walked = floor["ast_walk"]["seconds"]
+        print(f"    floor of any analysis in Python over ast (the same ast texts parsed, then each tree's nodes "
+              f"visited once and asked nothing): {walked:.2f} s = {walked / t['ruff_select_all']['median']:.2f}x ruff")
     print("    targets:")
     for row in result["targets"]:
         unit = row.get("unit", "x")
