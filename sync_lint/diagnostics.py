@@ -6,7 +6,7 @@ process boundaries and be stored in the cache.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 Applicability = Literal["safe", "unsafe"]
@@ -45,15 +45,3 @@ class Diagnostic:
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.col, self.code)
-
-
-@dataclass
-class FileResult:
-    """What the pipeline knows about one file after linting it."""
-
-    path: str
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    # line -> codes named by a noqa comment on that line (None: a bare noqa); used after
-    # project-wide findings are merged, to suppress them and to report unused noqa.
-    noqa: dict[int, frozenset[str] | None] = field(default_factory=dict)
-    file_noqa: bool = False

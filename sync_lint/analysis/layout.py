@@ -77,7 +77,6 @@ class Cast:
     node: cst.Call  # the cast call: ``state_indices.to(torch.int32)``
     text: str  # ``.to(torch.int32)``
     source_text: str  # ``state_indices``
-    changes_dtype: bool  # certainly changes the dtype (then only a permuted source stays a view)
     target: str = "dtype"  # what it converts: "dtype", "device", or "unknown" (``.to(other)``)
     same_dtype: str | None = None  # the source is known to have the target dtype: certainly a no-op
 
@@ -1102,7 +1101,7 @@ class LayoutDomain:
         # shortened (a long receiver would leave nothing of the cast).
         receiver_text, text = one_line(self.module, receiver), one_line(self.module, node)
         cast_text = text[len(receiver_text) :].strip() if text.startswith(receiver_text) else f".{method}(...)"
-        cast = Cast(node, shortened(cast_text), shortened(receiver_text), changes,
+        cast = Cast(node, shortened(cast_text), shortened(receiver_text),
                     self._cast_target(node, method, target, positional),
                     same_dtype=target if target is not None and target == base.dtype else None)
         if base.is_view:

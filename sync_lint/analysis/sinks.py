@@ -96,7 +96,6 @@ class SinkUse:
     key: ArgKey | None  # the callee's argument
     sink: str  # "the custom op `torch.ops._C.foo`" / "`fused_kda_chunk`"
     reason: str  # why the local sink needs it, for summaries ("passed to the custom op `...`")
-    strides_passed: frozenset[str]  # root names whose strides the same call receives
     stride_aware: bool = False  # the call also receives this argument's strides
     # The call's arguments that are views (``PendingCall.arg_views``).
     arg_views: tuple[tuple[ArgKey, str], ...] = ()
@@ -161,7 +160,6 @@ class LineFinder:
     def __init__(self, ctx: FileContext) -> None:
         self.text = ctx.source.text
         self.module = ctx.module
-        self._newlines: list[int] | None = None
 
     def def_offsets(self, functions: list[FunctionInfo]) -> dict[int, int]:
         offsets: dict[int, int] = {}
@@ -990,7 +988,7 @@ class _FunctionFacts:
                         )
                     self.uses.append(SinkUse(
                         self.info, call, part, layout, None if local else callee, key, sink, reason,
-                        strides, stride_aware=aware, note=note, arg_views=arg_views, flags=flags,
+                        stride_aware=aware, note=note, arg_views=arg_views, flags=flags,
                     ))  # fmt: skip
 
     def _record_param(self, layout: Layout, callee, key, kind: str, reason: str, call: cst.Call,
@@ -1018,7 +1016,7 @@ class _FunctionFacts:
                     summary.need_contiguous(param, reason)
         if _interesting(layout) and (layout.kind not in VIEWS or need(layout)):
             self.uses.append(
-                SinkUse(self.info, call, receiver, layout, None, None, sink, reason, frozenset(), note=note)
+                SinkUse(self.info, call, receiver, layout, None, None, sink, reason, note=note)
             )
 
     def _pointer_strides(self, call: cst.Call, strides: frozenset[str]) -> frozenset[str]:

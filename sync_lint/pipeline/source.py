@@ -30,12 +30,6 @@ class SourceFile:
     encoding: str  # as tokenize names it: "utf-8", "utf-8-sig" (a BOM), "latin-1", ...
     raw: bytes  # the bytes read, to detect a file that changed while we worked on it
 
-    @property
-    def newline(self) -> str:
-        """The file's first line ending, used for text that fixes insert."""
-        match = _LINE_BREAK.search(self.text)
-        return match.group(0) if match else "\n"
-
     def encode(self, text: str) -> bytes:
         return text.encode(self.encoding)
 
