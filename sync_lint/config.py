@@ -142,7 +142,12 @@ def find_pyproject(start: Path) -> Path | None:
 
 
 def _read_toml(path: Path) -> dict:
-    import tomllib  # here: an isolated run, or a project without a pyproject.toml, reads no TOML
+    # Here: an isolated run, or a project without a pyproject.toml, reads no TOML. Python 3.10
+    # has no tomllib; tomli is the same parser, installed there with sync-lint.
+    try:
+        import tomllib
+    except ModuleNotFoundError:
+        import tomli as tomllib
 
     try:
         with open(path, "rb") as handle:

@@ -7,7 +7,7 @@ import contextlib
 import os
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING
 
 from sync_lint import config
 from sync_lint.analysis.modules import is_package_init
@@ -28,6 +28,8 @@ from sync_lint.rules.base import Rule
 # The project plan is imported where a run of many files makes one: a one-file run (what
 # pre-commit and the flake8 plugin do) never needs it.
 if TYPE_CHECKING:
+    from typing import Self  # Python 3.11's; annotations only, so 3.10 runs
+
     from sync_lint.pipeline.project_plan import (
         FileOutline,
         KeptPlan,
