@@ -7,10 +7,12 @@ import shlex
 from pathlib import Path
 
 import pytest
+import tomllib
 import yaml
 
 from sync_lint.cli import build_parser
-from sync_lint.docs import generated_pages, write_pages
+from sync_lint.config import OPTIONS, validate
+from sync_lint.docs import generated_pages, toml_value, write_pages
 
 ROOT = Path(__file__).resolve().parent.parent
 RULE_DOCS = ROOT / "docs" / "rules"
@@ -48,10 +50,29 @@ def test_the_check_detects_stale_missing_and_orphan_pages(tmp_path):
 
 def test_every_rule_page_has_the_four_parts():
     for name, text in generated_pages().items():
-        if name == "README.md":
+        if name in ("README.md", "settings.md"):
             continue
         for heading in ("## What it finds", "## Why it is a bug", "## Example", "## Fix safety"):
             assert heading in text, f"{name}: no {heading}"
+
+
+def test_the_settings_page_gives_every_key_with_a_default_the_loader_reads_back():
+    """Each key's block is TOML that ``[tool.sync-lint]`` accepts and that means its default."""
+    page = generated_pages()["settings.md"]
+    blocks = re.findall(r"^## `([a-z-]+)`\n.*?```toml\n(.*?)```", page, re.DOTALL | re.MULTILINE)
+    assert [key for key, _ in blocks] == list(OPTIONS)
+    for key, block in blocks:
+        table = tomllib.loads(block)
+        assert validate(table, "settings.md") == {key: OPTIONS[key].default}, key
+        assert OPTIONS[key].doc in page
+
+
+def test_toml_values_cover_every_option_type():
+    assert toml_value(True) == "true" and toml_value("a\"b") == '"a\\"b"'
+    assert toml_value({"*Impl": ["forward"], "x": []}) == '{ "*Impl" = ["forward"], "x" = [] }'
+    assert tomllib.loads("k = " + toml_value({"a.b": "c", "d": ["e", "f"]})) == {"k": {"a.b": "c", "d": ["e", "f"]}}
+    with pytest.raises(TypeError):
+        toml_value(1.5)
 
 
 def _sync_lint_commands(text: str) -> list[str]:
