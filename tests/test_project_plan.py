@@ -1055,3 +1055,106 @@ def test_a_module_no_rule_reads_answers_for_its_own_functions_and_its_imports(tm
     assert unread.imports_for("other", "own") is None
     (tmp_path / "broken.py").write_text("from impl import x\ndef f(:\n")
     assert UnreadModules({"b": str(tmp_path / "broken.py")}).imports_for("b", "x") is None
+
+
+BOTH_FAMILIES = '''
+import torch
+
+from pkg.ops import copy_rows
+
+
+class Layer(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.table = torch.zeros(n, 4, dtype=torch.int32, device="cuda")
+
+    def forward(self, x):
+        count = int(self.table.sum())
+        copy_rows(self.table, x)
+        return x[:count]
+
+    def launch(self, out):
+        def column(t):
+            return t[:, 0]
+        copy_rows(self.table[:, 0], out)
+        return column
+
+
+def helper_of_nothing(x):
+    return x.t()
+'''
+
+
+def test_the_contiguity_analysis_records_only_the_gpu1xx_closure_of_a_file(tmp_path, monkeypatch):
+    """A function parsed for the hot-scope rules (``forward``) or for the state it sets
+    (``__init__``) is no function of the GPU1xx closure: the contiguity analysis records no
+    sink use and no summary of it (``KeptUnits.at_sinks``), as if it were masked, and the
+    findings are the plain path's. ``launch`` and the function nested in it are recorded."""
+    from sync_lint.analysis import sinks
+
+    files = write_package(tmp_path, {
+        "ops/__init__.py": OPS_INIT, "ops/kernels.py": KERNELS, "layer.py": BOTH_FAMILIES,
+    })
+    linter = runner.Linter(make_settings())
+    plan = linter.outline_all(files, None, None, {})
+    path = next(p for p in files if p.endswith("layer.py"))
+    kept = plan.units_to_keep(path)
+    units = MaskPlan(read(path).text, split_lines(read(path).text)).units
+    assert {units[i].name for i in kept.indices} == {"forward", "launch"}
+    assert {units[i].name for i in kept.at_sinks} == {"launch"}
+
+    recorded = []
+    walk = sinks.ContiguityAnalysis._function
+    monkeypatch.setattr(sinks.ContiguityAnalysis, "_function",
+                        lambda self, info, env: (recorded.append(info.name), walk(self, info, env)))
+    linter.lint_one(path, kept)
+    assert recorded == ["launch", "column"]
+    recorded.clear()
+    linter.lint_one(path, None)  # parsed whole, as a file with a finding is linted again
+    assert recorded == ["__init__", "forward", "launch", "column", "helper_of_nothing"]
+
+    monkeypatch.undo()
+    fast = findings(files, fast=True)
+    assert fast == findings(files, fast=False)
+    assert {(Path(f[0]).name, f[3]) for f in fast} >= {("layer.py", "GPU102"), ("layer.py", "GPU202")}
+
+
+def test_functions_not_recorded_are_told_by_their_unit_and_take_their_nested_functions():
+    from sync_lint.analysis import sinks
+    from sync_lint.analysis.functions import module_functions
+    from sync_lint.analysis.names import NameTable
+    from sync_lint.analysis.nodes import parse_module
+
+    module = parse_module(textwrap.dedent('''
+        def f(x):
+            def inner(y):
+                class Local:
+                    def method(self):
+                        return 1
+                return y
+            return inner(x)
+
+        if True:
+            def f(x):  # not a unit: defined under a block, recorded
+                return x
+
+        class A:
+            def f(self):
+                def inner2():
+                    return 2
+                return inner2()
+
+            def g(self):
+                return 3
+
+        def g(x):
+            return x
+    '''))
+    functions = module_functions(module, NameTable(module, "m", {}))
+
+    def recorded(skipped):
+        return [info.qualname for info in sinks._recorded(functions, module, frozenset(skipped))]
+
+    assert recorded(()) == [info.qualname for info in functions]
+    assert recorded({(None, "f"), ("A", "f")}) == ["m.f", "m.A.g", "m.g"]
+    assert recorded({("A", "g"), (None, "g")}) == ["m.f", "m.f.inner", "m.f.inner.Local.method", "m.f", "m.A.f", "m.A.f.inner2"]

@@ -22,7 +22,8 @@ A = TypeVar("A")
 
 class FileContext:
     def __init__(
-        self, source: SourceFile, module: cst.Module, module_name: str, settings: Settings, parsed_text: str | None = None
+        self, source: SourceFile, module: cst.Module, module_name: str, settings: Settings, parsed_text: str | None = None,
+        not_at_sinks: frozenset[tuple[str | None, str | None]] = frozenset(),
     ) -> None:
         self.source = source
         self.path = source.path
@@ -39,6 +40,10 @@ class FileContext:
         self._functions: list[FunctionInfo] | None = None
         # What libcst parsed: the source, or the source with units masked (same lines).
         self.parsed_text = source.text if parsed_text is None else parsed_text
+        # The top-level functions and methods, as ``(class or None, name)``, parsed for another
+        # reason than the GPU1xx rules: the contiguity analysis records nothing of them
+        # (``project_plan.KeptUnits.at_sinks``).
+        self.not_at_sinks = not_at_sinks
 
     def get(self, analysis: type[A]) -> A:
         """The analysis of this file, computed on first use. ``analysis(ctx)`` does the work."""

@@ -354,6 +354,33 @@ def _stride_effect(module: cst.Module, part: cst.BaseSlice) -> str:
     return "i"
 
 
+def _recorded(functions: list[FunctionInfo], module: cst.Module, skipped: frozenset) -> list[FunctionInfo]:
+    """``functions`` less those of the units ``skipped`` names (``FileContext.not_at_sinks``): a
+    top-level ``def`` or a method of a top-level class, with the functions nested in it, which
+    ``module_functions`` lists right after it (their qualified names extend its name)."""
+    if not skipped:
+        return functions
+    tops = set()
+    for statement in module.body:
+        if type(statement) is cst.FunctionDef and (None, statement.name.value) in skipped:
+            tops.add(id(statement))
+        elif type(statement) is cst.ClassDef and type(statement.body) is cst.IndentedBlock:
+            tops.update(
+                id(member) for member in statement.body.body
+                if type(member) is cst.FunctionDef and (statement.name.value, member.name.value) in skipped
+            )  # fmt: skip
+    kept, inside = [], None
+    for info in functions:
+        if inside is not None and info.qualname.startswith(inside):
+            continue
+        inside = None
+        if id(info.node) in tops:
+            inside = info.qualname + "."
+            continue
+        kept.append(info)
+    return kept
+
+
 class ContiguityAnalysis:
     """Sink uses and function summaries of one file (``ctx.get(ContiguityAnalysis)``)."""
 
@@ -370,8 +397,8 @@ class ContiguityAnalysis:
         accesses = [self._kernel_summary(info) for info in kernels]
         self._pointer_steps(accesses)
         plain = [info for info in self.functions if not is_triton_kernel(info)]
-        attributes = class_attributes(ctx, plain, self._domain)
-        for info in plain:
+        attributes = class_attributes(ctx, plain, self._domain)  # the state every method sets counts
+        for info in _recorded(plain, ctx.module, ctx.not_at_sinks):
             self._function(info, attributes.env_for(info))
 
     # -- set-up -----------------------------------------------------------------------------

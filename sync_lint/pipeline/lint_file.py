@@ -158,6 +158,7 @@ def _lint_source(
             return named
     text = source.text
     hidden: list[tuple[str | None, str | None]] = []
+    not_at_sinks: frozenset[tuple[str | None, str | None]] = frozenset()
     plan = None
     if alone is not None:
         with span("prefilter"):
@@ -166,6 +167,8 @@ def _lint_source(
         plan = MaskPlan(text, split_lines(text), kept.cuts)
         plan.keep_units(list(kept.indices))
         plan.close_over_state()
+        if kept.at_sinks is not None:
+            not_at_sinks = _not_at_sinks(plan, kept.at_sinks)
     if plan is not None and plan.is_masking():
         text = plan.masked_text()
         hidden = [plan.qualified(index) for index in plan.functions() if not plan.keep[index]]
@@ -173,7 +176,17 @@ def _lint_source(
     if too_long is not None:
         facts.diagnostics.append(tool_diagnostic(source.path, "GPU001", *too_long))
         return facts
-    return _parse_and_check(source, text, settings, rules, active, facts, alone is not None, hidden)
+    return _parse_and_check(source, text, settings, rules, active, facts, alone is not None, hidden, not_at_sinks)
+
+
+def _not_at_sinks(plan: MaskPlan, at_sinks: tuple[int, ...]) -> frozenset[tuple[str | None, str | None]]:
+    """The units parsed that the GPU1xx closure did not keep (``KeptUnits.at_sinks``), by
+    ``(class, name)``: those no unit of the closure shares a name with (two ``def f`` in one
+    file are told apart by place, which the analysis does not see: both are then recorded)."""
+    recorded = {plan.qualified(index) for index in at_sinks}
+    return frozenset(
+        plan.qualified(index) for index in plan.functions() if plan.keep[index] and plan.qualified(index) not in recorded
+    )
 
 
 def _names_only(source: SourceFile, kept: KeptUnits, facts: FileFacts) -> FileFacts | None:
@@ -206,6 +219,7 @@ def _names_only(source: SourceFile, kept: KeptUnits, facts: FileFacts) -> FileFa
 def _parse_and_check(
     source: SourceFile, text: str, settings: Settings, rules: list[Rule], active: list[Rule], facts: FileFacts,
     alone: bool = False, hidden: list[tuple[str | None, str | None]] = (),
+    not_at_sinks: frozenset[tuple[str | None, str | None]] = frozenset(),
 ) -> FileFacts:
     """Parse ``text`` (the source, or the source with units masked) and run the ``active`` rules.
     ``alone``: the file is all there is, so a finding conditional on a function it does not
@@ -230,7 +244,7 @@ def _parse_and_check(
         return facts
     facts.parsed = True
     facts.module_name = module_name_for(source.path)
-    ctx = FileContext(source, module, facts.module_name, settings, parsed_text=text)
+    ctx = FileContext(source, module, facts.module_name, settings, parsed_text=text, not_at_sinks=not_at_sinks)
     try:
         findings: list[tuple[Rule, Finding]] = []
         for rule in active:

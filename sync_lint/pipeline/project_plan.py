@@ -20,6 +20,8 @@ nor a summary a finding rests on. A run of many files therefore goes in two pass
    - the sink rules, GPU1xx (``_sink_closure``): of the callers of their seeds, only the
      functions that hand a value that may be a view or a cast to a parameter that may reach a
      sink, or to a sink (``Scout.sink_handing``), and what those hand such a parameter on to.
+     A function parsed only for the other family, or for the state it sets, is no part of
+     it: the contiguity analysis records nothing of it (``KeptUnits.at_sinks``).
 
 What a call may reach is over-approximated: every dotted name in a unit's text (comments and
 strings too) is read as a possible call, through every import of its head, a ``self.`` method
@@ -122,13 +124,20 @@ class KeptUnits:
     nothing in the file can hold a finding or a summary of a rule that reports only in
     functions (``Rule.reports_only_in_functions``): for such rules the lint reads only what
     other files need of it, its imports and the names of its functions, without a libcst
-    parse (``lint_file._names_only``)."""
+    parse (``lint_file._names_only``).
+
+    ``at_sinks``: the units of ``indices`` the GPU1xx closure keeps (``ProjectPlan._sink_kept``),
+    the only functions whose sink uses and summaries the contiguity analysis records here: the
+    others are parsed for the other family, or for the state they set, and that closure would
+    have masked them. None: every function is recorded (another rule keeps a unit of the file:
+    it may read either family's summaries, see ``ProjectPlan._active_rules``)."""
 
     fingerprint: int
     indices: tuple[int, ...]
     names_only: bool = False
     active: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
     cuts: tuple = field(default=(), repr=False, compare=False)
+    at_sinks: tuple[int, ...] | None = None
 
 
 def fingerprint(source: SourceFile) -> int:
@@ -615,7 +624,10 @@ class ProjectPlan:
         )
         # Without a module name, a function outside every unit has no unit (``_unit_outlines``).
         names_only = not indices and bool(o.module_name) and all(unit.index != MODULE_CODE for unit in o.units)
-        return KeptUnits(o.fingerprint, indices, names_only, self._active_rules(o), o.cuts)
+        at_sinks = None
+        if self._other_kept.isdisjoint(self._ids[(path, unit.index)] for unit in o.units):
+            at_sinks = tuple(index for index in indices if self._ids[(path, index)] in self._sink_kept)
+        return KeptUnits(o.fingerprint, indices, names_only, self._active_rules(o), o.cuts, at_sinks)
 
     def _active_rules(self, o: FileOutline) -> tuple[str, ...] | None:
         """The codes of the file's rules (``FileOutline.active``), less those of a family (the
