@@ -334,8 +334,9 @@ def parse_floor_worker(list_file: str, workers: int) -> None:
     # cycle); so do the pools, whose workers would otherwise also walk this process's heap.
     gc.collect()
     gc.freeze()
-    # And the ast texts once more, each tree then visited node by node, once: what any analysis
-    # written in Python over CPython's ast pays before it asks a node anything.
+    # And the ast texts once more, each tree then visited node by node, once (the outline's own
+    # walk): what any analysis written in Python over CPython's ast pays before it asks a node
+    # anything.
     texts["ast_walk"] = texts["ast"]
     found = {}
     for parser, captured in texts.items():
@@ -372,25 +373,13 @@ def _floor_parse(index: int) -> int:
 
 
 def _visit_every_node(text: str) -> int:
-    """Parse with ``ast`` and visit each node once, as cheaply as Python can: a stack, each
-    node's fields read once, nothing asked of a node. The number of nodes visited."""
+    """Parse with ``ast`` and visit each node once with the scout's own walk (a stack, no leaf
+    field read, nothing asked of a node). The number of nodes visited."""
     import ast
 
-    visited = 0
-    stack: list = [ast.parse(text)]
-    pop, push, node_type = stack.pop, stack.append, ast.AST
-    while stack:
-        node = pop()
-        visited += 1
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if type(value) is list:
-                for item in value:
-                    if isinstance(item, node_type):
-                        push(item)
-            elif isinstance(value, node_type):
-                push(value)
-    return visited
+    from sync_lint.pipeline.scout.syntax import walk
+
+    return len(walk(ast.parse(text)))
 
 
 # -- findings ----------------------------------------------------------------------------------

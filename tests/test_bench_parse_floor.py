@@ -27,6 +27,8 @@ def test_the_parse_floor_captures_what_a_run_parses(tmp_path):
     # Every fixture is outlined, and the ones the plan keeps a function of are linted.
     assert floor["ast"]["texts"] >= len(files), floor
     assert 0 < floor["libcst"]["texts"] <= len(files), floor
-    for parser in ("ast", "libcst"):
+    # The same ast texts again, each tree visited node by node (the floor of any ast analysis).
+    assert floor["ast_walk"]["texts"] == floor["ast"]["texts"], floor
+    for parser in ("ast", "libcst", "ast_walk"):
         assert floor[parser]["failures"] == 0, floor
         assert floor[parser]["lines"] > 0 and floor[parser]["seconds"] > 0, floor
