@@ -625,9 +625,14 @@ class ProjectPlan:
         # Without a module name, a function outside every unit has no unit (``_unit_outlines``).
         names_only = not indices and bool(o.module_name) and all(unit.index != MODULE_CODE for unit in o.units)
         at_sinks = None
-        if self._other_kept.isdisjoint(self._ids[(path, unit.index)] for unit in o.units):
+        if not self._kept_by_other_rules(o):
             at_sinks = tuple(index for index in indices if self._ids[(path, index)] in self._sink_kept)
         return KeptUnits(o.fingerprint, indices, names_only, self._active_rules(o), o.cuts, at_sinks)
+
+    def _kept_by_other_rules(self, o: FileOutline) -> bool:
+        """Does the closure of a rule of neither family keep a unit of the file? Such a rule may
+        read either family's summaries, so neither family's analyses may leave anything out there."""
+        return not self._other_kept.isdisjoint(self._ids[(o.path, unit.index)] for unit in o.units)
 
     def _active_rules(self, o: FileOutline) -> tuple[str, ...] | None:
         """The codes of the file's rules (``FileOutline.active``), less those of a family (the
@@ -648,9 +653,9 @@ class ProjectPlan:
         methods are no functions to ``pipeline.unread``)."""
         if o.active is None:
             return None
-        ids = [self._ids[(o.path, unit.index)] for unit in o.units]
-        if not self._other_kept.isdisjoint(ids):
+        if self._kept_by_other_rules(o):
             return o.active
+        ids = [self._ids[(o.path, unit.index)] for unit in o.units]
         dropped: set[str] = set()
         if self._sink_kept.isdisjoint(ids):
             dropped |= self._sink_codes
