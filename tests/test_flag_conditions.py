@@ -439,3 +439,110 @@ def test_a_same_file_call_is_judged_on_the_path_its_constants_take():
     """)
     found = [(d.line, d.code) for d in lint_text(source, preview=True) if d.code.startswith("GPU2")]
     assert found == [(14, "GPU201")]
+
+
+# -- a flag tested by a conditional expression, as by an ``if`` --------------------------------
+
+NORMALIZING_INLINE = """
+def scores(q, out, use_l2norm: bool = False):
+    q = l2norm(q.contiguous()) if use_l2norm else q
+    _k[(4,)](q, out, N=4)
+"""
+
+
+@pytest.mark.parametrize(("wrapper", "call", "flagged"), [
+    (NORMALIZING_INLINE, "scores(x.t(), out, use_l2norm=True)", False),
+    (NORMALIZING_INLINE, "scores(x.t(), out, True)", False),
+    (NORMALIZING_INLINE, "scores(x.t(), out)", True),  # the default takes the branch that keeps `q`
+    (NORMALIZING_INLINE, "scores(x.t(), out, use_l2norm=flag)", True),
+    # the branches the other way round, under ``not``
+    (NORMALIZING_INLINE.replace("l2norm(q.contiguous()) if use_l2norm else q", "q if not use_l2norm else q.contiguous()"),
+     "scores(x.t(), out, use_l2norm=True)", False),
+    (NORMALIZING_INLINE.replace("l2norm(q.contiguous()) if use_l2norm else q", "q if not use_l2norm else q.contiguous()"),
+     "scores(x.t(), out)", True),
+    # the conditional expression handed straight to the kernel
+    ("def f(q, out, dense=False):\n    _k[(4,)](q.contiguous() if dense else q, out, N=4)\n", "f(x.t(), out, dense=True)", False),
+    ("def f(q, out, dense=False):\n    _k[(4,)](q.contiguous() if dense else q, out, N=4)\n", "f(x.t(), out)", True),
+    # ... or to a custom op
+    ("def f(q, dense=False):\n    torch.ops._C.op(q.contiguous() if dense else q)\n", "f(x.t(), dense=True)", False),
+    ("def f(q, dense=False):\n    torch.ops._C.op(q.contiguous() if dense else q)\n", "f(x.t())", True),
+    # a flag joined with another test: a flag-like parameter is assumed both ways
+    ("def f(q, out, n, dense: bool = False):\n    q = q.contiguous() if dense or n > 8 else q\n    _k[(4,)](q, out, N=4)\n",
+     "f(x.t(), out, 4, dense=True)", False),
+    ("def f(q, out, n, dense: bool = False):\n    q = q.contiguous() if dense or n > 8 else q\n    _k[(4,)](q, out, N=4)\n",
+     "f(x.t(), out, 4)", True),
+    # a test of no flag decides nothing: the kernel may get the view
+    ("def f(q, out):\n    q = q.contiguous() if q.shape[0] > 1 else q\n    _k[(4,)](q, out, N=4)\n", "f(x.t(), out)", True),
+    # the flag picks between two other names: `q` reaches the kernel as passed either way
+    ("def f(q, out, a, b, dense=False):\n    out = a if dense else b\n    _k[(4,)](q, out, N=4)\n",
+     "f(x.t(), out, out, out, dense=True)", True),
+    # the flag is rebound first: the call's value no longer decides it
+    (("def f(q, out, dense=False):\n    dense = dense and q.shape[0] > 1\n    q = q.contiguous() if dense else q\n"
+      "    _k[(4,)](q, out, N=4)\n"), "f(x.t(), out, dense=True)", True),
+])  # fmt: skip
+def test_a_flag_tested_by_a_conditional_expression_excuses_the_call(wrapper, call, flagged):
+    assert caller_flagged(wrapper, call) == flagged
+
+
+def test_the_excuse_is_carried_through_a_wrapper_of_a_conditional_expression():
+    wrapper = NORMALIZING_INLINE + "\n\ndef normalized(q, out, normalize: bool = True):\n" \
+        "    return scores(q, out, use_l2norm=normalize)\n"
+    assert not caller_flagged(wrapper, "normalized(x.t(), out)")
+    assert caller_flagged(wrapper, "normalized(x.t(), out, normalize=False)")
+
+
+CONDITIONAL_SYNC_HELPERS = """
+import torch
+
+
+def prepare(n, return_host: bool = False):
+    out = torch.arange(n, device="cuda").cumsum(0)
+    return out, (out.cpu() if return_host else None)
+
+
+def total(n, exact=True):
+    x = torch.ones(n, device="cuda")
+    return x.sum().item() if exact else x
+"""
+
+
+@pytest.mark.parametrize(("call", "flagged"), [
+    ("prepare(n)", False),
+    ("prepare(n, return_host=True)", True),
+    ("prepare(n, return_host=flag)", True),
+    ("total(n, exact=False)", False),
+    ("total(n)", True),
+])  # fmt: skip
+def test_a_sync_in_a_conditional_expression_under_a_flag(tmp_path: Path, call, flagged):
+    """Across files the summary's flag conditions decide; in the same file, the walk of the
+    callee with the call's constants (``clean_with_arguments``, ``flags.decides_any``)."""
+    package = tmp_path / "engine"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helpers.py").write_text(CONDITIONAL_SYNC_HELPERS)
+    model = textwrap.dedent(f"""
+        import torch
+        from engine.helpers import prepare, total
+
+
+        class Model(torch.nn.Module):
+            def forward(self, n, flag):
+                return {call}
+    """)
+    (package / "model.py").write_text(model)
+    found = [(Path(d.path).name, d.line) for d in lint_paths([str(package)]) if d.code.startswith("GPU2")]
+    assert found == ([("model.py", 8)] if flagged else [])
+    same_file = CONDITIONAL_SYNC_HELPERS + model.replace("from engine.helpers import prepare, total\n", "")
+    found_here = [d.line for d in lint_text(same_file, preview=True) if d.code.startswith("GPU2")]
+    assert found_here == ([same_file.count("\n", 0, same_file.index(call)) + 1] if flagged else [])
+
+
+def test_a_walk_without_an_assumption_evaluates_both_branches():
+    """No oracle, or one that does not decide the test: a conditional expression joins both."""
+    from sync_lint.analysis.flow import decided_branch
+
+    node = cst.parse_expression("a if flag else b")
+    assert decided_branch(node, None, {}) is None
+    assert decided_branch(node, deciding({"other": True}), {}) is None
+    assert decided_branch(node, deciding({"flag": True}), {}).value == "a"
+    assert decided_branch(node, deciding({"flag": False}), {}).value == "b"

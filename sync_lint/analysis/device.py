@@ -37,7 +37,7 @@ from sync_lint.analysis.device_words import (
     TORCH_MASK_FUNCTIONS,
     VALUE_READS,
 )
-from sync_lint.analysis.flow import Walker
+from sync_lint.analysis.flow import Decide, Walker, decided_branch
 from sync_lint.analysis.names import NameTable, dotted
 
 
@@ -285,6 +285,7 @@ class DeviceDomain:
     def __init__(self, names: NameTable, attributes: Mapping[str, Place] | None = None) -> None:
         self.names = names
         self.attributes = attributes or {}  # "self.x" -> place, from ``__init__``
+        self.decide: Decide | None = None  # the oracle of a walk under assumed flags (``flow``)
 
     # -- the Domain protocol -----------------------------------------------------------------
     def unknown(self) -> Place:
@@ -412,6 +413,9 @@ class DeviceDomain:
         return join(self.evaluate(node.left, env), self.evaluate(node.right, env))
 
     def _eval_IfExp(self, node: cst.IfExp, env) -> Place:
+        branch = decided_branch(node, self.decide, env)
+        if branch is not None:
+            return self.evaluate(branch, env)
         return join(self.evaluate(node.body, env), self.evaluate(node.orelse, env))
 
     def _eval_NamedExpr(self, node: cst.NamedExpr, env) -> Place:

@@ -158,10 +158,47 @@ def _reads(test: cst.BaseExpression, names) -> bool:
 
 
 def decides_any(function: cst.FunctionDef, constants: dict[str, object]) -> bool:
-    """Do these constants decide any ``if`` test of the function (so that a walk under them may
-    differ from the plain one)?"""
-    return any(type(s) is cst.If and _reads(s.test, constants) and truth(s.test, constants) is not None
-               for s in _statements(function.body))
+    """Do these constants decide any ``if`` test of the function, or a conditional expression's
+    (so that a walk under them may differ from the plain one)?"""
+    return any(_reads(test, constants) and truth(test, constants) is not None
+               for test in _tests(function.body))
+
+
+def _tests(block: cst.CSTNode) -> Iterator[cst.BaseExpression]:
+    """The tests of the ``if`` statements of a block and of the conditional expressions its
+    simple statements hold (``_conditional_expressions``)."""
+    for statement in _statements(block):
+        kind = type(statement)
+        if kind is cst.If:
+            yield statement.test
+        elif kind is cst.SimpleStatementLine:
+            for small in statement.body:
+                for expression in _conditional_expressions(small):
+                    yield expression.test
+
+
+_VALUED_STATEMENTS = (cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Expr)
+
+
+def _conditional_expressions(small: cst.BaseSmallStatement) -> Iterator[cst.IfExp]:
+    """The conditional expressions a simple statement's value is, or holds as a call's argument,
+    a tuple's or list's element, or a branch of another: ``q = l2norm(q.contiguous()) if
+    use_l2norm else q``, ``return out, (out.cpu() if return_host else None)``,
+    ``_k[grid](q.contiguous() if dense else q)``. Deeper ones are not looked for: a walk under a
+    flag evaluates them all the same, but no flag is assumed for them alone."""
+    if type(small) not in _VALUED_STATEMENTS or small.value is None:
+        return
+    stack: list[cst.BaseExpression] = [small.value]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is cst.IfExp:
+            yield node
+            stack += (node.body, node.orelse)
+        elif kind is cst.Call:
+            stack += [arg.value for arg in node.args]
+        elif kind is cst.Tuple or kind is cst.List:
+            stack += [element.value for element in node.elements]
 
 
 def excuse_vanished(calls: list, made: set, key: Callable, unless: frozenset) -> list:
@@ -192,6 +229,16 @@ def flag_tests(function: cst.FunctionDef, params: tuple[str, ...], needy: set[st
             flags.add(flag)
 
     for statement in _statements(function.body):
+        if type(statement) is cst.SimpleStatementLine:
+            for small in statement.body:
+                if id(small) in need_sites or needy.intersection(_assigned_names(small)):
+                    for expression in _conditional_expressions(small):
+                        # Both truths: which branch leaves the need is the walk's to find.
+                        joined = flag_params(function) if joined is None else joined
+                        for name in _flag_names(expression.test, params, joined):
+                            want(name, True)
+                            want(name, False)
+            continue
         if type(statement) is not cst.If:
             continue
         test, truth_taken = statement.test, True
@@ -216,6 +263,19 @@ def flag_tests(function: cst.FunctionDef, params: tuple[str, ...], needy: set[st
                 want(name, True)
                 want(name, False)
     return found
+
+
+def _flag_names(test: cst.BaseExpression, params: tuple[str, ...], joined: frozenset[str]) -> list[str]:
+    """The parameters a conditional expression's test reads as truth values: ``flag`` or ``not
+    flag`` alone, any parameter; joined with ``and`` / ``or``, only those that look like flags
+    (``joined``: ``flag_params``), as for an ``if``."""
+    if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+        test = test.expression
+    if type(test) is cst.Name:
+        return [test.value] if test.value in params else []
+    if type(test) is cst.BooleanOperation:
+        return [name for name in _truth_names(test) if name in joined and name in params]
+    return []
 
 
 def _truth_names(test: cst.BaseExpression) -> list[str]:
@@ -259,17 +319,26 @@ def _rebinds_or_leaves(block: cst.CSTNode, names: set[str]) -> bool:
             kind = type(small)
             if kind is cst.Return or kind is cst.Raise:
                 return True
-            if kind is cst.Assign:
-                targets = [target.target for target in small.targets]
-            elif kind is cst.AnnAssign or kind is cst.AugAssign:
-                targets = [small.target]
-            else:
-                continue
-            for target in targets:
-                elements = [e.value for e in target.elements] if type(target) in (cst.Tuple, cst.List) else [target]
-                if any(type(element) is cst.Name and element.value in names for element in elements):
-                    return True
+            if names.intersection(_assigned_names(small)):
+                return True
     return False
+
+
+def _assigned_names(small: cst.CSTNode) -> list[str]:
+    """The plain names a simple statement assigns: ``x = ...``, ``x, y = ...``, ``x: T = ...``,
+    ``x += ...``."""
+    kind = type(small)
+    if kind is cst.Assign:
+        targets = [target.target for target in small.targets]
+    elif kind is cst.AnnAssign or kind is cst.AugAssign:
+        targets = [small.target]
+    else:
+        return []
+    found = []
+    for target in targets:
+        elements = [e.value for e in target.elements] if type(target) in (cst.Tuple, cst.List) else [target]
+        found += [element.value for element in elements if type(element) is cst.Name]
+    return found
 
 
 def flag_params(node: cst.FunctionDef) -> frozenset[str]:

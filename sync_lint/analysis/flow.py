@@ -28,7 +28,9 @@ before it; rules inspect expressions there.
 A walk may be given a *decide* oracle (``decide(test, env) -> bool | None``, ``flags.deciding``:
 parameters bound to constants): an ``if`` whose test it decides takes only that branch, the
 other is not walked at all (no hooks), nor is code after a path's end (dead, maybe only by what
-was decided). It is how a summary learns that a need or a sync arises only where a flag
+was decided). A conditional expression is the domain's to evaluate: a domain handed the same
+oracle (its ``decide`` attribute) evaluates only the branch it takes (``decided_branch``), and so
+does the sync scanner. It is how a summary learns that a need or a sync arises only where a flag
 parameter is false, and how a call of a function of the same file is judged with its constant
 arguments (``analysis.flags``, ``syncs.SyncAnalysis.clean_with_arguments``).
 """
@@ -45,6 +47,21 @@ from sync_lint.analysis.nodes import kinds
 
 V = TypeVar("V")
 Env = dict  # name (or "self.attr") -> abstract value
+
+
+Decide = Callable[[cst.BaseExpression, Env], "bool | None"]
+
+
+def decided_branch(node: cst.IfExp, decide: Decide | None, env: Env) -> cst.BaseExpression | None:
+    """The branch of ``body if test else orelse`` that a walk's oracle takes (``q =
+    l2norm(q.contiguous()) if use_l2norm else q`` assuming ``use_l2norm``); None where there is no
+    oracle or it does not decide the test: either branch may be taken."""
+    if decide is None:
+        return None
+    truth = decide(node.test, env)
+    if truth is None:
+        return None
+    return node.body if truth else node.orelse
 
 
 class Unreachable(dict):
@@ -143,7 +160,7 @@ def target_key(target: cst.BaseExpression) -> str | None:
 
 class Walker(Generic[V]):
     def __init__(self, domain: Domain[V], on_statement: StatementHook | None = None,
-                 decide: Callable[[cst.BaseExpression, Env], bool | None] | None = None) -> None:
+                 decide: Decide | None = None) -> None:
         self.domain = domain
         self._decide = decide
         self._names = getattr(domain, "names", None)  # the file's NameTable, where the domain has one

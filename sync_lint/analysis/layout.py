@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from sync_lint.analysis.dtypes import DTYPE_ALIASES, DTYPES, FLOATING, element_size
-from sync_lint.analysis.flow import Walker, target_key
+from sync_lint.analysis.flow import Decide, Walker, decided_branch, target_key
 from sync_lint.analysis.layout_words import (
     BROADCASTING,
     CAST_METHODS,
@@ -518,6 +518,7 @@ class LayoutDomain:
         # The walk's known conditions (``Walker.conditions``: test, environment at the test,
         # whether it holds) while a walker evaluates with this domain; none otherwise.
         self.conditions: list[tuple[cst.BaseExpression, dict, bool]] | tuple = ()
+        self.decide: Decide | None = None  # the oracle of a walk under an assumed flag (``flow``)
 
     # -- flow.Domain -------------------------------------------------------------------------
     def unknown(self) -> Layout:
@@ -638,6 +639,9 @@ class LayoutDomain:
         return self.evaluate(node.value, env)
 
     def _eval_IfExp(self, node: cst.IfExp, env) -> Layout:
+        branch = decided_branch(node, self.decide, env)
+        if branch is not None:
+            return self.evaluate(branch, env)
         then_env, else_env = dict(env), dict(env)
         self.refine(node.test, then_env, else_env)
         return join(self.evaluate(node.body, then_env), self.evaluate(node.orelse, else_env))

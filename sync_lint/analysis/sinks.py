@@ -47,7 +47,7 @@ from sync_lint.analysis.flags import (
     flag_params,
     flag_tests,
 )
-from sync_lint.analysis.flow import Walker, target_key
+from sync_lint.analysis.flow import Decide, Walker, decided_branch, target_key
 from sync_lint.analysis.functions import FunctionInfo
 from sync_lint.analysis.layout import (
     PERMUTING_ATTRIBUTES,
@@ -188,10 +188,14 @@ def is_triton_kernel(info: FunctionInfo) -> bool:
     return any(is_triton_decorator(d) for d in info.decorators)
 
 
-def split_branches(node: cst.BaseExpression) -> list[cst.BaseExpression]:
-    """``None if x is None else x.to(t)``: judge (and fix) each branch on its own."""
+def split_branches(node: cst.BaseExpression, decide: Decide | None = None, env=None) -> list[cst.BaseExpression]:
+    """``None if x is None else x.to(t)``: judge (and fix) each branch on its own; of a test the
+    walk's oracle decides (``flow.decided_branch``), only the branch taken."""
     if isinstance(node, cst.IfExp):
-        return split_branches(node.body) + split_branches(node.orelse)
+        branch = decided_branch(node, decide, env)
+        if branch is not None:
+            return split_branches(branch, decide, env)
+        return split_branches(node.body, decide, env) + split_branches(node.orelse, decide, env)
     return [node]
 
 
@@ -613,6 +617,7 @@ class ContiguityAnalysis:
         # A flag is assumed while it still holds the parameter as passed (``flags.deciding``).
         decide = deciding({assume[0]: assume[1]}, dict(env)) if assume is not None else None
         walker = Walker(domain, facts.on_statement, decide)
+        domain.decide = decide  # and its conditional expressions (``flow.decided_branch``)
         # What asserts and guards say (of strides, element sizes) while the walk is there.
         domain.conditions = walker.conditions
         body = info.node.body
@@ -1000,7 +1005,7 @@ class _FunctionFacts:
                 self._receiver_sink(receiver, call, env, f"`{callee_text}` (through `.data_ptr()`)",
                                     f"handed to `{callee_text}` as a raw `.data_ptr()`",
                                     "a raw address is read as dense memory", need=lambda layout: True)
-            for part in split_branches(arg.value):
+            for part in split_branches(arg.value, self.domain.decide, env):
                 layout = self.domain.evaluate(part, env)
                 if layout.chosen:
                     continue  # a buffer permuted on purpose for the callee (``Layout.chosen``)

@@ -75,7 +75,7 @@ from sync_lint.analysis.flags import (
     flag_params,
     flag_tests,
 )
-from sync_lint.analysis.flow import Walker
+from sync_lint.analysis.flow import Walker, decided_branch
 from sync_lint.analysis.functions import FunctionInfo
 from sync_lint.analysis.guards import Declarations, OnceRegions, debug_branch, wrap_fix
 from sync_lint.analysis.hot_scopes import Hotness, HotScopes
@@ -435,8 +435,9 @@ class _Scanner:
             return
         if kind is cst.IfExp:
             self.visit(node.test, env, "a conditional-expression test", loop)
-            self.visit(node.body, env, condition, loop)
-            self.visit(node.orelse, env, condition, loop)
+            branch = decided_branch(node, self.domain.decide, env)  # a walk under assumed flags
+            for taken in (node.body, node.orelse) if branch is None else (branch,):
+                self.visit(taken, env, condition, loop)
             return
         if kind in _COMPREHENSIONS:
             self._comprehension(node, env, loop)
@@ -932,8 +933,8 @@ class SyncAnalysis:
         env = initial_env(info.node.params)
         # Only flags the function never rebinds are assumed (``_flag_conditions``): a place does
         # not tell a rebound parameter from the one passed.
-        decide = deciding({assume[0]: assume[1]}) if assume is not None else None
-        _walk(Walker(domain, on_statement, decide), info.node, env)
+        domain.decide = deciding({assume[0]: assume[1]}) if assume is not None else None
+        _walk(Walker(domain, on_statement, domain.decide), info.node, env)
         return summarised
 
     def _summarise(self, info: FunctionInfo, site: SyncSite, summary: FunctionSummary) -> None:
@@ -1048,7 +1049,8 @@ class SyncAnalysis:
 
         env = initial_env(info.node.params)
         env.update(host)
-        _walk(Walker(domain, on_statement, deciding(live) if live else None), info.node, env)
+        domain.decide = deciding(live) if live else None
+        _walk(Walker(domain, on_statement, domain.decide), info.node, env)
         if syncs:
             return False
         return tuple(dict.fromkeys(through)) or True

@@ -30,7 +30,7 @@ class UndeclaredSyncInHotPath(HotScopeRule):
         "judged with the call's host arguments too (a helper that syncs only on a parameter the call passes a "
         "CPU tensor or numpy array for is no sync there, unless a call it still makes syncs, which the message "
         "then names), and one of any file that syncs only under a flag parameter (`if "
-        "return_host: out.cpu()`) is reported only where the call passes that flag as the literal that takes "
+        "return_host: out.cpu()`, or `out.cpu() if return_host else None`) is reported only where the call passes that flag as the literal that takes "
         "the sync, another value the call cannot tell, or leaves it to such a default. Not reported: syncs inside "
         "`with gpu_sync_allowed():` (see `sync-declarations`) or a debug-only branch (`if envs.VLLM_DEBUG:`, "
         "`if self.debug:`, `if __debug__:`, or a flag named for another opt-in diagnostic mode: "
