@@ -317,6 +317,108 @@ def caller(x, b, out):
     assert bool(codes(source)) == reported
 
 
+# -- a contiguity check: `if not x.is_contiguous(): x = x.contiguous()` ---------------------------
+
+# Guards of ``q`` (a parameter, or the transpose ``x.t()`` of one) before ``q`` reaches a kernel
+# that reads ``ptr + offset``. ``reported``: what GPU102 must say, which is whether torch hands
+# the kernel a non-contiguous tensor (``test_a_contiguity_check_matches_torch`` runs each).
+CONTIGUITY_GUARDS = [
+    ("if not q.is_contiguous():\n        q = q.contiguous()", False),
+    ("if q.is_contiguous():\n        pass\n    else:\n        q = q.contiguous()", False),
+    ("q = q if q.is_contiguous() else q.contiguous()", False),
+    ("q = q.contiguous() if not q.is_contiguous() else q", False),
+    ("if not q.is_contiguous():\n        return out", False),  # a guard: the launch sees only contiguous q
+    ("if not (q.is_contiguous() and out.is_contiguous()):\n        return out", False),
+    ("if not q.is_contiguous() or not out.is_contiguous():\n        return out", False),
+    # the copy taken on the wrong branch, or a test that says nothing of `q`
+    ("q = q.contiguous() if q.is_contiguous() else q", True),
+    ("if q.is_contiguous():\n        q = q.contiguous()", True),
+    ("if not out.is_contiguous():\n        q = q.contiguous()", True),
+    ("if not q.is_contiguous() and out.is_contiguous():\n        q = q.contiguous()", True),
+    ("if q.is_contiguous() or out.is_contiguous():\n        pass\n    else:\n        return out", True),
+    ("if not q.is_contiguous():\n        q = q.contiguous()\n    q = q.t()", True),  # a view taken after the check
+]  # fmt: skip
+
+
+def _guarded(guard: str, caller_view: bool) -> str:
+    call = "scores(x.t(), out)" if caller_view else "scores(q, out)"
+    return KERNEL + f"""
+def scores(q, out):
+    {guard}
+    _k[(4,)](q, out, 1, N=4)
+    return out
+
+
+def caller(x, q, out):
+    {call}
+"""
+
+
+@pytest.mark.parametrize(("guard", "reported"), CONTIGUITY_GUARDS)
+def test_a_contiguity_check_makes_the_tensor_contiguous_where_it_passes(guard, reported):
+    """Checked in the wrapper: a caller handing it a transpose is reported only where the wrapper
+    may still launch it as passed; and in the caller's own function, the view made there."""
+    assert bool(codes(_guarded(guard, caller_view=True))) == reported
+    local = KERNEL + f"""
+def scores(x, out):
+    q = x.t()
+    {guard}
+    _k[(4,)](q, out, 1, N=4)
+    return out
+"""
+    assert bool(codes(local)) == reported
+
+
+@pytest.mark.parametrize(("guard", "reported"), CONTIGUITY_GUARDS)
+def test_a_contiguity_check_matches_torch(guard, reported):
+    """Whether a transpose may reach the launch, run with torch: reported exactly when it does for
+    some ``out`` (contiguous, or a step slice)."""
+    launched = []
+    source = f"def scores(q, out):\n    {guard}\n    launched.append(q)\n    return out\n"
+    namespace = {"launched": launched}
+    exec(source, namespace)  # noqa: S102 -- this test's own source, run on torch
+    for out in (torch.zeros(8), torch.zeros(16)[::2]):
+        namespace["scores"](torch.zeros(4, 8).t(), out)
+    assert any(not q.is_contiguous() for q in launched) == reported
+
+
+@pytest.mark.parametrize(("arg", "reported"), [
+    ("q if q.is_contiguous() else q.contiguous()", False),  # each branch with what its test says
+    ("q.contiguous() if q.is_contiguous() else q", True),
+    ("q.contiguous() if q is not None else q", False),  # the other branch is None
+])  # fmt: skip
+def test_a_conditional_expression_handed_to_the_kernel_is_judged_per_branch(arg, reported):
+    source = KERNEL + f"""
+def scores(x, out):
+    q = x.t()
+    _k[(4,)]({arg}, out, 1, N=4)
+"""
+    assert bool(codes(source)) == reported
+
+
+def test_a_checked_fast_path_beside_a_torch_path_needs_nothing_as_in_vllm_repetition_penalties():
+    """vLLM's ``apply_repetition_penalties`` calls its custom op only ``if logits.is_cuda and
+    logits.is_contiguous()``, and a torch path otherwise: a caller may hand it any layout."""
+    source = """
+    import torch
+
+
+    def apply_penalties(logits, penalties):
+        if logits.is_cuda and logits.is_contiguous():
+            torch.ops._C.apply_repetition_penalties_(logits, penalties)
+        else:
+            logits.div_(penalties)
+
+
+    def sample(logits, penalties):
+        logits = logits.to(torch.float32)
+        apply_penalties(logits, penalties)
+        apply_penalties(logits.t(), penalties)
+    """
+    assert codes(source) == []
+    assert codes(source.replace(" and logits.is_contiguous()", "")) == [(14, "GPU101"), (15, "GPU102")]
+
+
 @pytest.mark.parametrize(("check", "reported"), [
     ("assert x.stride(0) == y.stride(0)", False),  # the launch steps through y by x's strides, equal
     ("assert x.stride(0) == y.stride(0) == z.stride(0)", False),

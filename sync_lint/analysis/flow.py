@@ -82,6 +82,10 @@ class Domain(Protocol[V]):
 
     # Optional method ``none() -> V``, the value of ``None``: the walker then narrows a name
     # tested ``x is None`` / ``x is not None`` to it on the branch where the test says so.
+    # Optional method ``narrow(test, env, holds) -> dict``: the values a test tells of the names
+    # it checks where it holds (``holds``) or fails (``if not x.is_contiguous(): x =
+    # x.contiguous()``: on the ``else`` path ``x`` is contiguous); the walker starts the branches
+    # of an ``if`` with them.
     # Optional attribute ``names``, the file's ``NameTable``: the walker resolves ``sys.exit``,
     # ``contextlib.suppress``... through the file's imports with it; without it, as written.
 
@@ -165,6 +169,7 @@ class Walker(Generic[V]):
         self._decide = decide
         self._names = getattr(domain, "names", None)  # the file's NameTable, where the domain has one
         self._none = getattr(domain, "none", None)  # the value of None, where the domain has one
+        self._narrow = getattr(domain, "narrow", None)  # what a test tells, where the domain reads tests
         self._hook = on_statement or (lambda node, env: None)
         self._quiet = 0  # > 0 while walking a loop body the first time: no hooks then
         self._dead = 0  # > 0 while walking unreachable code: its path ends record nothing
@@ -291,12 +296,16 @@ class Walker(Generic[V]):
     def _narrowed(self, test: cst.BaseExpression, env: Env) -> tuple[Env, Env]:
         """The environments an ``if`` starts its two branches with: where its test says a
         tracked name is None, it is None there (``if x is not None: x = x.contiguous()`` leaves
-        ``x`` None or contiguous, never the parameter as passed)."""
+        ``x`` None or contiguous, never the parameter as passed); and what else the domain reads
+        in the test (``narrow``)."""
         then_env, else_env = dict(env), dict(env)
         narrowed = _none_test(test) if self._none is not None else None
         if narrowed is not None and narrowed[0] in env:
             key, none_when_true = narrowed
             (then_env if none_when_true else else_env)[key] = self._none()
+        if self._narrow is not None:
+            then_env.update(self._narrow(test, env, True))
+            else_env.update(self._narrow(test, env, False))
         return then_env, else_env
 
     def statement(self, node: cst.CSTNode, env: Env) -> Env:

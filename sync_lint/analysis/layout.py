@@ -642,9 +642,42 @@ class LayoutDomain:
         branch = decided_branch(node, self.decide, env)
         if branch is not None:
             return self.evaluate(branch, env)
-        then_env, else_env = dict(env), dict(env)
-        self.refine(node.test, then_env, else_env)
+        then_env, else_env = self.branch_envs(node.test, env)
         return join(self.evaluate(node.body, then_env), self.evaluate(node.orelse, else_env))
+
+    def branch_envs(self, test: cst.BaseExpression, env) -> tuple[dict, dict]:
+        """The environments the two branches of a conditional expression are evaluated in: what
+        its test tells of None (``refine``) and of contiguity (``narrow``)."""
+        then_env, else_env = dict(env), dict(env)
+        self.refine(test, then_env, else_env)
+        then_env.update(self.narrow(test, env, True))
+        else_env.update(self.narrow(test, env, False))
+        return then_env, else_env
+
+    def narrow(self, test: cst.BaseExpression, env, holds: bool) -> dict[str, Layout]:
+        """What a test tells of layouts where it holds (``holds``) or fails, for ``flow.Walker``
+        and conditional expressions: a tensor checked ``x.is_contiguous()`` is contiguous where
+        the check passes, so ``if not x.is_contiguous(): x = x.contiguous()`` and ``x if
+        x.is_contiguous() else x.contiguous()`` leave ``x`` contiguous on every path. Through
+        ``not``, and through ``and`` holding (``or`` failing): each side holds (fails) then."""
+        kind = type(test)
+        if kind is cst.UnaryOperation and type(test.operator) is cst.Not:
+            return self.narrow(test.expression, env, not holds)
+        if kind is cst.BooleanOperation:
+            if (type(test.operator) is cst.And) is holds:  # both sides hold (``and``) or fail (``or``)
+                return {**self.narrow(test.left, env, holds), **self.narrow(test.right, env, holds)}
+            return {}
+        if not holds or kind is not cst.Call or test.args or type(test.func) is not cst.Attribute:
+            return {}
+        if test.func.attr.value != "is_contiguous":
+            return {}
+        key = target_key(test.func.value)
+        checked = env.get(key) if key is not None else None
+        if checked is None or not (checked.is_view or checked.kind == UNKNOWN):
+            return {}
+        # Contiguous by torch's measure: a size-1 dim keeps its odd stride (``size1``, GPU103).
+        return {key: Layout(FRESH, dtype=checked.dtype, size1=checked.size1, base_root=checked.base_root,
+                            ndim=checked.ndim)}  # and not None: it was called
 
     @staticmethod
     def refine(test: cst.BaseExpression, then_env, else_env) -> None:

@@ -47,7 +47,7 @@ from sync_lint.analysis.flags import (
     flag_params,
     flag_tests,
 )
-from sync_lint.analysis.flow import Decide, Walker, decided_branch, target_key
+from sync_lint.analysis.flow import Walker, decided_branch, target_key
 from sync_lint.analysis.functions import FunctionInfo
 from sync_lint.analysis.layout import (
     PERMUTING_ATTRIBUTES,
@@ -188,15 +188,18 @@ def is_triton_kernel(info: FunctionInfo) -> bool:
     return any(is_triton_decorator(d) for d in info.decorators)
 
 
-def split_branches(node: cst.BaseExpression, decide: Decide | None = None, env=None) -> list[cst.BaseExpression]:
-    """``None if x is None else x.to(t)``: judge (and fix) each branch on its own; of a test the
-    walk's oracle decides (``flow.decided_branch``), only the branch taken."""
-    if isinstance(node, cst.IfExp):
-        branch = decided_branch(node, decide, env)
-        if branch is not None:
-            return split_branches(branch, decide, env)
-        return split_branches(node.body, decide, env) + split_branches(node.orelse, decide, env)
-    return [node]
+def split_branches(node: cst.BaseExpression, domain: LayoutDomain, env) -> list[tuple[cst.BaseExpression, dict]]:
+    """``None if x is None else x.to(t)``: judge (and fix) each branch on its own, with what the
+    test tells on that branch (``x if x.is_contiguous() else x.contiguous()``:
+    ``LayoutDomain.branch_envs``); of a test the walk's oracle decides (``flow.decided_branch``), only the branch
+    taken. Each branch with the environment to evaluate it in."""
+    if not isinstance(node, cst.IfExp):
+        return [(node, env)]
+    branch = decided_branch(node, domain.decide, env)
+    if branch is not None:
+        return split_branches(branch, domain, env)
+    then_env, else_env = domain.branch_envs(node.test, env)
+    return split_branches(node.body, domain, then_env) + split_branches(node.orelse, domain, else_env)
 
 
 _NESTED_SCOPES = (cst.Lambda, cst.FunctionDef, cst.ClassDef)
@@ -1005,8 +1008,8 @@ class _FunctionFacts:
                 self._receiver_sink(receiver, call, env, f"`{callee_text}` (through `.data_ptr()`)",
                                     f"handed to `{callee_text}` as a raw `.data_ptr()`",
                                     "a raw address is read as dense memory", need=lambda layout: True)
-            for part in split_branches(arg.value, self.domain.decide, env):
-                layout = self.domain.evaluate(part, env)
+            for part, part_env in split_branches(arg.value, self.domain, env):
+                layout = self.domain.evaluate(part, part_env)
                 if layout.chosen:
                     continue  # a buffer permuted on purpose for the callee (``Layout.chosen``)
                 aware = self._stride_aware(part, layout, strides)

@@ -62,7 +62,7 @@ def _linted_lines(path: Path, codes: set[str]) -> set[int]:
 
 def test_every_fixture_comes_in_an_annotated_pair():
     befores = sorted(FIXTURES.glob("*/*_before.py"))
-    assert len(befores) == 10
+    assert len(befores) == 11
     for before in befores:
         after = before.with_name(before.name.replace("_before.py", "_after.py"))
         assert expected_findings(before), before
@@ -202,12 +202,19 @@ def _lm_head_case(generator, device):
     return [t.to(device) for t in (hidden_states, weight, expected)]
 
 
+def _token_norms_case(generator, device):
+    x_by_dim = torch.randn(8, 5, generator=generator)
+    expected = (x_by_dim.t() ** 2).sum(-1)
+    return [t.to(device) for t in (x_by_dim, expected)]
+
+
 # stem: (entry point, kernel it launches, case builder)
 LAYOUT_FIXTURES = {
     "temperature_column_slice": (
         "apply_temperature", "_apply_temperature_kernel", _temperature_case,
     ),
     "lm_head_permuted_cast": ("compute_logits", "_logits_kernel", _lm_head_case),
+    "token_norms_guarded_copy": ("token_sq_norms", "_row_sq_norm_kernel", _token_norms_case),
 }
 
 
