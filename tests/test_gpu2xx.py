@@ -509,6 +509,85 @@ def test_helper_in_another_file_is_reported_at_the_hot_call_site(tmp_path):
                      "which syncs with `.tolist()` on `x_gpu` (line 5)")]
 
 
+def _fast_and_plain(root: Path, **options) -> tuple[list, list]:
+    """The findings of a run of ``root`` with the plans and scouts (fast) and without."""
+    settings = api.make_settings(None, **{**OPTIONS, **options})
+    files = Discovery(DEFAULT_EXCLUDE, settings.root).files([str(root)])
+    fast = Linter(settings, fast=True).run(files, jobs=1).diagnostics
+    plain = Linter(settings, fast=False).run(files, jobs=1).diagnostics
+    return [(Path(d.path).name, d.line, d.code) for d in fast], [(Path(d.path).name, d.line, d.code) for d in plain]
+
+
+FORMATTED = """
+    import logging
+
+    import torch
+
+    logger = logging.getLogger(__name__)
+
+
+    class Model(torch.nn.Module):
+        def forward(self, n: int, x_cpu: torch.Tensor):
+            x = torch.arange(n, device="cuda")
+            a = f"{x}"  # expect: GPU202
+            b = f"{x.max():.2f} {x!r}"  # expect: GPU202
+            print("lens", x)  # expect: GPU202
+            c = str(x.sum())  # expect: GPU202
+            d = repr(x)  # expect: GPU202
+            e = format(x[0], "d")  # expect: GPU202
+            logger.debug(f"step {x}")  # expect: GPU202
+            f = f"{x.shape} {x.dtype} {x.device} {x.numel()} {x.size(0)} {len(x)} {n}"
+            g = str(x.shape) + repr(x.device)
+            print("shape", x.shape, n)
+            logger.debug("step %s", x)
+            h = f"{x_cpu} {x_cpu.sum()}" + str(x_cpu)
+            if n < 0:
+                raise ValueError(f"bad lengths {x}")
+            assert n > 0, f"no lengths: {x}"
+            return a, b, c, d, e, f, g, h
+"""
+
+
+def test_formatting_a_gpu_tensor_as_text_syncs(tmp_path):
+    """A tensor's text holds its values: an f-string, ``str()``, ``print()`` of one on the GPU
+    copies it to the host every step (a debug print left in ``forward``, an eager log message).
+    Its metadata formats without a sync; an error path's message (``raise``, an ``assert``'s
+    message) costs nothing per step; a logger's lazy ``%s`` argument is formatted only if the
+    record is emitted, by the logging library. A file checked on its own is first read by the
+    scout, which must let it through for these sites alone (``SyncScout._may_sync_at``)."""
+    check(FORMATTED)
+    (tmp_path / "model.py").write_text(textwrap.dedent(FORMATTED))
+    fast, plain = _fast_and_plain(tmp_path / "model.py")
+    assert fast == plain and len(fast) == 8  # two on the line formatting two values
+
+
+def test_a_helper_that_only_formats_a_gpu_tensor_is_reported_at_the_hot_call_site(tmp_path):
+    """The project plan follows hot code into a helper only as far as it may sync: a
+    formatted tensor counts (``SyncScout._may_sync_at``), on the fast path as on the plain one."""
+    root = _project(tmp_path, {
+        "ops.py": """
+            import torch
+
+            def describe(x_gpu):
+                return f"lengths {x_gpu}"
+
+            def shape_of(x_gpu):
+                return f"shape {x_gpu.shape}"
+        """,
+        "model.py": """
+            import torch
+            from .ops import describe, shape_of
+
+            class M(torch.nn.Module):
+                def forward(self, x: torch.Tensor):
+                    return describe(x), shape_of(x)
+        """,
+    })
+    assert _project_findings(root) == {("model.py", 7, "GPU201")}
+    fast, plain = _fast_and_plain(root)
+    assert fast == plain == [("model.py", 7, "GPU201")]
+
+
 def test_fast_and_plain_paths_agree_on_the_fixtures():
     settings = api.make_settings(None, **OPTIONS)
     files = Discovery(DEFAULT_EXCLUDE, settings.root).files([str(ROOT / "fixtures"), str(ROOT / "reference_kernels")])

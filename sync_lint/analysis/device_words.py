@@ -28,6 +28,9 @@ DATA_DEPENDENT_METHODS = frozenset({"nonzero", "argwhere", "unique", "unique_con
 DATA_DEPENDENT_FUNCTIONS = frozenset({"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select"})
 SIZE_FUNCTIONS = frozenset({"arange", "empty", "zeros", "ones", "full", "rand", "randn"})
 PROTOCOL_BUILTINS = ("int", "float", "bool", "complex")
+# Builtins that format their arguments as text: a tensor's text holds its values, copied to the
+# host (``print(x)``, ``str(x)``; an f-string's ``{x}`` alike).
+FORMATTING_BUILTINS = ("str", "repr", "ascii", "format", "print")
 
 # What makes a boolean tensor (a mask, whose use as an index is a sync): tensor methods, and
 # torch functions by their last name.

@@ -60,6 +60,7 @@ from sync_lint.analysis.device_words import (
     DATA_DEPENDENT_FUNCTIONS,
     DATA_DEPENDENT_METHODS,
     EXPLICIT_METHODS,
+    FORMATTING_BUILTINS,
     PROTOCOL_BUILTINS,
     SIZE_FUNCTIONS,
     VALUE_READS,
@@ -458,6 +459,10 @@ class _Scanner:
             self.visit(node.value, env, None, loop)
             self._slice_children(node, env, loop)
             return
+        if kind is cst.FormattedString:
+            for part in node.parts:
+                if type(part) is cst.FormattedStringExpression:
+                    self._formatted(part.expression, "the tensor `{code}` formatted in an f-string", env, loop)
         for child in _expression_children(node):
             self.visit(child, env, None, loop)
 
@@ -687,6 +692,10 @@ class _Scanner:
             elif self._device_ish(place, tensor=True):
                 self._hit(node, "implicit", f"`{name}()` of the tensor `{{code}}`", args[0], loop)
             return
+        if name in FORMATTING_BUILTINS:
+            for arg in args if name == "print" else args[:1]:
+                self._formatted(arg, f"`{name}()` of the tensor `{{code}}`", env, loop)
+            return
         if name == "range":
             for arg in args:
                 if is_literal(arg):
@@ -701,6 +710,17 @@ class _Scanner:
         if self.broad and name not in SAFE_BUILTINS:
             if any(not is_literal(a) and self._maybe_device(self.domain.evaluate(a, env)) for a in args):
                 self._candidate(node, loop)
+
+    def _formatted(self, value: cst.BaseExpression, template: str, env, loop: bool) -> None:
+        """A value formatted as text: a tensor's values are copied to the host for it."""
+        if is_literal(value):
+            return
+        place = self.domain.evaluate(value, env)
+        if self.broad:
+            if self._maybe_device(place):
+                self._candidate(value, loop)
+        elif self._device_ish(place, tensor=True):
+            self._hit(value, "implicit", template + " (its values are copied to the host as text)", value, loop)
 
     # -- callees --------------------------------------------------------------------------------
     def _callee(self, func: cst.BaseExpression, env) -> str | None:

@@ -29,7 +29,9 @@ class ImplicitSyncInHotPath(HotScopeRule):
         "`a.allclose(b)`, `t.is_nonzero()`), whose Python bool is read from the data (reported at the call: "
         "a later `if same:` on that bool is no second sync; `torch.isclose` returns a tensor and is none); a "
         "device scalar used as a Python int (`range(t)`, a slice bound `x[:t]`, a size of `torch.arange(t)` / "
-        "`torch.empty(t)`). The tensor must be known to be on the GPU, or, in metadata builders and the "
+        "`torch.empty(t)`); a tensor formatted as text (`f\"{t}\"`, `str(t)`, `repr(t)`, `format(t)`, "
+        "`print(t)`; not its metadata, `f\"{t.shape}\"`, nor a logger's lazy `%s` argument, nor the message of a "
+        "`raise` or of an `assert`, paid only on the error path). The tensor must be known to be on the GPU, or, in metadata builders and the "
         "attention classes of `hot-class-methods` (`unknown-device`), certainly a tensor of unknown device (a "
         "torch op's result, `x[1:] - x[:-1]`, `x[:, 0]`, `x.sum()`): an unknown value that may be a Python int is never reported. CPU-side values "
         "and shape arithmetic are never reported."
@@ -115,6 +117,15 @@ class ImplicitSyncInHotPath(HotScopeRule):
         "        if same or not torch.allclose(positions, raw_positions.float()):  # expect: GPU202\n"
         "            return positions\n"
         "        return torch.is_nonzero(positions[:1])  # expect: GPU202\n"),
+        # A debug print, or a log message built eagerly, formats the tensor's values on the host.
+        ("import logging\n\nimport torch\n\nlogger = logging.getLogger(__name__)\n\n"
+        "class Model(torch.nn.Module):\n"
+        "    def forward(self, positions: torch.Tensor):\n"
+        "        positions = positions.to(self.device, non_blocking=True)\n"
+        "        print(positions)  # expect: GPU202\n"
+        "        logger.debug(f\"positions {positions}\")  # expect: GPU202\n"
+        "        logger.debug(\"positions %s, shape %s\", positions, positions.shape)\n"
+        "        return positions\n"),
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:

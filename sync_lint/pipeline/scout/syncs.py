@@ -10,6 +10,7 @@ from sync_lint.analysis.device_words import (
     DATA_DEPENDENT_METHODS,
     ELEMENT_BUILTINS,
     EXPLICIT_METHODS,
+    FORMATTING_BUILTINS,
     HOST_ATTRIBUTES,
     HOST_RESULT_METHODS,
     MASK_METHODS,
@@ -260,6 +261,8 @@ class SyncScout:
             return any(scope.suspect(value, attributes) for value in node.values)
         if kind is ast.UnaryOp:
             return type(node.op) is ast.Not and scope.suspect(node.operand, attributes)
+        if kind is ast.JoinedStr:  # ``f"{x}"`` formats ``x`` as text
+            return any(type(part) is ast.FormattedValue and scope.suspect(part.value, attributes) for part in node.values)
         if kind is ast.Subscript:  # a mask, a slice bound (``analysis.syncs._Scanner._subscript``)
             index = node.slice
             for part in index.elts if type(index) is ast.Tuple else (index,):
@@ -352,7 +355,7 @@ _PLACEMENT_KEYWORDS = frozenset({"device", "dtype", "layout", "pin_memory", "req
 # Calls that are a sync site when handed a GPU tensor (``analysis.syncs._Scanner``): methods
 # (their receiver too), builtins, and torch functions (by their last name).
 _SYNC_METHODS = EXPLICIT_METHODS | DATA_DEPENDENT_METHODS | VALUE_READS | {"to", "copy_", "repeat_interleave"}
-_SYNC_BUILTINS = frozenset({*PROTOCOL_BUILTINS, "range"})
+_SYNC_BUILTINS = frozenset({*PROTOCOL_BUILTINS, *FORMATTING_BUILTINS, "range"})
 _SYNC_TORCH_FUNCTIONS = DATA_DEPENDENT_FUNCTIONS | VALUE_READS | SIZE_FUNCTIONS | {"where", "repeat_interleave"}
 
 
@@ -379,6 +382,7 @@ def _may_name_the_host(call: ast.Call) -> bool:
 # The nodes ``SyncScout._may_sync_at`` may find a sync site in.
 _SITE_KINDS = (
     ast.If, ast.While, ast.Assert, ast.IfExp, ast.comprehension, ast.BoolOp, ast.UnaryOp, ast.Subscript, ast.Call,
+    ast.JoinedStr,
 )  # fmt: skip
 
 # What a unit's text must hold to hand a sync site a value from a named device, or to sync
