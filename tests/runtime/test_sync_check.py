@@ -118,6 +118,9 @@ SYNCING_READS = {
     "numpy": lambda x: x.numpy(),
     "cpu": lambda x: x.cpu(),
     "to_cpu": lambda x: x.to("cpu"),
+    "f_string": lambda x: f"lens {x}",
+    "str": lambda x: str(x[:2]),
+    "format_spec": lambda x: f"{x.max():d}",
 }
 
 
@@ -137,6 +140,7 @@ SYNC_FREE_OPS = {
     "where_three_args": lambda x: torch.where(x > 1, x, 0),
     "repeat_interleave_with_size": lambda x: torch.repeat_interleave(x, output_size=6),
     "searchsorted": lambda x: torch.searchsorted(x, torch.tensor([1, 2])),
+    "formatted_metadata": lambda x: f"{x.shape} {x.dtype} {x.device} {x.numel()} {len(x)}",
 }
 
 
