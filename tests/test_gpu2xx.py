@@ -509,6 +509,41 @@ def test_helper_in_another_file_is_reported_at_the_hot_call_site(tmp_path):
                      "which syncs with `.tolist()` on `x_gpu` (line 5)")]
 
 
+def test_a_tensor_tested_to_be_on_the_cpu_is_a_host_tensor_there():
+    """A metadata builder reads any tensor of unknown device as a possible sync
+    (``unknown-device``), but not on a path where a test says it is on the CPU. Only a CPU test
+    says so: a tensor that is not CUDA may be on another accelerator (``not t.is_cuda``)."""
+    check("""
+        import torch
+
+
+        class FooMetadataBuilder:
+            def build(self, common, flag: bool):
+                lens = common.seq_lens
+                if lens.is_cpu:
+                    a = lens.max().item()
+                if lens.device.type == "cpu" and flag:
+                    b = lens.tolist()
+                if "cpu" != lens.device.type:
+                    pass
+                else:
+                    c = int(lens.sum())
+                if not common.query_lens.is_cpu:
+                    return None
+                d = common.query_lens.tolist()
+                e = lens.tolist() if lens.is_cpu else None
+                f = lens.tolist() if lens.is_cpu or flag else None  # expect: GPU201
+                if not lens.is_cuda:
+                    g = lens.tolist()  # expect: GPU201
+                if lens.device.type != "cpu":
+                    h = lens.tolist()  # expect: GPU201
+                if lens.is_cpu:
+                    lens = common.seq_lens_gpu
+                    i = lens.tolist()  # expect: GPU201
+                return a, b, c, d, e, f, g, h, i
+    """)
+
+
 def _fast_and_plain(root: Path, **options) -> tuple[list, list]:
     """The findings of a run of ``root`` with the plans and scouts (fast) and without."""
     settings = api.make_settings(None, **{**OPTIONS, **options})

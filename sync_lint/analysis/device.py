@@ -37,7 +37,13 @@ from sync_lint.analysis.device_words import (
     TORCH_MASK_FUNCTIONS,
     VALUE_READS,
 )
-from sync_lint.analysis.flow import Decide, Walker, decided_branch
+from sync_lint.analysis.flow import (
+    Decide,
+    Walker,
+    decided_branch,
+    narrowing,
+    target_key,
+)
 from sync_lint.analysis.names import NameTable, dotted
 
 
@@ -180,6 +186,26 @@ def combine(places, tensor_op: bool = False) -> Place:
     if host_tensor:
         return HOST_TENSOR
     return result
+
+
+def _cpu_test(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool] | None:
+    """``t.is_cpu`` -> (t, True); ``t.device.type == "cpu"`` -> (t, True), ``!=`` -> (t, False):
+    the tensor a test asks to be on the CPU, and whether it is there where the test is true."""
+    if type(test) is cst.Attribute and test.attr.value == "is_cpu":
+        return test.value, True
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    link = test.comparisons[0]
+    operator = type(link.operator)
+    if operator is not cst.Equal and operator is not cst.NotEqual:
+        return None
+    sides = (test.left, link.comparator)
+    for device_type, other in (sides, sides[::-1]):
+        if (type(other) is cst.SimpleString and other.evaluated_value == "cpu" and type(device_type) is cst.Attribute
+                and device_type.attr.value == "type" and type(device_type.value) is cst.Attribute
+                and device_type.value.attr.value == "device"):
+            return device_type.value.value, operator is cst.Equal
+    return None
 
 
 def name_hint(name: str) -> Place | None:
@@ -416,7 +442,31 @@ class DeviceDomain:
         branch = decided_branch(node, self.decide, env)
         if branch is not None:
             return self.evaluate(branch, env)
-        return join(self.evaluate(node.body, env), self.evaluate(node.orelse, env))
+        then_env, else_env = self.branch_envs(node.test, env)
+        return join(self.evaluate(node.body, then_env), self.evaluate(node.orelse, else_env))
+
+    def branch_envs(self, test: cst.BaseExpression, env) -> tuple[dict, dict]:
+        """The environments the two branches of a conditional expression are read in (``narrow``)."""
+        return {**env, **self.narrow(test, env, True)}, {**env, **self.narrow(test, env, False)}
+
+    def narrow(self, test: cst.BaseExpression, env, holds: bool) -> dict[str, Place]:
+        """What a test tells of places where it holds (``holds``) or fails, for ``flow.Walker``
+        and conditional expressions (``flow.narrowing``): a tensor tested to be on the CPU is a
+        host tensor there (``if t.is_cpu:``, ``if t.device.type == "cpu":``, the ``else`` of
+        ``!= "cpu"``). ``not t.is_cuda`` says nothing: another accelerator (NPU, XPU) is no CUDA
+        device either."""
+
+        def host_where_tested(leaf: cst.BaseExpression, passes: bool) -> dict[str, Place]:
+            tested = _cpu_test(leaf)
+            if tested is None:
+                return {}
+            receiver, on_cpu_when_true = tested
+            key = target_key(receiver)
+            if key is None or passes is not on_cpu_when_true:
+                return {}
+            return {key: Place("host", mask=self.evaluate(receiver, env).mask, tensor=True)}
+
+        return narrowing(test, holds, host_where_tested)
 
     def _eval_NamedExpr(self, node: cst.NamedExpr, env) -> Place:
         return self.evaluate(node.value, env)

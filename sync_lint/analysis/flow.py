@@ -64,6 +64,20 @@ def decided_branch(node: cst.IfExp, decide: Decide | None, env: Env) -> cst.Base
     return node.body if truth else node.orelse
 
 
+def narrowing(test: cst.BaseExpression, holds: bool, leaf: Callable[[cst.BaseExpression, bool], dict]) -> dict:
+    """What a test tells of the values it checks where it holds (``holds``) or fails, for a
+    domain's ``narrow``: ``leaf(test, holds)`` reads a test that is no ``not`` / ``and`` / ``or``;
+    through ``not`` the truth flips, and where ``and`` holds (``or`` fails) each side does."""
+    kind = type(test)
+    if kind is cst.UnaryOperation and type(test.operator) is cst.Not:
+        return narrowing(test.expression, not holds, leaf)
+    if kind is cst.BooleanOperation:
+        if (type(test.operator) is cst.And) is holds:
+            return {**narrowing(test.left, holds, leaf), **narrowing(test.right, holds, leaf)}
+        return {}
+    return leaf(test, holds)
+
+
 class Unreachable(dict):
     """The environment of a path that has ended (``return``, ``raise``, ``continue``, ``break``):
     the values as they were at its end. Joined with a live environment it contributes nothing."""

@@ -33,7 +33,13 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from sync_lint.analysis.dtypes import DTYPE_ALIASES, DTYPES, FLOATING, element_size
-from sync_lint.analysis.flow import Decide, Walker, decided_branch, target_key
+from sync_lint.analysis.flow import (
+    Decide,
+    Walker,
+    decided_branch,
+    narrowing,
+    target_key,
+)
 from sync_lint.analysis.layout_words import (
     BROADCASTING,
     CAST_METHODS,
@@ -656,28 +662,24 @@ class LayoutDomain:
 
     def narrow(self, test: cst.BaseExpression, env, holds: bool) -> dict[str, Layout]:
         """What a test tells of layouts where it holds (``holds``) or fails, for ``flow.Walker``
-        and conditional expressions: a tensor checked ``x.is_contiguous()`` is contiguous where
-        the check passes, so ``if not x.is_contiguous(): x = x.contiguous()`` and ``x if
-        x.is_contiguous() else x.contiguous()`` leave ``x`` contiguous on every path. Through
-        ``not``, and through ``and`` holding (``or`` failing): each side holds (fails) then."""
-        kind = type(test)
-        if kind is cst.UnaryOperation and type(test.operator) is cst.Not:
-            return self.narrow(test.expression, env, not holds)
-        if kind is cst.BooleanOperation:
-            if (type(test.operator) is cst.And) is holds:  # both sides hold (``and``) or fail (``or``)
-                return {**self.narrow(test.left, env, holds), **self.narrow(test.right, env, holds)}
-            return {}
-        if not holds or kind is not cst.Call or test.args or type(test.func) is not cst.Attribute:
-            return {}
-        if test.func.attr.value != "is_contiguous":
-            return {}
-        key = target_key(test.func.value)
-        checked = env.get(key) if key is not None else None
-        if checked is None or not (checked.is_view or checked.kind == UNKNOWN):
-            return {}
-        # Contiguous by torch's measure: a size-1 dim keeps its odd stride (``size1``, GPU103).
-        return {key: Layout(FRESH, dtype=checked.dtype, size1=checked.size1, base_root=checked.base_root,
-                            ndim=checked.ndim)}  # and not None: it was called
+        and conditional expressions (``flow.narrowing``): a tensor checked ``x.is_contiguous()``
+        is contiguous where the check passes, so ``if not x.is_contiguous(): x = x.contiguous()``
+        and ``x if x.is_contiguous() else x.contiguous()`` leave ``x`` contiguous on every path."""
+
+        def contiguous_where_checked(leaf: cst.BaseExpression, passes: bool) -> dict[str, Layout]:
+            if not passes or type(leaf) is not cst.Call or leaf.args or type(leaf.func) is not cst.Attribute:
+                return {}
+            if leaf.func.attr.value != "is_contiguous":
+                return {}
+            key = target_key(leaf.func.value)
+            checked = env.get(key) if key is not None else None
+            if checked is None or not (checked.is_view or checked.kind == UNKNOWN):
+                return {}
+            # Contiguous by torch's measure: a size-1 dim keeps its odd stride (``size1``, GPU103).
+            return {key: Layout(FRESH, dtype=checked.dtype, size1=checked.size1, base_root=checked.base_root,
+                                ndim=checked.ndim)}  # and not None: it was called
+
+        return narrowing(test, holds, contiguous_where_checked)
 
     @staticmethod
     def refine(test: cst.BaseExpression, then_env, else_env) -> None:

@@ -437,8 +437,12 @@ class _Scanner:
         if kind is cst.IfExp:
             self.visit(node.test, env, "a conditional-expression test", loop)
             branch = decided_branch(node, self.domain.decide, env)  # a walk under assumed flags
-            for taken in (node.body, node.orelse) if branch is None else (branch,):
-                self.visit(taken, env, condition, loop)
+            if branch is not None:
+                self.visit(branch, env, condition, loop)
+                return
+            then_env, else_env = self.domain.branch_envs(node.test, env)  # ``x.tolist() if x.is_cpu else ...``
+            self.visit(node.body, then_env, condition, loop)
+            self.visit(node.orelse, else_env, condition, loop)
             return
         if kind in _COMPREHENSIONS:
             self._comprehension(node, env, loop)
