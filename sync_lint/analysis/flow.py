@@ -28,11 +28,15 @@ before it; rules inspect expressions there.
 A walk may be given a *decide* oracle (``decide(test, env) -> bool | None``, ``flags.deciding``:
 parameters bound to constants): an ``if`` whose test it decides takes only that branch, the
 other is not walked at all (no hooks), nor is code after a path's end (dead, maybe only by what
-was decided). A conditional expression is the domain's to evaluate: a domain handed the same
-oracle (its ``decide`` attribute) evaluates only the branch it takes (``decided_branch``), and so
-does the sync scanner. It is how a summary learns that a need or a sync arises only where a flag
+was decided). It is how a summary learns that a need or a sync arises only where a flag
 parameter is false, and how a call of a function of the same file is judged with its constant
-arguments (``analysis.flags``, ``syncs.SyncAnalysis.clean_with_arguments``).
+arguments (``analysis.flags``, ``syncs.SyncAnalysis.clean_with_arguments``). A conditional
+expression is the domain's to evaluate: a domain handed the same oracle (its ``decide``
+attribute) evaluates only the branch it takes (``decided_branch``), and so does the sync scanner.
+
+What a test says of a value narrows it on each branch: ``x is None`` (``none``), and what the
+domain reads in a test (``narrow``: ``x.is_contiguous()``, ``x.is_cpu``; ``narrowing`` reads
+``not`` / ``and`` / ``or``), for an ``if`` here and for a conditional expression in the domain.
 """
 
 from __future__ import annotations
@@ -100,6 +104,8 @@ class Domain(Protocol[V]):
     # it checks where it holds (``holds``) or fails (``if not x.is_contiguous(): x =
     # x.contiguous()``: on the ``else`` path ``x`` is contiguous); the walker starts the branches
     # of an ``if`` with them.
+    # Optional attribute ``decide``: the oracle of the walk, set by the analysis that makes a
+    # walk under assumptions, for the domain's conditional expressions (``decided_branch``).
     # Optional attribute ``names``, the file's ``NameTable``: the walker resolves ``sys.exit``,
     # ``contextlib.suppress``... through the file's imports with it; without it, as written.
 
