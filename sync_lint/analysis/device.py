@@ -40,8 +40,9 @@ from sync_lint.analysis.device_words import (
 from sync_lint.analysis.flow import (
     Decide,
     Walker,
-    decided_branch,
+    conditional_value,
     narrowing,
+    one_comparison,
     target_key,
 )
 from sync_lint.analysis.names import NameTable, dotted
@@ -193,14 +194,11 @@ def _cpu_test(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool] | Non
     the tensor a test asks to be on the CPU, and whether it is there where the test is true."""
     if type(test) is cst.Attribute and test.attr.value == "is_cpu":
         return test.value, True
-    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+    found = one_comparison(test, cst.Equal, cst.NotEqual)
+    if found is None:
         return None
-    link = test.comparisons[0]
-    operator = type(link.operator)
-    if operator is not cst.Equal and operator is not cst.NotEqual:
-        return None
-    sides = (test.left, link.comparator)
-    for device_type, other in (sides, sides[::-1]):
+    left, operator, right = found
+    for device_type, other in ((left, right), (right, left)):
         if (type(other) is cst.SimpleString and other.evaluated_value == "cpu" and type(device_type) is cst.Attribute
                 and device_type.attr.value == "type" and type(device_type.value) is cst.Attribute
                 and device_type.value.attr.value == "device"):
@@ -439,11 +437,7 @@ class DeviceDomain:
         return join(self.evaluate(node.left, env), self.evaluate(node.right, env))
 
     def _eval_IfExp(self, node: cst.IfExp, env) -> Place:
-        branch = decided_branch(node, self.decide, env)
-        if branch is not None:
-            return self.evaluate(branch, env)
-        then_env, else_env = self.branch_envs(node.test, env)
-        return join(self.evaluate(node.body, then_env), self.evaluate(node.orelse, else_env))
+        return conditional_value(self, node, env)
 
     def branch_envs(self, test: cst.BaseExpression, env) -> tuple[dict, dict]:
         """The environments the two branches of a conditional expression are read in (``narrow``)."""

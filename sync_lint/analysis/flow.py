@@ -68,6 +68,17 @@ def decided_branch(node: cst.IfExp, decide: Decide | None, env: Env) -> cst.Base
     return node.body if truth else node.orelse
 
 
+def conditional_value(domain, node: cst.IfExp, env: Env):
+    """A conditional expression's value in a domain with ``decide`` and ``branch_envs``: the
+    branch the walk's oracle takes, else both branches joined, each read with what the test tells
+    on its side."""
+    branch = decided_branch(node, domain.decide, env)
+    if branch is not None:
+        return domain.evaluate(branch, env)
+    then_env, else_env = domain.branch_envs(node.test, env)
+    return domain.join(domain.evaluate(node.body, then_env), domain.evaluate(node.orelse, else_env))
+
+
 def narrowing(test: cst.BaseExpression, holds: bool, leaf: Callable[[cst.BaseExpression, bool], dict]) -> dict:
     """What a test tells of the values it checks where it holds (``holds``) or fails, for a
     domain's ``narrow``: ``leaf(test, holds)`` reads a test that is no ``not`` / ``and`` / ``or``;
@@ -154,16 +165,23 @@ def _irrefutable(pattern: cst.MatchPattern) -> bool:
     return False
 
 
+def one_comparison(test: cst.BaseExpression, *operators: type) -> tuple[cst.BaseExpression, type, cst.BaseExpression] | None:
+    """``left <op> right`` with one of ``operators`` (``cst.Is``, ``cst.Equal``...), as (left, the
+    operator's type, right); None for any other test, a chain (``a < b < c``) included."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    link = test.comparisons[0]
+    operator = type(link.operator)
+    return (test.left, operator, link.comparator) if operator in operators else None
+
+
 def _none_test(test: cst.BaseExpression) -> tuple[str, bool] | None:
     """``x is None`` -> ``("x", True)``, ``x is not None`` (or ``None is not x``) -> ``("x",
     False)``: the key the test narrows, and whether it holds None where the test is true."""
-    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+    found = one_comparison(test, cst.Is, cst.IsNot)
+    if found is None:
         return None
-    target = test.comparisons[0]
-    operator = type(target.operator)
-    if operator is not cst.Is and operator is not cst.IsNot:
-        return None
-    left, right = test.left, target.comparator
+    left, operator, right = found
     if type(left) is cst.Name and left.value == "None":
         left, right = right, left
     if not (type(right) is cst.Name and right.value == "None"):

@@ -36,7 +36,7 @@ from sync_lint.analysis.dtypes import DTYPE_ALIASES, DTYPES, FLOATING, element_s
 from sync_lint.analysis.flow import (
     Decide,
     Walker,
-    decided_branch,
+    conditional_value,
     narrowing,
     target_key,
 )
@@ -645,11 +645,7 @@ class LayoutDomain:
         return self.evaluate(node.value, env)
 
     def _eval_IfExp(self, node: cst.IfExp, env) -> Layout:
-        branch = decided_branch(node, self.decide, env)
-        if branch is not None:
-            return self.evaluate(branch, env)
-        then_env, else_env = self.branch_envs(node.test, env)
-        return join(self.evaluate(node.body, then_env), self.evaluate(node.orelse, else_env))
+        return conditional_value(self, node, env)
 
     def branch_envs(self, test: cst.BaseExpression, env) -> tuple[dict, dict]:
         """The environments the two branches of a conditional expression are evaluated in: what

@@ -89,6 +89,7 @@ from sync_lint.pipeline.profile import span
 from sync_lint.rules.base import CalleeCondition, Finding
 
 # For stale declarations: calls known not to sync (their arguments are still looked at).
+_AS_TEXT = " (its values are copied to the host as text)"  # what formatting a tensor costs
 SAFE_BUILTINS = frozenset({
     "len", "isinstance", "issubclass", "getattr", "hasattr", "setattr", "type", "id", "callable", "super", "zip",
     "enumerate", "iter", "list", "tuple", "dict", "set", "frozenset", "object", "slice", "range",
@@ -466,7 +467,7 @@ class _Scanner:
         if kind is cst.FormattedString:
             for part in node.parts:
                 if type(part) is cst.FormattedStringExpression:
-                    self._formatted(part.expression, "the tensor `{code}` formatted in an f-string", env, loop)
+                    self._read_on_host(part.expression, f"the tensor `{{code}}` formatted in an f-string{_AS_TEXT}", env, loop)
         for child in _expression_children(node):
             self.visit(child, env, None, loop)
 
@@ -521,14 +522,7 @@ class _Scanner:
             elif self._device_ish(receiver):
                 self._hit(node, "implicit", f"`.{node.func.attr.value}()` in {label}", None, loop)
             return
-        if is_literal(node):
-            return
-        place = self.domain.evaluate(node, env)
-        if self.broad:
-            if self._maybe_device(place):
-                self._candidate(node, loop)
-        elif self._device_ish(place, tensor=True):
-            self._hit(node, "implicit", f"the tensor `{{code}}` used as {label}", node, loop)
+        self._read_on_host(node, f"the tensor `{{code}}` used as {label}", env, loop)
 
     def _subscript(self, node: cst.Subscript, env, loop: bool, store: bool) -> None:
         for element in node.slice:
@@ -544,14 +538,8 @@ class _Scanner:
                     self._hit(node, "implicit", "boolean-mask indexing `{code}`", node, loop)
                 continue
             for bound in (part.lower, part.upper, part.step):
-                if bound is None or is_literal(bound):
-                    continue
-                place = self.domain.evaluate(bound, env)
-                if self.broad:
-                    if self._maybe_device(place):
-                        self._candidate(bound, loop)
-                elif self._device_ish(place, tensor=True):
-                    self._hit(bound, "implicit", "the tensor `{code}` used as a slice bound", bound, loop)
+                if bound is not None:
+                    self._read_on_host(bound, "the tensor `{code}` used as a slice bound", env, loop)
 
     # -- calls ----------------------------------------------------------------------------------
     def _call(self, node: cst.Call, env, loop: bool) -> None:
@@ -674,57 +662,42 @@ class _Scanner:
         elif short in SIZE_FUNCTIONS and name.count(".") == 1:
             sizes = args[:1] if short == "full" else args
             for size in _flatten(sizes):
-                if is_literal(size):
-                    continue
-                place = self.domain.evaluate(size, env)
-                if self.broad:
-                    if self._maybe_device(place):
-                        self._candidate(size, loop)
-                elif self._device_ish(place, tensor=True):
-                    self._hit(size, "implicit", f"the tensor `{{code}}` used as a Python int in `torch.{short}()`",
-                              size, loop)
+                self._read_on_host(size, f"the tensor `{{code}}` used as a Python int in `torch.{short}()`", env, loop)
         elif self.broad and not (short in SAFE_TORCH or name.startswith("torch.nn.functional.")):
             self._candidate(node, loop)
 
     def _builtin_call(self, name: str, node: cst.Call, env, loop: bool) -> None:
         args = positional(node)
         if name in PROTOCOL_BUILTINS and len(args) == 1:
-            place = self.domain.evaluate(args[0], env)
-            if self.broad:
-                if not is_literal(args[0]) and self._maybe_device(place):
-                    self._candidate(node, loop)
-            elif self._device_ish(place, tensor=True):
-                self._hit(node, "implicit", f"`{name}()` of the tensor `{{code}}`", args[0], loop)
+            self._read_on_host(args[0], f"`{name}()` of the tensor `{{code}}`", env, loop, at=node)
             return
         if name in FORMATTING_BUILTINS:
             for arg in args if name == "print" else args[:1]:
-                self._formatted(arg, f"`{name}()` of the tensor `{{code}}`", env, loop)
+                self._read_on_host(arg, f"`{name}()` of the tensor `{{code}}`{_AS_TEXT}", env, loop)
             return
         if name == "range":
             for arg in args:
-                if is_literal(arg):
-                    continue
-                place = self.domain.evaluate(arg, env)
-                if self.broad:
-                    if self._maybe_device(place):
-                        self._candidate(arg, loop)
-                elif self._device_ish(place, tensor=True):
-                    self._hit(arg, "implicit", "the tensor `{code}` used as a Python int in `range()`", arg, loop)
+                self._read_on_host(arg, "the tensor `{code}` used as a Python int in `range()`", env, loop)
             return
         if self.broad and name not in SAFE_BUILTINS:
             if any(not is_literal(a) and self._maybe_device(self.domain.evaluate(a, env)) for a in args):
                 self._candidate(node, loop)
 
-    def _formatted(self, value: cst.BaseExpression, template: str, env, loop: bool) -> None:
-        """A value formatted as text: a tensor's values are copied to the host for it."""
+    def _read_on_host(self, value: cst.BaseExpression, template: str, env, loop: bool,
+                      at: cst.CSTNode | None = None) -> None:
+        """A site that reads ``value``'s data on the host (as a truth value, a Python int, text):
+        a sync where it is a tensor on the GPU, or of unknown device where that counts; in broad
+        mode, a candidate where it may be on the GPU. ``template`` names ``value`` as
+        ``{code}``; ``at``: the node reported, ``value`` itself by default."""
         if is_literal(value):
             return
         place = self.domain.evaluate(value, env)
+        at = value if at is None else at
         if self.broad:
             if self._maybe_device(place):
-                self._candidate(value, loop)
+                self._candidate(at, loop)
         elif self._device_ish(place, tensor=True):
-            self._hit(value, "implicit", template + " (its values are copied to the host as text)", value, loop)
+            self._hit(at, "implicit", template, value, loop)
 
     # -- callees --------------------------------------------------------------------------------
     def _callee(self, func: cst.BaseExpression, env) -> str | None:
