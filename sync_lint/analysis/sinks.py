@@ -189,10 +189,10 @@ def is_triton_kernel(info: FunctionInfo) -> bool:
 
 
 def split_branches(node: cst.BaseExpression, domain: LayoutDomain, env) -> list[tuple[cst.BaseExpression, dict]]:
-    """``None if x is None else x.to(t)``: judge (and fix) each branch on its own, with what the
-    test tells on that branch (``x if x.is_contiguous() else x.contiguous()``:
-    ``LayoutDomain.branch_envs``); of a test the walk's oracle decides (``flow.decided_branch``), only the branch
-    taken. Each branch with the environment to evaluate it in."""
+    """``None if x is None else x.to(t)``: judge (and fix) each branch on its own, each with the
+    environment to evaluate it in: what the test tells on that branch (``x if x.is_contiguous()
+    else x.contiguous()``: ``LayoutDomain.branch_envs``). Of a test the walk's oracle decides
+    (``flow.decided_branch``), only the branch taken."""
     if not isinstance(node, cst.IfExp):
         return [(node, env)]
     branch = decided_branch(node, domain.decide, env)

@@ -88,8 +88,8 @@ from sync_lint.patterns import definition_of
 from sync_lint.pipeline.profile import span
 from sync_lint.rules.base import CalleeCondition, Finding
 
-# For stale declarations: calls known not to sync (their arguments are still looked at).
 _AS_TEXT = " (its values are copied to the host as text)"  # what formatting a tensor costs
+# For stale declarations: calls known not to sync (their arguments are still looked at).
 SAFE_BUILTINS = frozenset({
     "len", "isinstance", "issubclass", "getattr", "hasattr", "setattr", "type", "id", "callable", "super", "zip",
     "enumerate", "iter", "list", "tuple", "dict", "set", "frozenset", "object", "slice", "range",
