@@ -340,8 +340,8 @@ CONTIGUITY_GUARDS = [
 ]  # fmt: skip
 
 
-def _guarded(guard: str, caller_view: bool) -> str:
-    call = "scores(x.t(), out)" if caller_view else "scores(q, out)"
+def _guarded(guard: str) -> str:
+    """``guard`` in a wrapper whose caller hands it a transpose."""
     return KERNEL + f"""
 def scores(q, out):
     {guard}
@@ -350,7 +350,7 @@ def scores(q, out):
 
 
 def caller(x, q, out):
-    {call}
+    scores(x.t(), out)
 """
 
 
@@ -358,7 +358,7 @@ def caller(x, q, out):
 def test_a_contiguity_check_makes_the_tensor_contiguous_where_it_passes(guard, reported):
     """Checked in the wrapper: a caller handing it a transpose is reported only where the wrapper
     may still launch it as passed; and in the caller's own function, the view made there."""
-    assert bool(codes(_guarded(guard, caller_view=True))) == reported
+    assert bool(codes(_guarded(guard))) == reported
     local = KERNEL + f"""
 def scores(x, out):
     q = x.t()

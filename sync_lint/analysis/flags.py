@@ -257,7 +257,7 @@ def flag_tests(function: cst.FunctionDef, params: tuple[str, ...], needy: set[st
         if type(test) is not cst.BooleanOperation:
             continue
         joined = flag_params(function) if joined is None else joined
-        names = [name for name in _truth_names(test) if name in joined and name in params]
+        names = _flag_names(test, params, joined)
         if names and any(_rebinds_or_leaves(b, needy) or _holds_site(b, need_sites) for b in branches):
             for name in names:
                 want(name, True)
