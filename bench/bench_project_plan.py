@@ -4,7 +4,9 @@ on the same files in the same run. Run by hand:
     .venv/bin/python bench/bench_project_plan.py bench/corpus/src/vllm-0.33.0 [--repeat 2]
 
 Each path runs as its own ``sync-lint check --isolated --no-cache --output-format json`` process
-(a run in this process would fork its workers from a heap the previous run filled). Prints the
+(a run in this process would fork its workers from a heap the previous run filled);
+``--config FILE`` reads a project's options from that file instead of ``--isolated``
+(``hot-functions``, say, which the scout answers by module name). Prints the
 median wall time of each, the ratios, and whether the two JSON reports are identical, fixes
 included (exit 1 if not).
 """
@@ -12,6 +14,7 @@ included (exit 1 if not).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -31,8 +34,12 @@ def timed(cmd: list[str]) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("tree")
+    parser.add_argument(
+        "--config", help="a pyproject.toml for sync-lint to read instead of `--isolated` (a project's own options)"
+    )
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
+    settings = ["--config", os.path.abspath(args.config)] if args.config else ["--isolated"]
     paths = {"plain": ["--parse-whole-files"], "project plan": []}
     times: dict[str, list[float]] = {name: [] for name in (*paths, "ruff --select ALL")}
     reports: dict[str, bytes] = {}
@@ -40,7 +47,7 @@ def main() -> int:
         for _ in range(args.repeat):
             for name, extra in paths.items():
                 report = Path(folder) / f"{name.replace(' ', '_')}.json"
-                cmd = [str(BIN / "sync-lint"), "check", args.tree, "--isolated", "--no-cache", "--output-format", "json",
+                cmd = [str(BIN / "sync-lint"), "check", args.tree, *settings, "--no-cache", "--output-format", "json",
                        "-o", str(report), *extra]
                 times[name].append(timed(cmd))
                 reports[name] = report.read_bytes()

@@ -6,7 +6,7 @@ rounds. Run by hand from the repository root (not in CI):
 Each revision is checked out into a temporary git worktree and run as
 ``sync-lint check . --isolated --no-cache --output-format json`` with the tree as working
 directory and the worktree first on ``PYTHONPATH`` (this environment's libcst and the rest are
-shared). Each round runs every revision once, then ``ruff check --select ALL --no-cache``, so that
+shared); ``--config FILE`` reads a project's options from that file instead of ``--isolated``. Each round runs every revision once, then ``ruff check --select ALL --no-cache``, so that
 load on a shared machine falls on all of them alike. Prints each one's times, median, ratio to
 ruff and to the first revision, and whether every revision's JSON report equals the first's
 (exit 1 if not).
@@ -37,8 +37,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("tree")
     parser.add_argument("revisions", nargs="+", help="git revisions of this repository (the first is the baseline)")
+    parser.add_argument(
+        "--config", help="a pyproject.toml for sync-lint to read instead of `--isolated` (a project's own options)"
+    )
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    settings = ["--config", os.path.abspath(args.config)] if args.config else ["--isolated"]
     tree = str(Path(args.tree).resolve())
     with tempfile.TemporaryDirectory() as folder:
         checkouts: dict[str, Path] = {}
@@ -55,7 +59,7 @@ def main() -> int:
                 for revision, path in checkouts.items():
                     report = Path(folder) / f"{path.name}.json"
                     env = {**os.environ, "PYTHONPATH": str(path)}
-                    cmd = [str(BIN / "sync-lint"), "check", ".", "--isolated", "--no-cache", "--output-format", "json",
+                    cmd = [str(BIN / "sync-lint"), "check", ".", *settings, "--no-cache", "--output-format", "json",
                            "-o", str(report)]
                     times[revision].append(timed(cmd, tree, env))
                     reports[revision] = report.read_bytes()

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from sync_lint import __version__, config
-from sync_lint.pipeline.lint_file import lint_source
+from sync_lint.pipeline.lint_file import lint_source, module_name_for
 from sync_lint.pipeline.prefilter import rules_that_can_report
 from sync_lint.pipeline.project import ProjectIndex
 from sync_lint.pipeline.scout import Scout
@@ -49,7 +49,8 @@ class SyncLintChecker:
         source = SourceFile(path=self.filename, text=text, encoding="utf-8", raw=b"")
         # One file is all there is: only the rules that can report in it alone, only the
         # functions that can matter to it alone parsed.
-        file_scout = Scout(text, settings, self.tree)  # flake8's own parse of the same lines
+        # flake8's own parse of the same lines, and the module name the lint gives the file
+        file_scout = Scout(text, settings, self.tree, module_name_for(self.filename))
         facts = lint_source(
             source, settings, rules_that_can_report(rules, [text], settings, file_scout), alone=file_scout,
         )

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sync_lint.api import make_settings
-from sync_lint.pipeline import runner
+from sync_lint.pipeline import lint_file, runner
 from sync_lint.pipeline.discover import DEFAULT_EXCLUDE, Discovery
 from sync_lint.pipeline.source import read, split_lines
 from sync_lint.pipeline.units import MaskPlan
@@ -1158,3 +1158,111 @@ def test_functions_not_recorded_are_told_by_their_unit_and_take_their_nested_fun
     assert recorded(()) == [info.qualname for info in functions]
     assert recorded({(None, "f"), ("A", "f")}) == ["m.f", "m.A.g", "m.g"]
     assert recorded({("A", "g"), (None, "g")}) == ["m.f", "m.f.inner", "m.f.inner.Local.method", "m.f", "m.A.f", "m.A.f.inner2"]
+
+
+# -- ``hot-functions``: hot by qualified name ------------------------------------------------
+# The scout matches the option's globs under each file's module name, as ``HotScopes`` does, so
+# a project that names its model runner's step keeps the plan: the step and what it calls are
+# parsed, the rest of the file is masked (it used to be parsed whole, every file the option's
+# words are in: a vLLM run took 2.8x as long with one name configured).
+
+RUNNER = '''
+import torch
+
+
+def count_on_device(n):
+    t = torch.ones(n, device="cuda")
+    return int(t.sum().item())
+
+
+def unrelated_sync():
+    t = torch.ones(4, device="cuda")
+    return t.sum().item()
+
+
+class ModelRunner:
+    def execute_model(self, n):
+        lens = torch.arange(n, device="cuda")
+        total = count_on_device(n)
+        peak = lens.max().item()
+        return total + peak
+
+    def profile_run(self, n):
+        return torch.zeros(n, device="cuda").sum().item()
+
+    def load(self, n):
+        return torch.zeros(n, device="cuda").tolist()
+
+
+def decode_outer(n):
+    def decode_inner(m):
+        return torch.ones(m, device="cuda").nonzero()
+    return decode_inner(n)
+
+
+if torch.cuda.is_available():
+    def decode_under_a_block(n):
+        return torch.ones(n, device="cuda").sum().item()
+'''
+
+HOT_FUNCTIONS = ["pkg.runner.ModelRunner.execute_model", "pkg.runner.decode_outer.decode_*"]
+
+
+def test_hot_functions_keep_the_plan(tmp_path):
+    files = write_package(tmp_path, {"runner.py": RUNNER.replace("\nif torch.cuda", "\nif False and torch.cuda")})
+    linter = runner.Linter(make_settings(hot_functions=HOT_FUNCTIONS))
+    kept = kept_functions(linter, files)["runner.py"]
+    assert {"execute_model", "count_on_device", "decode_outer"} <= kept
+    assert not kept & {"unrelated_sync", "load"}, kept
+    expected = findings(files, fast=False, hot_functions=HOT_FUNCTIONS)
+    assert findings(files, fast=True, hot_functions=HOT_FUNCTIONS) == expected
+    reasons = {message.partition(":")[0] for *_, message, _ in expected}
+    assert reasons == {
+        "undeclared GPU->CPU sync in hot function `ModelRunner.execute_model`",
+        "undeclared GPU->CPU sync in hot function `decode_inner`",
+    }, reasons
+    assert len(expected) == 3, expected
+
+
+def test_a_hot_function_under_a_module_level_block_parses_the_file_whole(tmp_path):
+    files = write_package(tmp_path, {"runner.py": RUNNER})
+    options = {"hot_functions": [*HOT_FUNCTIONS, "pkg.runner.decode_under_a_block"]}
+    assert "unrelated_sync" in kept_functions(runner.Linter(make_settings(**options)), files)["runner.py"]
+    expected = findings(files, fast=False, **options)
+    assert any("`decode_under_a_block`" in message for *_, message, _ in expected), expected
+    assert findings(files, fast=True, **options) == expected
+
+
+def test_hot_functions_of_another_module_keep_nothing_here(tmp_path):
+    files = write_package(tmp_path, {"runner.py": RUNNER, "other.py": "def step():\n    pass\n"})
+    options = {"hot_functions": ["pkg.other.step", "pkg.runners.ModelRunner.execute_model"]}
+    kept = kept_functions(runner.Linter(make_settings(**options)), files)["runner.py"]
+    assert not kept & {"execute_model", "decode_outer", "unrelated_sync"}, kept
+    assert findings(files, fast=True, **options) == findings(files, fast=False, **options) == []
+
+
+def test_a_file_checked_alone_keeps_its_plan_under_hot_functions(tmp_path):
+    """The CLI on one file, and the flake8 plugin (pre-commit), name the file's module as the
+    lint does: the scout keeps the named step, masks the rest, and finds what the plain path
+    finds."""
+    import ast
+
+    from sync_lint import flake8_plugin
+    from sync_lint.pipeline import prefilter
+
+    (tmp_path / "pyproject.toml").write_text(f"[tool.sync-lint]\nhot-functions = {HOT_FUNCTIONS!r}\n")
+    [path] = [p for p in write_package(tmp_path, {"runner.py": RUNNER}) if p.endswith("runner.py")]
+    text = read(path).text
+    settings = make_settings(hot_functions=HOT_FUNCTIONS)
+    linter = runner.Linter(settings)
+    scope = linter.scope_of([text], lint_file.module_name_for(path))
+    plan = prefilter.one_file_plan([r for r in scope.rules if prefilter.may_match(r, text)], text, scope.scout)
+    assert plan is not None and plan.is_masking()
+    assert {"execute_model", "decode_outer"} <= {plan.units[i].name for i in plan.functions() if plan.keep[i]}
+    expected = findings([path], fast=False, hot_functions=HOT_FUNCTIONS)
+    assert len(expected) == 3, expected
+    assert findings([path], fast=True, hot_functions=HOT_FUNCTIONS) == expected
+    checker = flake8_plugin.SyncLintChecker(ast.parse(text), path, text.splitlines(keepends=True))
+    assert sorted((line, message.split(" ", 1)[1]) for line, _, message, _ in checker.run()) == sorted(
+        (line, message) for _, line, _, _, message, _ in expected
+    )

@@ -163,9 +163,90 @@ def test_contiguous_sinks_option_means_may():
     assert Scout(text, make_settings(contiguous_sinks=["k.op"])).may_report_at_a_sink()
 
 
-def test_hot_functions_option_means_may():
-    scout = Scout("def step(x): pass\n", make_settings(hot_functions=["pkg.mod.step"]))
+def test_hot_functions_option_means_may_without_a_module_name():
+    scout = Scout("def step(x): pass\n", make_settings(hot_functions=["pkg.other.step"]))
     assert scout.may_have_hot_scope()
+    assert scout.may_sync_in_a_hot_scope()
+    assert scout.hot_units() is None
+
+
+NAMED_HOT = """
+class Runner:
+    def step(self, x):
+        pass
+
+    def load(self, x):
+        pass
+
+def outer(x):
+    def inner_decode(y):
+        pass
+    try:
+        pass
+    except ValueError:
+        def in_a_handler():
+            pass
+    return inner_decode(x)
+
+def helper(x):
+    class Local:
+        def step(self):
+            pass
+    return x
+"""
+
+
+@pytest.mark.parametrize("globs, units", [
+    (["pkg.mod.Runner.step"], {("Runner", "step")}),
+    (["pkg.mod.*.step"], {("Runner", "step"), (None, "helper")}),  # ``pkg.mod.helper.Local.step`` too
+    (["pkg.mod.outer.inner_*"], {(None, "outer")}),
+    (["pkg.mod.outer.in_a_handler"], {(None, "outer")}),
+    (["pkg.mod.Runner.st?p", "pkg.mod.[h]elper"], {("Runner", "step"), (None, "helper")}),
+    (["pkg.other.Runner.step", "pkg.mod.Runner", "mod.Runner.step"], set()),
+])
+def test_hot_functions_are_matched_under_the_module_name(globs, units):
+    settings = make_settings(hot_functions=globs)
+    scout = Scout(NAMED_HOT, settings, module_name="pkg.mod")
+    assert scout.hot_units() == units
+    assert scout.may_have_hot_scope() == bool(units)
+
+
+def test_a_named_hot_function_outside_every_unit_cannot_be_placed():
+    text = "import torch\nif torch.cuda.is_available():\n    def step(x):\n        pass\n"
+    scout = Scout(text, make_settings(hot_functions=["pkg.mod.step"]), module_name="pkg.mod")
+    assert scout.may_have_hot_scope()
+    assert scout.hot_units() is None
+
+
+def test_the_scout_names_every_function_as_the_analysis_does():
+    """``qualified_functions`` must name each function ``analysis.functions`` collects, with its
+    line, or a ``hot-functions`` glob could make a function hot that the scout let be masked."""
+    import ast
+
+    import libcst as cst
+
+    from sync_lint.analysis.functions import module_functions
+    from sync_lint.analysis.names import NameTable
+    from sync_lint.pipeline.scout.hot import qualified_functions
+
+    root = Path(__file__).resolve().parents[1]
+    paths = [*sorted((root / "fixtures").rglob("*.py")), *sorted((root / "sync_lint").rglob("*.py")),
+             *sorted((root / "reference_kernels").rglob("*.py"))]
+    compared = 0
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        module = cst.parse_module(text)
+        by_scout = {(name, node.lineno) for name, node in qualified_functions(tree.body, "m")}
+        wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
+        lines = wrapper.resolve(cst.metadata.PositionProvider)
+        for info in module_functions(module, NameTable(module, "m", {})):
+            assert (info.qualname, lines[info.node.name].start.line) in by_scout, (path, info.qualname)
+            compared += 1
+    assert compared > 1000, compared
 
 
 def test_configured_patterns_are_used():
@@ -872,3 +953,14 @@ def test_device_text_test_equals_the_pattern(text):
 ])
 def test_device_text_examples(text, holds):
     assert syncs_scout._holds_device_text(text) is holds
+
+
+@given(
+    st.lists(st.text(alphabet="ab.*?[]!-", max_size=6), max_size=4),
+    st.text(alphabet="ab.[]!-", max_size=8),
+)
+def test_glob_matcher_answers_as_fnmatch_does(globs, name):
+    from sync_lint.analysis.hot_words import glob_matcher, matches
+
+    matcher = glob_matcher(globs)
+    assert (matcher is not None and matcher(name)) == matches(name, globs)

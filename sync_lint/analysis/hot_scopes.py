@@ -52,7 +52,6 @@ class HotScopes:
         self.ctx = ctx
         settings = ctx.settings
         self.names = HotNames(settings)
-        self.hot_functions = list(settings["hot-functions"])
         self.cold_patterns = list(settings["cold-function-patterns"])
         # A module of a CPU backend (``cpu_attn.py``, ``amx_mla.py``): its builders run on the host.
         self.cpu_backend = bool(_CPU_PARTS.intersection(ctx.names.module_name.rsplit(".", 1)[-1].lower().split("_")))
@@ -155,7 +154,7 @@ class HotScopes:
             class_qualname = info.qualname.rsplit(".", 1)[0]
             if class_qualname in self._module_classes and matches(info.name, self.names.method_patterns):
                 return Hotness(f"model forward `{short}`", False, False)
-        if self.hot_functions and matches(info.qualname, self.hot_functions):
+        if self.names.is_named_hot is not None and self.names.is_named_hot(info.qualname):
             return Hotness(f"hot function `{short}`", False, hot_class)
         return Hotness(None, False, hot_class)
 

@@ -167,7 +167,7 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
                     return found
             found.imports = _imports(*_import_statements(tree), module_name, is_package, settings["alias-modules"])
         return found
-    file_scout = Scout(text, settings)
+    file_scout = Scout(text, settings, module_name=module_name)
     with span("outline: ast parse"):
         tree = file_scout.tree()
     if tree is None:

@@ -112,15 +112,16 @@ class Linter:
     def lint_source(self, source: SourceFile, alone: bool = False) -> FileFacts:
         """Whole-file lint (the fix loop and the API use it: they need exact fixes). ``alone``:
         the file is all there is (an editor's buffer): only the rules that can report in it run."""
-        scope = self.scope_of([source.text]) if alone else self.whole_project
+        scope = self.scope_of([source.text], module_name_for(source.path)) if alone else self.whole_project
         return lint_source(source, self.settings, scope.rules)
 
-    def scope_of(self, texts: list[str]) -> RunScope:
+    def scope_of(self, texts: list[str], module_name: str | None = None) -> RunScope:
         """What a run of just these files needs (``prefilter.rules_that_can_report``); a run of
-        one file keeps the file's syntax scout, which also decides what of it to parse."""
+        one file keeps the file's syntax scout, which also decides what of it to parse
+        (``module_name``: that file's, where known, for ``Scout``)."""
         if len(texts) != 1:
             return RunScope(prefilter.rules_that_can_report(self.rules, texts, self.settings))
-        file_scout = scout.Scout(texts[0], self.settings)
+        file_scout = scout.Scout(texts[0], self.settings, module_name=module_name)
         rules = prefilter.rules_that_can_report(self.rules, texts, self.settings, file_scout)
         return RunScope(rules, scout=file_scout)
 
@@ -203,7 +204,8 @@ class Linter:
             elif len(paths) < PARALLEL_THRESHOLD:  # pre-commit's staged files: often nothing to parse
                 sources = _read_readable(paths)
                 with profile.span("prefilter"):
-                    scope = self.scope_of([source.text for source in sources.values()])
+                    lone_module = module_name_for(next(iter(sources))) if len(sources) == 1 else None
+                    scope = self.scope_of([source.text for source in sources.values()], lone_module)
             if self.fast and len(paths) > 1:
                 plan = self.outline_all(paths, pool, scope, sources)
             facts = self.lint_all(paths, jobs, progress, plan=plan, pool=pool, scope=scope, sources=sources)

@@ -49,11 +49,16 @@ __all__ = ["HandedCall", "ScopeHanding", "Scout", "SinkShapes", "ast_dotted"]
 
 class Scout:
     """One file's syntax tree, parsed on the first question (none when it does not parse);
-    ``tree``: the text's tree where the caller has one (flake8 hands its plugins one)."""
+    ``tree``: the text's tree where the caller has one (flake8 hands its plugins one);
+    ``module_name``: the file's, as the lint names it (``lint_file.module_name_for``), where the
+    caller knows it: without it, no hot-scope question is answered under ``hot-functions``."""
 
-    def __init__(self, text: str, settings: Settings, tree: ast.Module | None = None) -> None:
+    def __init__(
+        self, text: str, settings: Settings, tree: ast.Module | None = None, module_name: str | None = None
+    ) -> None:
         self.text = text
         self.settings = settings
+        self.module_name = module_name
         self._parsed = False
         self._tree: ast.Module | None = tree  # None: it does not parse (the libcst parse reports it)
         self._names: FileNames | None = None
@@ -91,25 +96,30 @@ class Scout:
         names = self._names_of_tree()
         return [] if names is None else names.of(kind)
 
+    def knows_hot_functions(self) -> bool:
+        """Whether the functions ``hot-functions`` names can be told here: none are named, or
+        the module name they are matched under is known."""
+        return self.module_name is not None or not self.settings["hot-functions"]
+
     def may_have_hot_scope(self) -> bool:
         """Whether ``HotScopes`` could find a hot function or a ``torch.cuda.graph`` block (the
         only places GPU201/GPU202/GPU204 report)."""
-        if self.settings["hot-functions"]:
-            return True  # dotted names and globs over qualnames: left to the analysis
+        if not self.knows_hot_functions():
+            return True
         names = self._names_of_tree()
-        return names is None or HotScout(names, self._tree, self.settings).found()
+        return names is None or HotScout(names, self._tree, self.settings, self.module_name).found()
 
     def hot_units(self) -> set[tuple[str | None, str]] | None:
         """The units (``pipeline.units``: a top-level function ``(None, name)`` or a method of a
         top-level class ``(class, name)``) where ``HotScopes`` could find a hot function or a
-        ``torch.cuda.graph`` block; None when that cannot be told here (``hot-functions`` is
-        set, the file does not parse, or such a thing is outside every unit)."""
-        if self.settings["hot-functions"]:
+        ``torch.cuda.graph`` block; None when that cannot be told here (``knows_hot_functions``
+        says no, the file does not parse, or such a thing is outside every unit)."""
+        if not self.knows_hot_functions():
             return None
         names = self._names_of_tree()
         if names is None:
             return None
-        return HotScout(names, self._tree, self.settings).units()
+        return HotScout(names, self._tree, self.settings, self.module_name).units()
 
     def may_sync_in_a_hot_scope(self) -> bool:
         """Whether a GPU2xx rule that reports only in hot scopes could report in this file on its
@@ -117,24 +127,25 @@ class Scout:
         it may call may hold a sync (``SyncScout``)."""
         if not self.may_have_hot_scope():
             return False  # the cheaper question first: most files the words let through have none
-        if self.settings["hot-functions"] or self.settings["unknown-device"] == "always":
-            return True  # dotted names over qualnames; any unknown value may sync: the analysis decides
+        if not self.knows_hot_functions() or self.settings["unknown-device"] == "always":
+            return True  # which functions are hot, or any unknown value may sync: the analysis decides
         names = self._names_of_tree()
         if names is None:
             return True
-        return self._once(("hot sync",), lambda: SyncScout(names, self._tree, self.settings).found())
+        return self._once(("hot sync",), lambda: SyncScout(names, self._tree, self.settings, self.module_name).found())
 
     def units_that_may_sync(self) -> set[tuple[str | None, str]] | None:
         """The units (as ``hot_units`` names them) whose code may sync on a value from a named
         device, for a run of many files (``SyncScout.units_that_may_sync``); None when that
-        cannot be told here: ``hot-functions`` or ``unknown-device = "always"`` is set, or the
-        file does not parse."""
-        if self.settings["hot-functions"] or self.settings["unknown-device"] == "always":
+        cannot be told here: ``unknown-device = "always"`` is set, or the file does not parse.
+        (Which functions are hot, ``hot-functions`` among the reasons, does not change where a
+        sync may be: that is the question of ``hot_units``.)"""
+        if self.settings["unknown-device"] == "always":
             return None
         names = self._names_of_tree()
         if names is None:
             return None
-        return SyncScout(names, self._tree, self.settings).units_that_may_sync(self.lines())
+        return SyncScout(names, self._tree, self.settings, self.module_name).units_that_may_sync(self.lines())
 
     def memoised_functions(self) -> set[tuple[None, str]]:
         """The top-level functions (as ``hot_units`` names them) under a decorator that may be

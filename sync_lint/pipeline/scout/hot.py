@@ -8,6 +8,7 @@ from functools import cached_property
 from sync_lint.analysis.hot_words import HotNames, matches
 from sync_lint.config import Settings
 from sync_lint.pipeline.scout.syntax import (
+    BLOCK_FIELDS,
     FUNCTIONS,
     FileNames,
     UnitSpans,
@@ -18,12 +19,15 @@ from sync_lint.pipeline.scout.syntax import (
 
 class HotScout:
     """Over-approximates ``HotScopes``: cold patterns, CPU backends and memoizers, which only
-    take hotness away, are not modelled."""
+    take hotness away, are not modelled. ``module_name``: the file's, as the lint names it
+    (``lint_file.module_name_for``), which ``hot-functions`` are matched under; the scout of a
+    file of unknown name is not asked where ``hot-functions`` is set (``Scout.knows_hot_functions``)."""
 
-    def __init__(self, names: FileNames, tree: ast.Module, settings: Settings) -> None:
+    def __init__(self, names: FileNames, tree: ast.Module, settings: Settings, module_name: str | None) -> None:
         self.names = names
         self.tree = tree
         self.hot_names = HotNames(settings)
+        self.module_name = module_name
 
     # Made on the first question and kept: ``units`` and ``SyncScout.found`` ask for each.
     @cached_property
@@ -31,7 +35,7 @@ class HotScout:
         return UnitSpans(self.tree)
 
     def found(self) -> bool:
-        return bool(self.graph_blocks) or self._compiled() or self._hot_method()
+        return bool(self.graph_blocks) or self._compiled() or self._hot_method() or bool(self._named_hot_units)
 
     def units(self) -> set[tuple[str | None, str]] | None:
         """Per unit, the same over-approximation as ``found``: a hot method of a class that may be
@@ -66,6 +70,7 @@ class HotScout:
         if any(unit not in spans.names and unit[1] in defined for unit in compiled):
             return None
         found = compiled & spans.names  # a compiled import is another file's (not hot here)
+        found |= self._named_hot_units
         found.update(spans.unit_at(node.lineno) for kind in FUNCTIONS for node in self.names.of(kind) if self._decorated_compiled(node))
         top_level = {id(statement) for statement in self.tree.body}
         for node in self.names.of(ast.ClassDef):
@@ -77,6 +82,19 @@ class HotScout:
                 else:
                     found.add(spans.unit_at(node.lineno))  # a class inside a function: that function's unit
         return None if None in found else found
+
+    @cached_property
+    def _named_hot_units(self) -> set[tuple[str | None, str] | None]:
+        """The units holding a function ``hot-functions`` names, at any depth (None among them:
+        one outside every unit, under a module-level block)."""
+        is_named_hot = self.hot_names.is_named_hot
+        if is_named_hot is None:
+            return set()
+        assert self.module_name is not None, "hot-functions are matched under a module name"
+        return {
+            self.spans.unit_at(node.lineno)
+            for qualname, node in qualified_functions(self.tree.body, self.module_name) if is_named_hot(qualname)
+        }
 
     def _is_graph_call(self, node: ast.expr) -> bool:
         return type(node) is ast.Call and "graph" in self.names.last_parts(node.func)
@@ -153,3 +171,26 @@ class HotScout:
                     found.add(node.name)
                     changed = True
         return found
+
+
+def qualified_functions(body: list[ast.stmt], prefix: str):
+    """Each function defined in these statements, at any depth, with its qualified name as
+    ``analysis.functions`` writes it: ``<prefix>.<name>``, a class's or an enclosing function's
+    name joining the prefix, a block's (``if``, ``try``, ``with``, a loop) not. Blocks of every
+    kind are entered, some of which the analysis does not collect from (``match``, ``except*``):
+    a name more is a unit more kept, never one less."""
+    for statement in body:
+        kind = type(statement)
+        if kind in FUNCTIONS or kind is ast.ClassDef:
+            qualname = f"{prefix}.{statement.name}" if prefix else statement.name
+            if kind is not ast.ClassDef:
+                yield qualname, statement
+            yield from qualified_functions(statement.body, qualname)
+            continue
+        for field in BLOCK_FIELDS:
+            block = getattr(statement, field, None) or []
+            if block and not isinstance(block[0], ast.stmt):  # ``except`` handlers, ``case``s
+                for part in block:
+                    yield from qualified_functions(part.body, prefix)
+            else:
+                yield from qualified_functions(block, prefix)

@@ -44,15 +44,16 @@ class SyncScout:
     So a hot scope can report only if it, or a function of this file it may call (whose
     summary it reads), hands a value that may come from such a word to a sync site."""
 
-    def __init__(self, names: FileNames, tree: ast.Module, settings: Settings) -> None:
+    def __init__(self, names: FileNames, tree: ast.Module, settings: Settings, module_name: str | None) -> None:
         self.names = names
         self.tree = tree
         self.settings = settings
+        self.module_name = module_name  # ``HotScout``'s
         self._host = None  # ``_host_result``'s test, made once: every walk of the file prunes with it
         self._not_device = None  # ``_never_from_a_device``'s, likewise
 
     def found(self) -> bool:
-        hot_scout = HotScout(self.names, self.tree, self.settings)
+        hot_scout = HotScout(self.names, self.tree, self.settings, self.module_name)
         hot = hot_scout.units()
         if hot is None:
             return True
@@ -153,7 +154,7 @@ class SyncScout:
             tainted |= {unit for unit, names in used.items() if unit not in tainted and not names.isdisjoint(attributes)}
         hot_classes: set[str] = set()
         if self.settings["unknown-device"] == "hot-classes":
-            hot_scout = HotScout(self.names, self.tree, self.settings)
+            hot_scout = HotScout(self.names, self.tree, self.settings, self.module_name)
             hot_classes = {node.name for node in self.tree.body if type(node) is ast.ClassDef and hot_scout.may_be_hot_class(node)}
         any_value = _AnyValue(self._host_result())
         candidates = [index for index, (unit, _) in enumerate(spans.nodes) if unit in tainted or unit[0] in hot_classes]
