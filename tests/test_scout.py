@@ -157,10 +157,33 @@ def test_scout_answers(name):
     assert (scout.may_have_hot_scope(), scout.may_report_at_a_sink()) == (hot, sink)
 
 
-def test_contiguous_sinks_option_means_may():
-    text = "from k import op\ndef f(x):\n    op(x)\n"
+# (text, ``contiguous-sinks``, whether the scout may report at a sink, whether the analysis does)
+CONFIGURED_SINKS = {
+    "a view to an imported sink": ("from k.ops import attend\ndef f(x):\n    attend(x.t())\n", ["k.ops.attend"], True, True),
+    "through its module": ("from k import ops\ndef f(x):\n    ops.attend(x[:, 0])\n", ["k.ops.attend"], True, True),
+    "renamed on import": ("from k.ops import attend as run\ndef f(x):\n    run(x.t())\n", ["k.ops.attend"], True, True),
+    "a glob before the last name": ("from k.ops import attend\ndef f(x):\n    attend(x.t())\n", ["k.*.attend"], True, True),
+    "defined here": ("def attend(x):\n    pass\ndef f(x):\n    attend(x.t())\n", ["*.attend"], True, True),
+    "a wrapper here": (
+        "from k.ops import attend\ndef wrap(y):\n    attend(y)\ndef f(x):\n    wrap(x.t())\n", ["k.ops.attend"], True, True,
+    ),
+    "only a parameter handed": ("from k.ops import attend\ndef f(x):\n    attend(x)\n", ["k.ops.attend"], False, False),
+    "another callee": ("from k.ops import other\ndef f(x):\n    other(x.t())\n", ["k.ops.attend"], False, False),
+    "a glob in the last name": ("from k.ops import other\ndef f(x):\n    other(x)\n", ["k.ops.att*"], True, False),
+    "a bracket": ("from k.ops import other\ndef f(x):\n    other(x)\n", ["k.ops[.]attend"], True, False),
+}
+
+
+@pytest.mark.parametrize("name", CONFIGURED_SINKS)
+def test_contiguous_sinks_are_sinks_to_the_scout(name):
+    """A callee ``contiguous-sinks`` may name is a sink to the scout, as a custom op is: by its
+    last name, which resolution keeps (a glob's last part that is not literal: any callee)."""
+    from sync_lint.api import lint_text
+
+    text, globs, may, reported = CONFIGURED_SINKS[name]
+    assert Scout(text, make_settings(contiguous_sinks=globs)).may_report_at_a_sink() == may
+    assert bool(lint_text(text, select=["GPU1"], contiguous_sinks=globs)) == reported
     assert not Scout(text, SETTINGS).may_report_at_a_sink()
-    assert Scout(text, make_settings(contiguous_sinks=["k.op"])).may_report_at_a_sink()
 
 
 def test_hot_functions_option_means_may_without_a_module_name():

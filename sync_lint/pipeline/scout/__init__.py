@@ -265,9 +265,9 @@ class Scout:
         """What each scope of the file hands to sinks and to other functions, for a run of many
         files (``SinkScout.handing``; ``may_be_called``: whether a name may be the head of a
         call of a function of the run); None when that cannot be told here (the file does not
-        parse, or ``contiguous-sinks`` names sinks the scout does not model)."""
+        parse, or a ``contiguous-sinks`` glob may match any callee)."""
         names = self._names_of_tree()
-        if names is None or self.settings["contiguous-sinks"]:
+        if names is None:
             return None
         return SinkScout(names, self._tree, self.lines(), self.settings).handing(may_be_called)
 

@@ -54,10 +54,11 @@ class SinkScout:
         # For ``.view(dtype)``, which needs only a unit last stride: a ``.contiguous()`` result has
         # one, size-1 dims or not.
         self._never_without_unit_stride = _NeverAView(names, contiguous_too=True)
+        self._configured_names = _configured_last_names(settings["contiguous-sinks"])
 
     def found(self) -> bool:
-        if self.settings["contiguous-sinks"]:
-            return True  # configured callees: left to the analysis
+        if self._configured_names is None:
+            return True  # a configured glob any callee may match: left to the analysis
         needs = self._needs()
         scopes, attributes = suspects(self.tree, _makes_view, self._never_a_view, nodes_of=self.names.of)
         # ``.view(dtype)`` needs only a unit last stride (a column range passes it): tracked
@@ -78,14 +79,18 @@ class SinkScout:
                     return True
         return False
 
-    def handing(self, may_be_called) -> list[ScopeHanding]:
+    def handing(self, may_be_called) -> list[ScopeHanding] | None:
         """Per scope of the file (``flows._scopes``: each top-level function and method, then the
         rest), what a run of many files needs to know of it (``project_plan``): whether it hands
-        a suspect value to a sink of its own (a custom op, ``.view(dtype)``, ``.data_ptr()``),
+        a suspect value to a sink of its own (a custom op, a ``contiguous-sinks`` callee,
+        ``.view(dtype)``, ``.data_ptr()``),
         which of its parameters such a sink may be handed (its own needs), and each call that
         hands a suspect value or a value of a parameter to a function whose summary a finding or
         its own summary may rest on: a call (or launch) of a dotted name whose head
-        ``may_be_called`` says may name such a function."""
+        ``may_be_called`` says may name such a function. None when a configured glob may
+        match any callee."""
+        if self._configured_names is None:
+            return None
         scopes, attributes = suspects(self.tree, _makes_view, self._never_a_view, nodes_of=self.names.of)
         unit_scopes, unit_attributes = None, set()
         methods = _method_ids(self.names)
@@ -116,7 +121,7 @@ class SinkScout:
                                 self.tree, _may_lose_unit_stride, self._never_without_unit_stride, nodes_of=self.names.of
                             )
                         reports = unit_scopes[index].suspect(func.value, unit_attributes)
-                elif (type(func) is ast.Attribute and func.attr == "data_ptr") or self._is_custom_op(call):
+                elif (type(func) is ast.Attribute and func.attr == "data_ptr") or self._is_fixed_sink(call):
                     sunk = self._handed(call, {})
                     reports = reports or any(scope.suspect(value, attributes) for value in sunk)
                 else:
@@ -164,12 +169,13 @@ class SinkScout:
 
     def _handed(self, call: ast.Call, needs: dict[str, list[_Needs]]) -> list[ast.expr]:
         """What ``call`` hands a sink: the receiver of a raw ``.data_ptr()``, the arguments of a
-        custom op, or those of a call of a function here that binds a parameter it needs
-        contiguous (``_needs``); the receiver of ``.view(dtype)`` is the caller's to read."""
+        custom op or a ``contiguous-sinks`` callee, or those of a call of a function here that
+        binds a parameter it needs contiguous (``_needs``); the receiver of ``.view(dtype)`` is
+        the caller's to read."""
         func = call.func
         if type(func) is ast.Attribute and func.attr == "data_ptr":
             return [func.value]
-        if self._is_custom_op(call):
+        if self._is_fixed_sink(call):
             return [*call.args, *(keyword.value for keyword in call.keywords)]
         definitions = needs.get(callee_name(call))
         if not definitions:
@@ -178,6 +184,18 @@ class SinkScout:
         for definition in definitions:
             handed.extend(definition.bound_by(call))
         return handed
+
+    def _is_fixed_sink(self, call: ast.Call) -> bool:
+        """A callee every tensor argument of which must be contiguous: a custom op, or one that
+        ``contiguous-sinks`` may name (``SinkAnalysis._callee_of`` resolves the callee, an
+        import's or this module's name, and matches it against the globs: the scout, which
+        knows no module name, compares the last names, the one part resolution keeps)."""
+        if self._is_custom_op(call):
+            return True
+        configured = self._configured_names
+        return bool(configured) and type(call.func) in (ast.Name, ast.Attribute) and not configured.isdisjoint(
+            self.names.last_parts(call.func)
+        )
 
     def _is_custom_op(self, call: ast.Call) -> bool:
         if self.names.op_aliases and any(
@@ -241,6 +259,20 @@ class SinkScout:
                     needs.params |= reaching
                     grown = True
         return found
+
+
+def _configured_last_names(globs: list[str]) -> frozenset[str] | None:
+    """The last names ``contiguous-sinks`` callees may have: a resolved callee the glob matches
+    ends in ``.<name>`` (or is ``<name>``) when the glob's last part is literal. None when a
+    glob's last part is not (``pkg.op_*``: ``*`` also matches dots), or a bracket may hold the
+    dot that ends its second-to-last part (``pkg.mod[.]op``)."""
+    names = set()
+    for glob in globs:
+        last = glob.rpartition(".")[2]
+        if "[" in glob or "*" in last or "?" in last:
+            return None
+        names.add(last)
+    return frozenset(names)
 
 
 @dataclass(frozen=True)
