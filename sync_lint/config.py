@@ -53,7 +53,11 @@ OPTIONS: dict[str, Option] = {
         "Re-export shims: a dotted name -> the name it stands for.",
     ),
     "contiguous-sinks": Option(
-        list, [], "Dotted names of functions whose tensor arguments must be contiguous (`pkg.mod.func`)."
+        list,
+        [],
+        "Dotted names or fnmatch globs of functions whose tensor arguments must be contiguous (`pkg.mod.func`, "
+        "`pkg.*.attend`). Keep each one's last part literal: the pre-filter finds the callers by that name, and "
+        "a wildcard there (`pkg.ops.attend_*`) leaves it nothing to skip.",
     ),
     "strided-sinks": Option(
         list,
@@ -87,7 +91,12 @@ OPTIONS: dict[str, Option] = {
         "Class glob -> the method globs that are hot in it (by the class's own name or a base's).",
     ),
     "extend-hot-class-methods": Option(dict, {}, "Entries added to `hot-class-methods` (a class glob's lists joined)."),
-    "hot-functions": Option(list, [], "Extra hot functions by dotted name or glob (`pkg.mod.step`, `*.decode_*`)."),
+    "hot-functions": Option(
+        list,
+        [],
+        "Extra hot functions by dotted name or glob (`pkg.mod.Runner.step`, `*.decode_*`), matched against "
+        "`<module>.<Class>.<function>` (a nested function: `<outer function>.<name>`).",
+    ),
     "cold-function-patterns": Option(
         list,
         ["__init__", "load_weights", "*warmup*", "*warm_up*", "capture_model", "profile_run", "_dummy_run"],
