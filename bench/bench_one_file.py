@@ -6,7 +6,9 @@ Run by hand from the repository root, after ``bench_scale.py`` has unpacked the 
     .venv/bin/python bench/bench_one_file.py                      # every file of both trees
     .venv/bin/python bench/bench_one_file.py --only vllm --sample 400
 
-For each file, in this process, ``Linter.run([file])`` three times with isolated settings:
+For each file, in this process, ``Linter.run([file])`` three times with isolated settings (or
+those of ``--config FILE``: a project's options, such as ``hot-functions``, which the scout
+matches under the file's module name):
 - default: the rules chosen by the text gate and the syntax scout, and only the functions of
   the file that can matter to it alone parsed (``prefilter.one_file_plan``);
 - unplanned: the same rules, the file parsed whole;
@@ -27,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from sync_lint import config
 from sync_lint.api import make_settings
 from sync_lint.pipeline import lint_file, prefilter, runner, scout
 
@@ -57,8 +60,8 @@ class Counter:
         return parse_and_check
 
 
-def measure(tree: Path, files: list[Path]) -> dict:
-    linter = runner.Linter(make_settings())
+def measure(tree: Path, files: list[Path], settings: config.Settings) -> dict:
+    linter = runner.Linter(settings)
     original_parse = lint_file._parse_and_check
     results: dict[str, dict] = {}
     for label in ("default", "unplanned", "plain"):
@@ -104,7 +107,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=["vllm", "sglang"])
     parser.add_argument("--sample", type=int, default=0, help="a random sample of N files per tree (0: all)")
+    parser.add_argument("--config", type=Path, help="a pyproject.toml whose [tool.sync-lint] options to use")
     args = parser.parse_args()
+    settings = config.load(args.config) if args.config else make_settings()
     trees = sorted(p for p in CORPUS.glob("*-*") if (p / ".unpacked").exists() and (not args.only or p.name.startswith(args.only)))
     if not trees:
         print("no unpacked corpus: run bench/bench_scale.py first", file=sys.stderr)
@@ -114,7 +119,7 @@ def main() -> int:
         files = sorted(p for p in tree.rglob("*.py"))
         if args.sample:
             files = sorted(random.Random(20261204).sample(files, min(args.sample, len(files))))
-        r = measure(tree, files)
+        r = measure(tree, files, settings)
         print(f"{r['tree']}: {r['files']} files checked one at a time, {r['findings']} findings (plain path)")
         print(f"  findings differ in {len(r['differ'])} files" + (": " + ", ".join(r["differ"][:10]) if r["differ"] else ""))
         print("  parsed (files, non-blank lines): " + "; ".join(f"{label} {r[label + '_files']}, {r[label + '_lines']}" for label in LABELS)

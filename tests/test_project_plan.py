@@ -1320,3 +1320,47 @@ def test_configured_sinks_keep_the_plan(tmp_path):
     expected = findings(files, fast=False, **options)
     assert findings(files, fast=True, **options) == expected
     assert {(Path(path).name, line) for path, line, *_ in expected} == {("caller.py", 6), ("caller.py", 10)}, expected
+
+
+# -- ``unknown-device = "always"``: any value may sync, in every function ------------------------
+
+ANY_DEVICE_HELPERS = '''
+def count(x):
+    return x.sum().item()
+
+
+def rows(x):
+    return x.shape[0] + len(x)
+
+
+def scale(x, factor):
+    return rows(x) * factor
+'''
+
+ANY_DEVICE_MODEL = '''
+import torch
+
+from pkg.helpers import count, scale
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        n = scale(x, 2)
+        return count(x) + n
+
+    def describe(self, x):
+        return count(x)
+'''
+
+
+def test_unknown_device_always_keeps_only_callees_that_may_sync(tmp_path):
+    """Hot code's callees are kept where their code may sync on any value (it used to keep every
+    callee: the scout had no say under this option)."""
+    files = write_package(tmp_path, {"helpers.py": ANY_DEVICE_HELPERS, "model.py": ANY_DEVICE_MODEL})
+    options = {"unknown_device": "always"}
+    kept = kept_functions(runner.Linter(make_settings(**options)), files)
+    assert "forward" in kept["model.py"] and "count" in kept["helpers.py"]
+    assert not kept["helpers.py"] & {"scale", "rows"}, kept
+    expected = findings(files, fast=False, **options)
+    assert findings(files, fast=True, **options) == expected
+    assert [(Path(path).name, line, code) for path, line, _, code, *_ in expected] == [("model.py", 10, "GPU201")]

@@ -987,3 +987,37 @@ def test_glob_matcher_answers_as_fnmatch_does(globs, name):
 
     matcher = glob_matcher(globs)
     assert (matcher is not None and matcher(name)) == matches(name, globs)
+
+
+ANY_VALUE_MODULE = """
+import torch
+
+
+def count(x):
+    return x.sum().item()
+
+
+def rows(x):
+    return x.shape[0] + len(x)
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return rows(x)
+"""
+
+
+def test_unknown_device_always_lets_any_value_sync_in_every_function():
+    """``unknown-device = "always"``: a sync site may read any value but a host result, in any
+    function; the scout still tells the functions that hold none apart."""
+    from sync_lint.api import lint_text
+
+    always = make_settings(unknown_device="always")
+    assert Scout(ANY_VALUE_MODULE, always).units_that_may_sync() == {(None, "count")}
+    assert Scout(ANY_VALUE_MODULE, SETTINGS).units_that_may_sync() == set()
+    assert not Scout(ANY_VALUE_MODULE, always).may_sync_in_a_hot_scope()
+    assert lint_text(ANY_VALUE_MODULE, unknown_device="always") == []
+    calls_count = ANY_VALUE_MODULE.replace("return rows(x)", "return count(x)")
+    assert Scout(calls_count, always).may_sync_in_a_hot_scope()
+    assert not Scout(calls_count, SETTINGS).may_sync_in_a_hot_scope()
+    assert [d.code for d in lint_text(calls_count, unknown_device="always")] == ["GPU201"]

@@ -127,8 +127,8 @@ class Scout:
         it may call may hold a sync (``SyncScout``)."""
         if not self.may_have_hot_scope():
             return False  # the cheaper question first: most files the words let through have none
-        if not self.knows_hot_functions() or self.settings["unknown-device"] == "always":
-            return True  # which functions are hot, or any unknown value may sync: the analysis decides
+        if not self.knows_hot_functions():
+            return True  # which functions are hot: the analysis decides
         names = self._names_of_tree()
         if names is None:
             return True
@@ -136,12 +136,10 @@ class Scout:
 
     def units_that_may_sync(self) -> set[tuple[str | None, str]] | None:
         """The units (as ``hot_units`` names them) whose code may sync on a value from a named
-        device, for a run of many files (``SyncScout.units_that_may_sync``); None when that
-        cannot be told here: ``unknown-device = "always"`` is set, or the file does not parse.
-        (Which functions are hot, ``hot-functions`` among the reasons, does not change where a
-        sync may be: that is the question of ``hot_units``.)"""
-        if self.settings["unknown-device"] == "always":
-            return None
+        device (or, as ``unknown-device`` says, on any value), for a run of many files
+        (``SyncScout.units_that_may_sync``); None when the file does not parse. (Which
+        functions are hot, ``hot-functions`` among the reasons, does not change where a sync
+        may be: that is the question of ``hot_units``.)"""
         names = self._names_of_tree()
         if names is None:
             return None

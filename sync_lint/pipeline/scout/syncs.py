@@ -49,6 +49,9 @@ class SyncScout:
         self.tree = tree
         self.settings = settings
         self.module_name = module_name  # ``HotScout``'s
+        # ``unknown-device = "always"``: any value but a host result may sync, in every function
+        # (by default, in the methods of hot classes only).
+        self.any_value_anywhere = settings["unknown-device"] == "always"
         self._host = None  # ``_host_result``'s test, made once: every walk of the file prunes with it
         self._not_device = None  # ``_never_from_a_device``'s, likewise
 
@@ -93,7 +96,7 @@ class SyncScout:
         seen = {id(root) for root, _ in reached}
         while reached:
             root, node = reached.pop()
-            in_hot_class = id(class_of.get(id(node))) in hot_classes
+            in_hot_class = self.any_value_anywhere or id(class_of.get(id(node))) in hot_classes
             scope = scope_of[id(node)]
             may_be_a_mask = masks.of(node)
             mentioned: set[str] = set()
@@ -118,10 +121,11 @@ class SyncScout:
         """The units (``UnitSpans``) whose code may sync on a value from a named device: a sync
         site of theirs (``_may_sync_at``, as ``found`` reads one) may be handed a value that
         flows from a device word (``suspects``: through locals, and ``self.`` attributes across
-        the file), or, in a method of a class that may be hot (``unknown-device``), any value
-        but a host result (``_AnyValue``). Elsewhere no value of it can come from a named
-        device, so it neither reports a sync nor records one in its summary: a function that
-        only puts tensors on a device, or tests only host values, is not followed.
+        the file), or, in a method of a class that may be hot (``unknown-device``; anywhere
+        under ``unknown-device = "always"``), any value but a host result (``_AnyValue``).
+        Elsewhere no value of it can come from a named device, so it neither reports a sync nor
+        records one in its summary: a function that only puts tensors on a device, or tests
+        only host values, is not followed.
 
         A first pass spares the flows of most units: only a unit whose text holds a device word
         (``_DEVICE_TEXT``) or names an attribute that such code assigns (to a fixpoint over the
@@ -157,7 +161,10 @@ class SyncScout:
             hot_scout = HotScout(self.names, self.tree, self.settings, self.module_name)
             hot_classes = {node.name for node in self.tree.body if type(node) is ast.ClassDef and hot_scout.may_be_hot_class(node)}
         any_value = _AnyValue(self._host_result())
-        candidates = [index for index, (unit, _) in enumerate(spans.nodes) if unit in tainted or unit[0] in hot_classes]
+        anywhere = self.any_value_anywhere
+        candidates = [
+            index for index, (unit, _) in enumerate(spans.nodes) if anywhere or unit in tainted or unit[0] in hot_classes
+        ]  # fmt: skip
         if not candidates:
             return set()
         # An untainted scope makes no value from a device word and reads no attribute code
@@ -175,7 +182,7 @@ class SyncScout:
         pending: dict[int, tuple] = {}
         for index in candidates:
             unit, node = spans.nodes[index]
-            pending[index] = (unit, scope_of.get(id(node)), unit[0] in hot_classes, masks.of(node))
+            pending[index] = (unit, scope_of.get(id(node)), anywhere or unit[0] in hot_classes, masks.of(node))
         found = set()
         # The sync sites of the file by kind (most of a tree's nodes are none), each in its unit
         # by lines: cheaper than a walk of every candidate.
