@@ -1364,3 +1364,32 @@ def test_unknown_device_always_keeps_only_callees_that_may_sync(tmp_path):
     expected = findings(files, fast=False, **options)
     assert findings(files, fast=True, **options) == expected
     assert [(Path(path).name, line, code) for path, line, _, code, *_ in expected] == [("model.py", 10, "GPU201")]
+
+
+# -- the project index tells the same call whatever order the facts come in -----------------------
+
+
+@pytest.mark.parametrize("order", [("a", "b", "c", "d"), ("d", "b", "c", "a"), ("c", "d", "a", "b")])
+def test_the_call_a_sync_is_told_by_does_not_follow_the_facts_order(order):
+    """``a`` syncs through both ``b`` (which syncs through ``d``) and ``c`` (which syncs itself).
+    The fixpoint tells the first reason it finds, so without an order of its own the facts'
+    order (which masking changes: a file's summaries come as its functions were analysed)
+    decided which call the message names, and the fast and plain paths could differ."""
+    from sync_lint.analysis.summaries import FunctionSummary, SyncCall
+    from sync_lint.pipeline.lint_file import FileFacts
+    from sync_lint.pipeline.project import ProjectIndex
+
+    def summaries():
+        return {
+            "m.a": FunctionSummary("m.a", (), "m.py", sync_calls=[SyncCall("m.b", 3), SyncCall("m.c", 4)]),
+            "m.b": FunctionSummary("m.b", (), "m.py", sync_calls=[SyncCall("m.d", 7)]),
+            "m.c": FunctionSummary("m.c", (), "m.py", sync="syncs with `.item()` on `t` (line 10)"),
+            "m.d": FunctionSummary("m.d", (), "m.py", sync="syncs with `.tolist()` on `t` (line 12)"),
+        }
+
+    told = set()
+    for names in (("a", "b", "c", "d"), order):
+        every = summaries()
+        facts = FileFacts("m.py", "m", summaries={f"m.{name}": every[f"m.{name}"] for name in names})
+        told.add(ProjectIndex([facts]).functions["m.a"].sync)
+    assert len(told) == 1, told

@@ -47,6 +47,12 @@ class ProjectIndex:
         self._unread = UnreadModules(unread)
         # id(summary) -> the parameters that function is known only to read through.
         self._read_only: dict[int, set[str]] = {}
+        # The order each fixpoint below visits the summaries in. Where several calls would give
+        # a function its need or its sync, the first found is the one its message tells, so the
+        # order must not follow the facts' (a file's summaries come in the order its functions
+        # were analysed, which what is masked changes): by name, the fast and the plain paths,
+        # and a run of one file or of many, tell the same call.
+        self._in_order = sorted(self.functions.values(), key=lambda summary: summary.qualname)
         self._close()
         self._close_read_only()
         self._close_writes()
@@ -111,7 +117,7 @@ class ProjectIndex:
         changed = True
         while changed:
             changed = False
-            for summary in self.functions.values():
+            for summary in self._in_order:
                 for forward in summary.forwards:
                     if forward.param in summary.needs_contiguous and forward.param not in summary.needs_unless:
                         continue
@@ -186,7 +192,7 @@ class ProjectIndex:
         changed = True
         while changed:
             changed = False
-            for summary in self.functions.values():
+            for summary in self._in_order:
                 proven = self._read_only.setdefault(id(summary), set())
                 for param, handed_to in summary.read_only_if.items():
                     if param not in proven and all(self.only_reads(callee, arg) for callee, arg in handed_to):
@@ -201,7 +207,7 @@ class ProjectIndex:
         changed = True
         while changed:
             changed = False
-            for summary in self.functions.values():
+            for summary in self._in_order:
                 for forward in summary.forwards:
                     if forward.param in summary.writes_through or forward.param in summary.returned:
                         continue
