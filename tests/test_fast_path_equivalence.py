@@ -422,11 +422,11 @@ def key(diagnostics) -> list[tuple]:
     return sorted((d.path, d.line, d.col, d.end_line, d.end_col, d.code, d.message, d.fix) for d in diagnostics)
 
 
-def plain(files: list[str], monkeypatch) -> list[tuple]:
+def plain(files: list[str], monkeypatch, options: dict = OPTIONS) -> list[tuple]:
     with monkeypatch.context() as patch:
         patch.setattr(prefilter, "may_match", lambda rule, text, alone=False: True)
         without_scout(patch)
-        linter = runner.Linter(make_settings(**OPTIONS), fast=False)
+        linter = runner.Linter(make_settings(**options), fast=False)
         return key(linter.run(files, jobs=1).diagnostics)
 
 
@@ -439,8 +439,8 @@ def without_scout(patch) -> None:
     patch.setattr(prefilter, "one_file_plan", lambda active, text, file_scout: None)
 
 
-def fast(files: list[str], jobs: int = 1, cache_dir: str | None = None) -> list[tuple]:
-    linter = runner.Linter(make_settings(**OPTIONS), cache_dir=cache_dir, fast=True)
+def fast(files: list[str], jobs: int = 1, cache_dir: str | None = None, options: dict = OPTIONS) -> list[tuple]:
+    linter = runner.Linter(make_settings(**options), cache_dir=cache_dir, fast=True)
     return key(linter.run(files, jobs=jobs).diagnostics)
 
 
@@ -577,6 +577,67 @@ def test_one_file_runs_equal_plain(corpus_files, monkeypatch):
     exactly what the plain path finds for it on its own."""
     for path in corpus_files:
         assert fast([path]) == plain([path], monkeypatch), path
+
+
+# Options the scout reads as the analyses do (stop 34: each used to leave every question to the
+# analyses), each set over the generated corpus and the fixtures copied into it.
+CONFIGURED = {
+    "hot-functions": {
+        "hot_functions": [
+            "gen.user_*.calls_helper_*", "gen.user_3.indirect_3", "any_device_model.step", "*.outer.inner_*",
+        ],
+    },
+    "contiguous-sinks": {
+        "contiguous_sinks": ["gen.helpers_0.pure_helper_0", "*.launch_copy_1", "gen.wrappers.scale_into"],
+    },
+    "unknown-device always": {"unknown_device": "always"},
+}
+
+
+# A model whose forward hands a parameter to a helper that reads it on the host: a sync only
+# where ``unknown-device = "always"`` counts a value of unknown device. ``step`` and
+# ``outer.inner_step`` sync, but are hot only where ``hot-functions`` names them.
+ANY_DEVICE_MODEL = """
+import torch
+
+
+def count(x):
+    return x.sum().item()
+
+
+def rows(x):
+    return x.shape[0]
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return count(x) + rows(x)
+
+
+def step(n):
+    return torch.ones(n, device="cuda").sum().item()
+
+
+def outer(n):
+    def inner_step(m):
+        return torch.ones(m, device="cuda").tolist()
+    return inner_step(n)
+"""
+
+
+@pytest.mark.parametrize("name", CONFIGURED)
+def test_configured_runs_equal_plain(name, corpus_files, tmp_path, monkeypatch):
+    """The real rules only: the probes' summaries count every ``.item()`` as a sync, which
+    would hide what ``unknown-device`` changes (and which the scout does not model)."""
+    monkeypatch.setattr(runner, "all_rules", all_rules)  # undo ``with_probes``
+    (tmp_path / "any_device_model.py").write_text(ANY_DEVICE_MODEL)
+    files = [*corpus_files, str(tmp_path / "any_device_model.py")]
+    options = {**OPTIONS, **CONFIGURED[name]}
+    expected = plain(files, monkeypatch, options)
+    assert expected != plain(files, monkeypatch), "the options change what is found: the test compares something"
+    assert fast(files, options=options) == expected
+    for path in files:
+        assert fast([path], options=options) == plain([path], monkeypatch, options), path
 
 
 def test_fixture_files_alone_equal_plain(monkeypatch):
