@@ -985,7 +985,7 @@ def test_device_text_examples(text, holds):
 def test_glob_matcher_answers_as_fnmatch_does(globs, name):
     from sync_lint.analysis.hot_words import glob_matcher, matches
 
-    matcher = glob_matcher(globs)
+    matcher = glob_matcher(tuple(globs))
     assert (matcher is not None and matcher(name)) == matches(name, globs)
 
 
