@@ -6,8 +6,9 @@ rounds. Run by hand from the repository root (not in CI):
 Each revision is checked out into a temporary git worktree and run as
 ``sync-lint check . --isolated --no-cache --output-format json`` with the tree as working
 directory and the worktree first on ``PYTHONPATH`` (this environment's libcst and the rest are
-shared); ``--config FILE`` reads a project's options from that file instead of ``--isolated``. Each round runs every revision once, then ``ruff check --select ALL --no-cache``, so that
-load on a shared machine falls on all of them alike. Prints each one's times, median, ratio to
+shared); ``--config FILE`` reads a project's options from that file instead of ``--isolated``.
+Each round runs every revision once, then ``ruff check --select ALL --no-cache``, so that load
+on a shared machine falls on all of them alike. Prints each one's times, median, ratio to
 ruff and to the first revision, and whether every revision's JSON report equals the first's
 (exit 1 if not).
 """
