@@ -510,6 +510,23 @@ HOT_SYNC_CASES = {
     "a graph block of a *Backend with no method of the contract": (
         ("import torch\n\n\nclass CUDAPiecewiseBackend:\n    def __call__(self, graph, runtime_shape):\n"
         "        with torch.cuda.graph(graph):\n            return runtime_shape.max().item()\n"), False),
+    # A helper of the file that syncs only on what it is handed, handed a GPU value
+    # (``SyncAnalysis.sync_on_device_arguments``), directly, through another, as a method.
+    "a helper handed a GPU tensor": (
+        MODULE_HEAD + "    def forward(self, x):\n        return helper(x.cuda())\n\n\ndef helper(t):\n    return t.tolist()\n",
+        True),
+    "a helper handed a GPU tensor, through another": (
+        MODULE_HEAD + ("    def forward(self, x):\n        lens = torch.arange(4, device=x.device)\n        return outer(lens, 2)\n\n\n"
+                       "def outer(t, n):\n    return inner(t[:n])\n\n\ndef inner(u):\n    return u[u > 0]\n"), True),
+    "a helper method handed a GPU tensor": (
+        MODULE_HEAD + ("    def forward(self, x):\n        keep = x.cuda() > 0\n        return self.pick(x, keep)\n"
+                       "    def pick(self, x, mask):\n        return x[mask]\n"), True),
+    "a helper handed a GPU tensor's shape": (
+        MODULE_HEAD + ("    def forward(self, x):\n        lens = x.cuda()\n        return helper(lens.shape[0])\n\n\n"
+                       "def helper(n):\n    return int(n)\n"), False),
+    "a helper handed a GPU tensor that reads its shape only": (
+        MODULE_HEAD + ("    def forward(self, x):\n        lens = x.cuda()\n        return helper(lens)\n\n\n"
+                       "def helper(t):\n    return t.shape[0] if t is not None else 0\n"), False),
     "an attribute ending in _gpu, and one named gpu": (
         MODULE_HEAD + ("    def forward(self, x):\n        n = self.lens_gpu\n        m = self.buffer.gpu\n"
                        "        return n.tolist(), m.tolist()\n"), True),
@@ -527,6 +544,19 @@ def test_scout_sync_in_hot_scope_answers(name):
     from sync_lint.api import lint_text
 
     assert bool([d for d in lint_text(text) if d.code.startswith("GPU2")]) == may
+
+
+def test_a_helper_that_syncs_on_what_hot_code_hands_it_may_sync():
+    """For a run of many files: a function of the file that syncs only on its parameter may sync
+    where a unit of the file hands it a value from a named device (``inner`` through ``outer``),
+    not where nothing does (``unused``), nor where what it is handed is a host result (``shaped``)."""
+    text = MODULE_HEAD + (
+        "    def forward(self, x):\n        lens = torch.arange(4, device=x.device)\n"
+        "        return outer(lens, 2), shaped(lens.shape[0])\n\n\n"
+        "def outer(t, n):\n    return inner(t[:n])\n\n\ndef inner(u):\n    return u.tolist()\n\n\n"
+        "def unused(v):\n    return v.tolist()\n\n\ndef shaped(n):\n    return int(n)\n"
+    )
+    assert Scout(text, SETTINGS).units_that_may_sync() == {(None, "inner")}
 
 
 def test_the_methods_of_a_hot_class_that_may_sync_hold_a_sync_site():

@@ -18,7 +18,10 @@ For every function, one forward walk (``flow.Walker`` with ``device.DeviceDomain
   site if the callee, walked with them bound, has none (``SyncAnalysis.clean_with_arguments``: the
   summary judges parameters as unknown), and syncs only through the calls that walk still meets
   if it has only those (``Through``); nor is a call of a memoised function of the same file
-  whose tensor arguments the cache itself handed out (``SyncAnalysis.cached_call``).
+  whose tensor arguments the cache itself handed out (``SyncAnalysis.cached_call``). A call of a
+  function of the same file that passes GPU values is a sync site of its own where the callee,
+  walked with them bound, syncs on them (``SyncAnalysis.sync_on_device_arguments``): ``def
+  max_len(x): return x.max().item()`` does not sync by its summary, ``max_len(lens_gpu)`` does.
 
 Receivers must be on the GPU (``DEVICE``); unknown receivers of explicit syncs and of the
 tensor-only APIs count as well per ``unknown-device`` (default: only in methods of hot classes);
@@ -158,6 +161,9 @@ class SyncSite:
     callee: str | None = None
     once: bool = False
     through: Through = ()  # a call site: see ``Through``
+    # A call that syncs on the GPU tensors it passes (``SyncAnalysis.sync_on_device_arguments``):
+    # what it hands over, and why the callee then syncs. ``callee`` names it.
+    on_device: tuple[str, str] | None = None
 
     @property
     def undeclared(self) -> bool:
@@ -173,6 +179,7 @@ class _Hit:
     in_loop: bool
     callee: str | None = None
     through: Through = ()
+    on_device: tuple[str, str] | None = None  # as ``SyncSite.on_device``
 
 
 class _Contexts:
@@ -404,8 +411,8 @@ class _Scanner:
 
     # -- reporting ------------------------------------------------------------------------------
     def _hit(self, node, kind: str, template: str, subject=None, loop: bool = False, callee: str | None = None,
-             through: Through = ()) -> None:
-        self.hits.append(_Hit(node, kind, template, subject, self._loop or loop, callee, through))
+             through: Through = (), on_device: tuple[str, str] | None = None) -> None:
+        self.hits.append(_Hit(node, kind, template, subject, self._loop or loop, callee, through, on_device))
 
     def _candidate(self, node, loop: bool = False) -> None:
         self._hit(node, "candidate", "", None, loop)
@@ -559,7 +566,14 @@ class _Scanner:
             else:
                 clean = self.analysis.clean_with_arguments(callee, node, env, self.domain)
                 if clean is not True and not self.analysis.cached_call(callee, node, self.info):
-                    self._hit(node, "call", "", None, loop, callee, () if clean is False else clean)
+                    on_device = self.analysis.sync_on_device_arguments(callee, node, env, self.domain)
+                    if on_device is not None:  # a sync of this call, not of the callee's summary
+                        handed, why = on_device
+                        short = callee.rsplit(".", 1)[-1]
+                        self._hit(node, "explicit", f"`{short}()`, handed {handed}, {why}", None, loop, callee,
+                                  on_device=on_device)
+                    else:
+                        self._hit(node, "call", "", None, loop, callee, () if clean is False else clean)
             return
         library = self.domain.library_name(func)
         if library is not None:
@@ -805,6 +819,7 @@ class SyncAnalysis:
         self._may_sync: dict[str, bool] = {}
         self._context_cache: dict[int, _Contexts] = {}
         self._clean: dict[tuple, bool] = {}
+        self._on_device: dict[tuple, str | None] = {}  # ``sync_on_device_arguments``' answers
         self._attributes: ClassAttributes | None = None
         self._analysed: dict[int, bool] = {}  # id(function node) -> done (False: in progress)
         self._own_hits: set[str] = set()  # functions with an undeclared sync site of their own
@@ -818,9 +833,13 @@ class SyncAnalysis:
         return [s for s in self.sites if s.kind in kinds and (s.undeclared if undeclared else not (s.debug or s.once))]
 
     def describe(self, site: SyncSite) -> str:
-        if site.subject is None or "{code}" not in site.template:
-            return site.template
-        return site.template.replace("{code}", shortened(one_line(self.ctx.module, site.subject), keep_end=True))
+        return self._described(site.template, site.subject)
+
+    def _described(self, template: str, subject: cst.CSTNode | None) -> str:
+        """A site's ``template`` with its ``subject``'s code in place of ``{code}``."""
+        if subject is None or "{code}" not in template:
+            return template
+        return template.replace("{code}", shortened(one_line(self.ctx.module, subject), keep_end=True))
 
     def describe_declaration(self, block: DeclarationBlock) -> str:
         """``with gpu_sync_allowed():`` as written (shortened)."""
@@ -913,7 +932,7 @@ class SyncAnalysis:
                     scope=hot.reason or (graph_scope if flags.graph else None),
                     in_loop=hit.in_loop, declared=flags.declared or decorated, debug=flags.debug, callee=hit.callee,
                     once=flags.once and not flags.graph,  # a capture fails on its first sync too
-                    through=hit.through,
+                    through=hit.through, on_device=hit.on_device,
                 )
                 if into is not None:
                     if site.scope is None and site.undeclared:
@@ -935,7 +954,9 @@ class SyncAnalysis:
         return summarised
 
     def _summarise(self, info: FunctionInfo, site: SyncSite, summary: FunctionSummary) -> None:
-        if site.kind == "call":
+        if site.on_device is not None:
+            summary.record_sync(self._calling(site.callee, self.line(info, site.node), site.on_device))
+        elif site.kind == "call":
             if site.callee != info.qualname:
                 flags = call_flags(site.node, flag_params(info.node), lambda name: name not in self._bindings_of(info).counts)
                 summary.sync_calls.append(SyncCall(site.callee, self.line(info, site.node), flags=flags,
@@ -972,36 +993,12 @@ class SyncAnalysis:
         (``Through``) when it has only those: the call then syncs only if one of them does, which
         the project's summaries decide. False otherwise: its summary decides, as for any call."""
         info = self.functions.get(qualname)
-        if info is None or any(arg.star for arg in call.args):
+        arguments = self._summarised_call(info, call)
+        if arguments is None:
             return False
-        hot = self.hot.of(info)
-        if hot.cold or hot.reason is not None:
-            return False  # no summary: its sites are reported where they are, or nowhere
-        params = info.node.params
-        positional_params = [*params.posonly_params, *params.params]
-        func = call.func
-        if info.is_method:  # ``self`` / ``cls`` is bound
-            bound_self = type(func) is cst.Attribute and (
-                (type(func.value) is cst.Name and func.value.value in ("self", "cls"))
-                or (type(func.value) is cst.Call and dotted(func.value.func) == "super"))
-            if not bound_self or not positional_params:
-                return False
-            positional_params = positional_params[1:]
-        passed = _passed_arguments(positional_params, call)
-        if passed is None:
-            return False
-        host: dict[str, Place] = {}
-        for name, value in passed.items():
-            if is_literal(value):
-                continue
-            place = domain.evaluate(value, env)
-            if place.is_host and place.tensor:
-                host[name] = place
-        constants = {
-            param.name.value: value
-            for param in (*positional_params, *params.kwonly_params)
-            if (value := constant(passed.get(param.name.value, param.default))) is not NOT_CONSTANT
-        }
+        passed, params = arguments
+        host = {name: place for name, place in self._known_places(passed, env, domain).items() if place.is_host}
+        constants = self._constants(passed, params)
         if not host and not constants:
             return False  # nothing the summary did not assume (Python values do not sync
             # through a parameter of unknown device: ``int(n)`` needs a known tensor)
@@ -1021,36 +1018,146 @@ class SyncAnalysis:
         live = self._deciding_constants(info, constants) if constants else {}
         if not host and not live:
             return False  # walked as its summary was
+        own, through = self._walk_bound(info, host, live)
+        if own is not None:
+            return False
+        return through or True
+
+    def sync_on_device_arguments(self, qualname: str, call: cst.Call, env, domain: DeviceDomain) -> tuple[str, str] | None:
+        """Whether a call of a function of this file syncs on the GPU tensors it passes, where the
+        function's summary finds no sync of its own: the summary judges its parameters as of
+        unknown device (``unknown-device``), so ``def max_len(x): return x.max().item()`` does
+        not sync by it, yet ``max_len(lens)`` with ``lens`` on the GPU does (SGLang
+        ``resolve_max_seqlen(source, cu_seqlens)`` in a vision attention's ``forward``). The
+        function is walked with the call's GPU and CPU tensors bound, and the constants that
+        decide its branches (as ``clean_with_arguments``), to its first undeclared sync site, or
+        a call of a function of this file that syncs on a GPU tensor it hands on: what the call
+        hands over ("the GPU tensor `lens`") and why the function then syncs ("syncs with ...
+        (line 4)"). None where the call passes no GPU tensor, or the walk finds no such site (its
+        other calls are the summary's to judge). A function of another file is not looked into:
+        its summary does not tell which parameters it syncs on."""
+        info = self.functions.get(qualname)
+        arguments = self._summarised_call(info, call)
+        if arguments is None:
+            return None
+        passed, params = arguments
+        places = self._known_places(passed, env, domain)
+        on_device = sorted(name for name, place in places.items() if place.is_device)
+        if not on_device:
+            return None
+        self._ensure_analysed(info)
+        if not self._analysed[id(info.node)]:
+            return None  # in progress (recursion)
+        summary = self.ctx.summaries.get(qualname)
+        if summary is not None and summary.sync is not None:
+            return None  # it syncs whatever it is handed: its summary tells why
+        if self.declarations.mentioned and self.declarations.decorates(info.node):
+            return None
+        constants = self._constants(passed, params)
+        live = self._deciding_constants(info, constants) if constants else {}
+        key = (qualname, tuple(sorted(places.items(), key=lambda item: item[0])),
+               tuple(sorted((n, type(v).__name__, v) for n, v in live.items())))  # fmt: skip
+        if key not in self._on_device:
+            self._on_device[key] = None  # while looking (recursion): no sync found
+            self._on_device[key] = self._walk_bound(info, places, live)[0]
+        why = self._on_device[key]
+        if why is None:
+            return None
+        if len(on_device) > 1:
+            return "GPU values", why
+        kind = "tensor" if places[on_device[0]].tensor else "value"  # ``x.to(device)``: maybe a module
+        return f"the GPU {kind} `{shortened(one_line(self.ctx.module, passed[on_device[0]]))}`", why
+
+    @staticmethod
+    def _calling(callee: str, line: int, on_device: tuple[str, str]) -> str:
+        """Why a function syncs through a call of ``callee`` at ``line`` that hands it GPU
+        tensors (``sync_on_device_arguments``)."""
+        handed, why = on_device
+        return f"calls `{callee.rsplit('.', 1)[-1]}` (line {line}) with {handed}, which {why}"
+
+    def _summarised_call(self, info: FunctionInfo | None, call: cst.Call) -> tuple[dict, list] | None:
+        """For a call of a function of this file that has a summary: the parameter each argument
+        binds (``_passed_arguments``), and the parameters a caller may bind by name or position;
+        None where that cannot be told (``*args`` in the call, a method not called through
+        ``self`` / ``cls`` / ``super()``), or the function has no summary (a hot or cold one:
+        its sites are reported where they are, or nowhere)."""
+        if info is None or any(arg.star for arg in call.args):
+            return None
+        hot = self.hot.of(info)
+        if hot.cold or hot.reason is not None:
+            return None
+        params = info.node.params
+        positional_params = [*params.posonly_params, *params.params]
+        func = call.func
+        if info.is_method:  # ``self`` / ``cls`` is bound
+            bound_self = type(func) is cst.Attribute and (
+                (type(func.value) is cst.Name and func.value.value in ("self", "cls"))
+                or (type(func.value) is cst.Call and dotted(func.value.func) == "super"))
+            if not bound_self or not positional_params:
+                return None
+            positional_params = positional_params[1:]
+        passed = _passed_arguments(positional_params, call)
+        if passed is None:
+            return None
+        return passed, [*positional_params, *params.kwonly_params]
+
+    @staticmethod
+    def _constants(passed: dict[str, cst.BaseExpression], params: list[cst.Param]) -> dict[str, object]:
+        """The parameters a call binds to constants, passed or left to a constant default."""
+        return {
+            param.name.value: value
+            for param in params
+            if (value := constant(passed.get(param.name.value, param.default))) is not NOT_CONSTANT
+        }
+
+    @staticmethod
+    def _known_places(passed: dict[str, cst.BaseExpression], env, domain: DeviceDomain) -> dict[str, Place]:
+        """The parameters a call binds to tensors known to be on the host, or to values known to
+        be on the GPU (``x.to(device)``: a tensor or a module), with their places."""
+        places: dict[str, Place] = {}
+        for name, value in passed.items():
+            if not is_literal(value):
+                place = domain.evaluate(value, env)
+                if place.is_device or (place.is_host and place.tensor):
+                    places[name] = place
+        return places
+
+    def _walk_bound(self, info: FunctionInfo, bound: dict[str, Place], live: dict[str, object]) -> tuple[str | None, Through]:
+        """Walk ``info`` with parameters ``bound`` to places and ``live`` constants deciding its
+        branches (``_deciding_constants``): its first undeclared sync site of its own, described
+        with its line (None: none), and the calls of project functions the walk meets before it
+        (all of them, where it meets none)."""
         contexts = self._contexts(info)
         hot = self.hot.of(info)
         report_unknown = self.policy == "always" or (self.policy == "hot-classes" and hot.hot_class)
         domain = DeviceDomain(self.ctx.names, self._class_attributes(info))
         scanner = _Scanner(self, info, domain, report_unknown)
-        syncs = False
+        own: str | None = None
         through: list[tuple[str, int]] = []
 
         def on_statement(node, env) -> None:
-            nonlocal syncs
-            if syncs:
+            nonlocal own
+            if own is not None:
                 return
             flags = contexts.flags.get(id(node))
             if flags is None or flags.declared or flags.debug or (flags.once and not flags.graph):
                 return
             for hit in scanner.scan(node, env, flags.loop):
+                if hit.on_device is not None:
+                    own = self._calling(hit.callee, self.line(info, hit.node), hit.on_device)
+                    return
                 if hit.kind != "call":
-                    syncs = True
+                    own = f"syncs with {self._described(hit.template, hit.subject)} (line {self.line(info, hit.node)})"
                     return
                 # A call judged by its own arguments (``hit.through``) counts here by the
                 # callee's summary: coarser, never missing a sync.
                 through.append((hit.callee, self.line(info, hit.node)))
 
         env = initial_env(info.node.params)
-        env.update(host)
+        env.update(bound)
         domain.decide = deciding(live) if live else None
         _walk(Walker(domain, on_statement, domain.decide), info.node, env)
-        if syncs:
-            return False
-        return tuple(dict.fromkeys(through)) or True
+        return own, tuple(dict.fromkeys(through))
 
     def _deciding_constants(self, info: FunctionInfo, constants: dict[str, object]) -> dict[str, object]:
         """The ``constants`` a walk of ``info`` may decide its ``if`` tests by (none: they decide

@@ -29,7 +29,12 @@ class UndeclaredSyncInHotPath(HotScopeRule):
         "function of the same file is "
         "judged with the call's host arguments too (a helper that syncs only on a parameter the call passes a "
         "CPU tensor or numpy array for is no sync there, unless a call it still makes syncs, which the message "
-        "then names), and one of any file that syncs only under a flag parameter (`if "
+        "then names), and with its GPU arguments: one that syncs only on a parameter (`def max_len(lens): return "
+        "int(lens.max().item())`, which does not sync by itself, its parameter's place being unknown there) is "
+        "reported where a hot call hands it a value known to be on the GPU (`max_len(lens)` after `lens = "
+        "lens_cpu.to(x.device)`), directly or through another function of the file it hands the value on to, "
+        "not where it is handed a host tensor or a value of unknown place (a function of another file is "
+        "judged by its summary, which does not tell which parameter it syncs on); and one of any file that syncs only under a flag parameter (`if "
         "return_host: out.cpu()`, or `out.cpu() if return_host else None`) is reported only where the call passes that flag as the literal that takes "
         "the sync, another value the call cannot tell, or leaves it to such a default. Not reported: syncs inside "
         "`with gpu_sync_allowed():` (see `sync-declarations`) or a debug-only branch (`if envs.VLLM_DEBUG:`, "
@@ -156,6 +161,16 @@ class UndeclaredSyncInHotPath(HotScopeRule):
         "        lens = host_lens(x.device)  # expect: GPU201\n"
         "        torch.cuda.synchronize()  # expect: GPU201\n"
         "        return x.cpu(), lens  # expect: GPU201\n"),
+        # A helper that syncs on what it is handed: handed a GPU tensor, not its host copy.
+        ("import torch\n\n"
+        "def max_len(lens):\n"
+        "    return int(lens.max().item())\n\n"
+        "class VisionAttention(torch.nn.Module):\n"
+        "    def forward(self, x: torch.Tensor, lens_cpu: torch.Tensor):\n"
+        "        lens = lens_cpu.to(x.device)\n"
+        "        n = max_len(lens)  # expect: GPU201\n"
+        "        m = max_len(lens_cpu)\n"
+        "        return x[:n], lens, m\n"),
         # A fast-path switch whose name only contains `trace`: it runs every step.
         ("import torch\n\n"
         "class LogitsProcessor(torch.nn.Module):\n"

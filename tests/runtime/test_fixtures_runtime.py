@@ -10,6 +10,7 @@ The same tests lint the same file: sync-lint must flag exactly those lines.
 from __future__ import annotations
 
 import ast
+import traceback
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -62,7 +63,7 @@ def _linted_lines(path: Path, codes: set[str]) -> set[int]:
 
 def test_every_fixture_comes_in_an_annotated_pair():
     befores = sorted(FIXTURES.glob("*/*_before.py"))
-    assert len(befores) == 11
+    assert len(befores) == 12
     for before in befores:
         after = before.with_name(before.name.replace("_before.py", "_after.py"))
         assert expected_findings(before), before
@@ -331,6 +332,67 @@ def _check_sync_fixture(path: Path, step: Callable[[], object], arm_sync_check):
     assert reported == expected
     assert {line for _, line in reported} == _linted_lines(path, SYNC_CODES)
     return _assert_error_mode(step, arm_sync_check, path, fails=bool(expected))
+
+
+def _lines_in_function(path: Path, function: str) -> range:
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.FunctionDef) and node.name == function:
+            return range(node.lineno, node.end_lineno + 1)
+    raise LookupError(f"no function {function} in {path}")
+
+
+def _callees_at(path: Path, line: int) -> set[str]:
+    """The names of the functions called on ``line``."""
+    return {
+        node.func.id
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.lineno == line
+    }
+
+
+@pytest.mark.parametrize("variant", ["before", "after"])
+def test_vision_max_seqlen_fixture(kernel_device, generator, arm_sync_check, variant):
+    """A sync inside a helper of the same file, which only the call in ``forward`` makes one: the
+    armed checker reports it where it happens, in the helper; sync-lint flags the call that hands
+    the helper a GPU tensor, and the checker's error unwinds through that very call. The fix
+    hands the helper a host tensor, with the same result."""
+    path = _pair(RUNTIME, "vision_max_seqlen")[variant == "after"]
+    module = load_fixture_module(path)
+    counts_cpu = torch.tensor([3, 7, 5])
+    counts = counts_cpu.clone().to(kernel_device)
+    patches = torch.randn(15, 8, generator=generator).to(kernel_device)
+    if kernel_device.type == "cpu":
+        mark_device_resident(counts)
+        mark_device_resident(patches)
+    attention = module.PackedVisionAttention()
+
+    def step():
+        return attention(patches, counts, counts_cpu)
+
+    flagged = _linted_lines(path, SYNC_CODES)
+    assert flagged == _annotated_lines(path, SYNC_CODES)
+    reported = _reported_lines(step, arm_sync_check)
+    arm_sync_check("error")
+    if variant == "after":
+        assert reported == set() and flagged == set()
+        with sync_checked_step():
+            padded, cu_seqlens = step()
+    else:
+        helper = _lines_in_function(path, "max_seqlen")
+        ((filename, sync_line),) = reported
+        assert filename == str(path) and sync_line in helper
+        ((call_line,),) = [flagged]
+        assert _callees_at(path, call_line) == {"max_seqlen"}
+        with pytest.raises(GPUSyncError) as caught, sync_checked_step():
+            step()
+        unwound = {(frame.f_code.co_filename, line) for frame, line in traceback.walk_tb(caught.tb)}
+        assert {(str(path), call_line), (str(path), sync_line)} <= unwound
+        padded, cu_seqlens = step()  # unchecked
+    assert cu_seqlens.tolist() == [0, 3, 10, 15]
+    expected = torch.zeros(3, 7, 8)
+    for image, (start, count) in enumerate(zip([0, 3, 10], [3, 7, 5])):
+        expected[image, :count] = patches[start : start + count].cpu()
+    torch.testing.assert_close(padded.cpu(), expected)
 
 
 MLA_LENS = ([12, 0, 1, 3, 20], [0, 33, 50, 0, 9])  # mixed, with split groups

@@ -94,6 +94,7 @@ class SyncScout:
                 elif type(inner) in FUNCTIONS and inner is not node:
                     reached.append((inner, node))
         seen = {id(root) for root, _ in reached}
+        callers: list[ScopeFacts] = []  # the scopes reached, for ``_handed_a_sync``
         while reached:
             root, node = reached.pop()
             in_hot_class = self.any_value_anywhere or id(class_of.get(id(node))) in hot_classes
@@ -115,7 +116,8 @@ class SyncScout:
                     if id(callee) not in seen:
                         seen.add(id(callee))
                         reached.append((callee, callee))
-        return False
+            callers.append(scope)
+        return bool(self._handed_a_sync(callers, attributes))
 
     def units_that_may_sync(self, lines: list[str]) -> set[tuple[str | None, str]]:
         """The units (``UnitSpans``) whose code may sync on a value from a named device: a sync
@@ -204,6 +206,54 @@ class SyncScout:
                 ):
                     found.add(unit)
                     del pending[index]
+        for function in self._handed_a_sync(scopes, device_attributes):
+            unit = spans.unit_at(function.lineno)
+            if unit is not None:
+                found.add(unit)
+        return found
+
+    def _handed_a_sync(self, callers: list[ScopeFacts], attributes: set[str]) -> list[ast.AST]:
+        """The functions of the file (nested ones too) that may sync on what a call of this file
+        hands them (``SyncAnalysis.sync_on_device_arguments``): called by name (``f(x)``,
+        ``self.f(x)``) from one of ``callers`` with an argument that may come from a named
+        device, they hold a sync site that may be handed a value from the parameter it binds,
+        or hand one on so in turn (followed to any depth, whether or not a site was found: the
+        analysis walks each function to its first site). Any index counts as a mask there."""
+        functions: dict[str, list[ast.AST]] = {}
+        for kind in FUNCTIONS:
+            for node in self.names.of(kind):
+                functions.setdefault(node.name, []).append(node)
+        methods = {id(member) for node in self.names.of(ast.ClassDef) for member in node.body}
+        found: list[ast.AST] = []
+        handed_before: dict[int, set[str]] = {}  # function -> the parameters followed so far
+        never = self._never_from_a_device()
+        todo = list(callers)
+        while todo:
+            scope = todo.pop()
+            for call in scope.calls:
+                func = call.func
+                name = func.id if type(func) is ast.Name else func.attr if type(func) is ast.Attribute else None
+                targets = functions.get(name)
+                if not targets:
+                    continue
+                suspect = [scope.suspect(argument, attributes) for argument in call.args]
+                keywords = [keyword for keyword in call.keywords if scope.suspect(keyword.value, attributes)]
+                if not any(suspect) and not keywords:
+                    continue
+                for target in targets:
+                    through_self = type(func) is ast.Attribute and id(target) in methods
+                    params = _parameters_bound(target, call, suspect, keywords, through_self)
+                    known = handed_before.setdefault(id(target), set())
+                    if params <= known:
+                        continue
+                    known |= params
+                    handed = ScopeFacts([target], lambda node, known=frozenset(known): type(node) is ast.Name and node.id in known, never)
+                    handed.close(attributes)
+                    if target not in found and any(
+                        type(child) in _SITE_KINDS and self._may_sync_at(child, handed, attributes) for child in walk(target)
+                    ):
+                        found.append(target)
+                    todo.append(handed)
         return found
 
     def _host_result(self):
@@ -338,6 +388,37 @@ class _Masks:
             return self._scopes[id(function)].suspect(node, self._attributes)
 
         return may_be_a_mask
+
+
+def _parameters_bound(function: ast.AST, call: ast.Call, suspect: list[bool], keywords: list[ast.keyword],
+                      through_self: bool) -> set[str]:
+    """The parameters of ``function`` that ``call`` may bind to its suspect arguments (``suspect``:
+    a flag per positional argument; ``keywords``: the suspect keyword arguments). A method
+    called through an attribute (``self.f(x)``) may or may not bind its first parameter there (a
+    static method does not): both count. ``*args`` / ``**kwargs`` in the call may bind any."""
+    arguments = function.args
+    positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+    rest = [a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None]
+    names = {a.arg for a in arguments.kwonlyargs}
+    if any(suspect) and any(type(argument) is ast.Starred for argument in call.args):
+        return {*positional, *names, *rest}  # where an argument lands is not known past a ``*``
+    bound: set[str] = set()
+    for index, is_suspect in enumerate(suspect):
+        if is_suspect:
+            for offset in (1, 0) if through_self else (0,):
+                place = index + offset
+                if place < len(positional):
+                    bound.add(positional[place])
+                elif arguments.vararg is not None:
+                    bound.add(arguments.vararg.arg)
+    for keyword in keywords:
+        if keyword.arg is None:  # ``**kwargs``
+            return {*positional, *names, *rest}
+        if keyword.arg in names or keyword.arg in positional:
+            bound.add(keyword.arg)
+        elif arguments.kwarg is not None:
+            bound.add(arguments.kwarg.arg)
+    return bound
 
 
 def _may_make_a_mask(node: ast.AST) -> bool:
