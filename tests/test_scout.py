@@ -521,6 +521,12 @@ HOT_SYNC_CASES = {
     "a helper method handed a GPU tensor": (
         MODULE_HEAD + ("    def forward(self, x):\n        keep = x.cuda() > 0\n        return self.pick(x, keep)\n"
                        "    def pick(self, x, mask):\n        return x[mask]\n"), True),
+    "a method of this file's name called through another object": (
+        MODULE_HEAD + ("    def forward(self, x):\n        return self.other.pick(x.cuda() > 0)\n"
+                       "    def pick(self, mask):\n        return mask.nonzero()\n"), False),
+    "a helper cold by its name handed a GPU tensor": (
+        MODULE_HEAD + "    def forward(self, x):\n        return warmup_lens(x.cuda())\n\n\ndef warmup_lens(t):\n    return t.tolist()\n",
+        False),
     "a helper handed a GPU tensor's shape": (
         MODULE_HEAD + ("    def forward(self, x):\n        lens = x.cuda()\n        return helper(lens.shape[0])\n\n\n"
                        "def helper(n):\n    return int(n)\n"), False),

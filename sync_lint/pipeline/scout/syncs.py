@@ -19,6 +19,7 @@ from sync_lint.analysis.device_words import (
     TORCH_MASK_FUNCTIONS,
     VALUE_READS,
 )
+from sync_lint.analysis.hot_words import matches
 from sync_lint.config import Settings
 from sync_lint.pipeline.scout.flows import ScopeFacts, suspects
 from sync_lint.pipeline.scout.hot import HotScout
@@ -42,7 +43,8 @@ class SyncScout:
     locals and ``self.`` attributes, never through a host result (``x.shape``, ``x.size(0)``,
     ``len(x)``).
     So a hot scope can report only if it, or a function of this file it may call (whose
-    summary it reads), hands a value that may come from such a word to a sync site."""
+    summary it reads, or which it hands such a value: ``_handed_a_sync``), hands a value that
+    may come from such a word to a sync site."""
 
     def __init__(self, names: FileNames, tree: ast.Module, settings: Settings, module_name: str | None) -> None:
         self.names = names
@@ -127,7 +129,8 @@ class SyncScout:
         under ``unknown-device = "always"``), any value but a host result (``_AnyValue``).
         Elsewhere no value of it can come from a named device, so it neither reports a sync nor
         records one in its summary: a function that only puts tensors on a device, or tests
-        only host values, is not followed.
+        only host values, is not followed. But for a function a unit of the file hands such a
+        value (``_handed_a_sync``): the analysis judges that call with it bound.
 
         A first pass spares the flows of most units: only a unit whose text holds a device word
         (``_DEVICE_TEXT``) or names an attribute that such code assigns (to a fixpoint over the
@@ -214,16 +217,21 @@ class SyncScout:
 
     def _handed_a_sync(self, callers: list[ScopeFacts], attributes: set[str]) -> list[ast.AST]:
         """The functions of the file (nested ones too) that may sync on what a call of this file
-        hands them (``SyncAnalysis.sync_on_device_arguments``): called by name (``f(x)``,
-        ``self.f(x)``) from one of ``callers`` with an argument that may come from a named
-        device, they hold a sync site that may be handed a value from the parameter it binds,
-        or hand one on so in turn (followed to any depth, whether or not a site was found: the
-        analysis walks each function to its first site). Any index counts as a mask there."""
+        hands them (``SyncAnalysis.sync_on_device_arguments``): called from one of ``callers``
+        as the analysis resolves a call of this file's functions (``f(x)``: a function outside
+        every class; ``self.f(x)``, ``cls.f(x)``, ``super().f(x)``, ``Class.f(x)``: a method)
+        with an argument that may come from a named device, and not cold by name, they hold a
+        sync site that may be handed a value from the parameter it binds, or hand one on so in
+        turn (followed to any depth, whether or not a site was found: the analysis walks each
+        function to its first site). Any index counts as a mask there."""
+        classes = {node.name for node in self.tree.body if type(node) is ast.ClassDef}
+        methods = {id(member) for node in self.names.of(ast.ClassDef) for member in node.body}
+        cold = list(self.settings["cold-function-patterns"])
         functions: dict[str, list[ast.AST]] = {}
         for kind in FUNCTIONS:
             for node in self.names.of(kind):
-                functions.setdefault(node.name, []).append(node)
-        methods = {id(member) for node in self.names.of(ast.ClassDef) for member in node.body}
+                if not matches(node.name, cold):
+                    functions.setdefault(node.name, []).append(node)
         found: list[ast.AST] = []
         handed_before: dict[int, set[str]] = {}  # function -> the parameters followed so far
         never = self._never_from_a_device()
@@ -232,8 +240,16 @@ class SyncScout:
             scope = todo.pop()
             for call in scope.calls:
                 func = call.func
-                name = func.id if type(func) is ast.Name else func.attr if type(func) is ast.Attribute else None
-                targets = functions.get(name)
+                if type(func) is ast.Name:
+                    through_self = False
+                elif type(func) is ast.Attribute and _may_name_a_class_of_the_file(func.value, classes):
+                    through_self = True
+                else:
+                    continue
+                targets = [
+                    target for target in functions.get(func.id if type(func) is ast.Name else func.attr, ())
+                    if (id(target) in methods) == through_self
+                ]  # fmt: skip
                 if not targets:
                     continue
                 suspect = [scope.suspect(argument, attributes) for argument in call.args]
@@ -241,7 +257,6 @@ class SyncScout:
                 if not any(suspect) and not keywords:
                     continue
                 for target in targets:
-                    through_self = type(func) is ast.Attribute and id(target) in methods
                     params = _parameters_bound(target, call, suspect, keywords, through_self)
                     known = handed_before.setdefault(id(target), set())
                     if params <= known:
@@ -388,6 +403,14 @@ class _Masks:
             return self._scopes[id(function)].suspect(node, self._attributes)
 
         return may_be_a_mask
+
+
+def _may_name_a_class_of_the_file(value: ast.expr, classes: set[str]) -> bool:
+    """Whether a call ``value.f(...)`` may run a method of a class of the file, as the analysis
+    resolves one: through ``self`` / ``cls``, ``super()``, or the class's own name."""
+    if type(value) is ast.Name:
+        return value.id in ("self", "cls") or value.id in classes
+    return type(value) is ast.Call and type(value.func) is ast.Name and value.func.id == "super"
 
 
 def _parameters_bound(function: ast.AST, call: ast.Call, suspect: list[bool], keywords: list[ast.keyword],
