@@ -385,7 +385,10 @@ def test_vision_max_seqlen_fixture(kernel_device, generator, arm_sync_check, var
         assert _callees_at(path, call_line) == {"max_seqlen"}
         with pytest.raises(GPUSyncError) as caught, sync_checked_step():
             step()
-        unwound = {(frame.f_code.co_filename, line) for frame, line in traceback.walk_tb(caught.tb)}
+        # The CPU detector raises inside the step; on CUDA the checked step turns PyTorch's
+        # error into ours as it leaves, ``from`` it: the frames are that error's.
+        error = caught.value.__cause__ or caught.value
+        unwound = {(frame.f_code.co_filename, line) for frame, line in traceback.walk_tb(error.__traceback__)}
         assert {(str(path), call_line), (str(path), sync_line)} <= unwound
         padded, cu_seqlens = step()  # unchecked
     assert cu_seqlens.tolist() == [0, 3, 10, 15]
