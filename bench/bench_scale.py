@@ -5,6 +5,7 @@ Run by hand (not in CI), from the repository root, with the project's virtual en
 
     .venv/bin/python bench/bench_scale.py                    # both trees, 3 repetitions
     .venv/bin/python bench/bench_scale.py --only vllm --quick --repeat 1 --profile
+    .venv/bin/python bench/bench_scale.py --only vllm --config my-pyproject.toml   # a project's options
 
 Downloads ``vllm==0.33.0`` (the newest vllm if that version does not exist) and the newest
 ``sglang`` wheel with ``pip download --no-deps --only-binary :all:`` into ``bench/corpus/``
@@ -38,6 +39,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "bench" / "corpus"
 WHEELS = CORPUS / "wheels"
 PY = sys.executable
+# What sync-lint reads its options from: ``--isolated`` (the defaults), or a project's
+# ``pyproject.toml`` (``--config FILE``). The peers always run ``--isolated``.
+SETTINGS: list[str] = ["--isolated"]
 BIN = Path(sys.executable).parent
 RUFF = str(BIN / "ruff") if (BIN / "ruff").exists() else "ruff"
 
@@ -166,7 +170,7 @@ def one_file_sample(tree: Path, files: list[str], count: int, repeat: int) -> di
     (median of ``repeat`` runs each): on how many is ours no slower, and the ratios."""
     rows = []
     for path in pick_size_spread(tree, files, count):
-        ours = statistics.median(run_timed(sync_lint("check", path, "--isolated", "--no-cache"), tree)["wall"] for _ in range(repeat))
+        ours = statistics.median(run_timed(sync_lint("check", path, *SETTINGS, "--no-cache"), tree)["wall"] for _ in range(repeat))
         theirs = statistics.median(run_timed(flake8(path, "--isolated", "--select", "E9,F", "--exit-zero"), tree)["wall"] for _ in range(repeat))
         rows.append({"path": path, "lines": (tree / path).read_bytes().count(b"\n"), "sync_lint": ours, "flake8": theirs, "ratio": ours / theirs})
     ratios = [r["ratio"] for r in rows]
@@ -412,7 +416,7 @@ def fix_check(tree: Path, src: Path, files: list[str], cache_dir: str) -> dict:
     """`fix --unsafe-fixes --diff` (crashes, exit status, diff validity), then a real fix of the
     work copy, then: does each fixed file compile and lint clean for the codes that were fixed?"""
     result: dict = {}
-    diff = run_timed(sync_lint("fix", ".", "--unsafe-fixes", "--diff", "--isolated", "--no-cache"), tree)
+    diff = run_timed(sync_lint("fix", ".", "--unsafe-fixes", "--diff", *SETTINGS, "--no-cache"), tree)
     diff_files = re.findall(r"^\+\+\+ b/(.*)$", diff["stdout"], re.MULTILINE)
     result["diff"] = {
         "rc": diff["rc"], "seconds": diff["wall"], "maxrss_mb": diff["maxrss_mb"],
@@ -429,13 +433,13 @@ def fix_check(tree: Path, src: Path, files: list[str], cache_dir: str) -> dict:
         result["diff"]["patch_errors"] = (check.stdout + check.stderr)[-800:]
 
     # what the check said was fixable, per file, before fixing
-    before = run_timed(sync_lint("check", ".", "--unsafe-fixes", "--isolated", "--cache-dir", cache_dir, "--output-format", "json", "-q"), tree)
+    before = run_timed(sync_lint("check", ".", "--unsafe-fixes", *SETTINGS, "--cache-dir", cache_dir, "--output-format", "json", "-q"), tree)
     fixed_codes: dict[str, set[str]] = collections.defaultdict(set)
     for d in json.loads(before["stdout"] or "[]"):
         if d.get("fix"):
             fixed_codes[os.path.normpath(d["filename"])].add(d["code"])
 
-    real = run_timed(sync_lint("fix", ".", "--unsafe-fixes", "--isolated", "--no-cache"), tree)
+    real = run_timed(sync_lint("fix", ".", "--unsafe-fixes", *SETTINGS, "--no-cache"), tree)
     gpu_errors = re.findall(r"^(.*?):(\d+):\d+: (GPU00[2-5]) (.*)$", real["stdout"], re.MULTILINE)
     result["fix"] = {
         "rc": real["rc"], "seconds": real["wall"], "traceback": "Traceback (most recent call last)" in real["stderr"],
@@ -446,7 +450,7 @@ def fix_check(tree: Path, src: Path, files: list[str], cache_dir: str) -> dict:
     result["fix"]["files_changed"] = len(changed)
     result["fix"]["diff_and_fix_agree"] = sorted(os.path.normpath(f) for f in diff_files) == sorted(changed)
 
-    after = run_timed(sync_lint("check", ".", "--unsafe-fixes", "--isolated", "--cache-dir", cache_dir, "--output-format", "json", "-q"), tree)
+    after = run_timed(sync_lint("check", ".", "--unsafe-fixes", *SETTINGS, "--cache-dir", cache_dir, "--output-format", "json", "-q"), tree)
     remaining: dict[str, list[dict]] = collections.defaultdict(list)
     for d in json.loads(after["stdout"] or "[]"):
         remaining[os.path.normpath(d["filename"])].append(d)
@@ -670,11 +674,11 @@ def bench_tree(name: str, args) -> dict:
     report = str(Path(tempfile.mkdtemp()) / "report.json")
     t = result["timings"] = {}
 
-    t["sync_lint_cold"] = series("sync-lint cold", sync_lint("check", ".", "--isolated", "--no-cache", "--output-format", "json", "-o", report), tree, repeat)
+    t["sync_lint_cold"] = series("sync-lint cold", sync_lint("check", ".", *SETTINGS, "--no-cache", "--output-format", "json", "-o", report), tree, repeat)
     result["files_checked_by_sync_lint"] = checked_count(t["sync_lint_cold"]["stderr_tail"])
     result["findings"] = findings_summary(Path(report).read_text(encoding="utf-8"))
 
-    warm_cmd = sync_lint("check", ".", "--isolated", "--cache-dir", cache_dir, "--output-format", "json", "-o", report)
+    warm_cmd = sync_lint("check", ".", *SETTINGS, "--cache-dir", cache_dir, "--output-format", "json", "-o", report)
     print("[bench]   (priming the cache)", flush=True)
     prime = run_timed(warm_cmd, tree)
     t["sync_lint_cache_fill"] = {"median": prime["wall"], "min": prime["wall"], "max": prime["wall"], "cpu_median": prime["cpu"], "maxrss_mb": prime["maxrss_mb"], "rc": [prime["rc"]]}
@@ -713,9 +717,9 @@ def bench_tree(name: str, args) -> dict:
             except (json.JSONDecodeError, IndexError):
                 t[key]["inner"] = {"error": last["stderr"][-500:]}
 
-    t["one_file_sync_lint"] = series("one file: sync-lint", sync_lint("check", big, "--isolated", "--no-cache"), tree, max(repeat, 5))
+    t["one_file_sync_lint"] = series("one file: sync-lint", sync_lint("check", big, *SETTINGS, "--no-cache"), tree, max(repeat, 5))
     t["one_file_flake8"] = series("one file: flake8 E9,F", flake8(big, "--isolated", "--select", "E9,F", "--exit-zero"), tree, max(repeat, 5))
-    t["median_file_sync_lint"] = series("median file: sync-lint", sync_lint("check", median, "--isolated", "--no-cache"), tree, max(repeat, 5))
+    t["median_file_sync_lint"] = series("median file: sync-lint", sync_lint("check", median, *SETTINGS, "--no-cache"), tree, max(repeat, 5))
     t["median_file_flake8"] = series("median file: flake8 E9,F", flake8(median, "--isolated", "--select", "E9,F", "--exit-zero"), tree, max(repeat, 5))
     if args.one_file_sample:
         result["one_file_sample"] = one_file_sample(tree, files, args.one_file_sample, max(repeat, 3))
@@ -970,6 +974,10 @@ def main() -> int:
     signal.signal(signal.SIGTERM, _dump_partial)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=sorted(TREES))
+    parser.add_argument(
+        "--config", help="a pyproject.toml for sync-lint to read instead of `--isolated` (a project's own options; "
+        "the peers and the flake8 plugin's run keep their defaults)"
+    )
     parser.add_argument("--quick", action="store_true", help="a ~10%% subset of each tree (plus package __init__ files)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json-out", help="write all results as JSON here")
@@ -995,6 +1003,10 @@ def main() -> int:
         parse_worker(args._parse, args._workers, args._parser)
         return 0
     import libcst  # noqa: F401  (fail early outside the venv)
+
+    if args.config:
+        SETTINGS[:] = ["--config", os.path.abspath(args.config)]
+        print(f"sync-lint reads {SETTINGS[1]} (the flake8 plugin's one-file run: the defaults)")
 
     # Byte-compile sync-lint as pip does for the installed peers: an editable install run with
     # PYTHONDONTWRITEBYTECODE set (this machine's default) would compile every module on each run.
