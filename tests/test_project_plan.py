@@ -424,6 +424,48 @@ def test_hot_code_that_cannot_reach_a_sync_is_masked(tmp_path):
     assert {(Path(entry[0]).name, entry[1]) for entry in fast} >= {("hot.py", 17), ("hot.py", 23)}, fast
 
 
+HOST_BOUNDS = '''
+def host_bounds(cu_seqlens):
+    return tuple(int(bound) for bound in cu_seqlens.tolist())
+
+
+def host_lengths(lens):
+    return lens.tolist()
+
+
+def shape_of(x):
+    return x.shape
+'''
+
+HANDING_GPU_VALUES = '''
+import torch
+from torch import nn
+
+from pkg.bounds import host_bounds, host_lengths, shape_of
+
+
+class Packed(nn.Module):
+    def forward(self, x, counts_cpu, lens):
+        cu_seqlens = torch.cumsum(counts_cpu, 0).to(x.device)
+        n = shape_of(cu_seqlens)
+        return host_bounds(cu_seqlens), host_lengths(lens), n
+'''
+
+
+def test_a_function_of_another_file_handed_a_gpu_value_it_syncs_on_is_kept(tmp_path):
+    """A function with an explicit sync on its parameter, and no sync of its own, syncs where a
+    hot call of another file hands it a GPU value there (``FunctionSummary.syncs_on``): the plan
+    keeps it where a call may hand it a value from a named device (``host_bounds``), not where
+    the value a call hands it names no device (``host_lengths``: ``lens`` is a parameter), nor
+    a function with no such sync (``shape_of``)."""
+    files = write_package(tmp_path, {"bounds.py": HOST_BOUNDS, "model.py": HANDING_GPU_VALUES})
+    kept = kept_functions(runner.Linter(make_settings()), files)
+    assert kept["bounds.py"] == {"host_bounds"}
+    fast = findings(files, fast=True)
+    assert fast == findings(files, fast=False)
+    assert [(Path(path).name, line, code) for path, line, _, code, _, _ in fast] == [("model.py", 12, "GPU201")]
+    assert "on the GPU value handed to `cu_seqlens`" in fast[0][4]
+
 DEVICE_HELPERS = '''
 import torch
 

@@ -8,7 +8,8 @@ Per file, analyses record for each function (keyed by its dotted qualified name)
   handed to it in their place changes nothing but the layout, and which it is known to write
   through (``writes_through``), where such a copy would take the writes and lose them, and
 - whether it performs an undeclared GPU->CPU sync (``sync``), directly or by calling another
-  function that does (``sync_calls``).
+  function that does (``sync_calls``), or an explicit one on a GPU value a caller hands it
+  (``syncs_on``: ``def host_lens(x): return x.tolist()`` called with a GPU tensor).
 Rules yield a ``PendingCall`` for each call whose verdict depends on the callee's summary.
 ``sync_lint.pipeline.project`` closes the summaries over the call graph once per run and turns
 pending calls into diagnostics. Everything here is plain picklable data (it is cached).
@@ -68,6 +69,9 @@ class SyncCall:
     unless: frozenset[FlagValue] = frozenset()  # as ``Forward.unless``
     flags: CallFlags = ()  # as ``Forward.flags``
     through: Through = ()
+    # The call's arguments known to be on the GPU: it syncs too where the callee syncs on one
+    # (``FunctionSummary.syncs_on``).
+    device_args: tuple[ArgKey, ...] = ()
 
 
 @dataclass
@@ -88,6 +92,11 @@ class FunctionSummary:
     sync: str | None = None
     sync_unless: frozenset[FlagValue] = frozenset()
     sync_calls: list[SyncCall] = field(default_factory=list)
+    # param -> why the function syncs where a call hands it a GPU value there ("syncs with
+    # `.tolist()` on `x` (line 3)"), for a function with no sync of its own: an explicit sync
+    # (``.item()``, ``.tolist()``, ``.cpu()``...) on that parameter, which the summary judges of
+    # unknown device (``SyncAnalysis._record_syncs_on``). Not closed over calls.
+    syncs_on: dict[str, str] = field(default_factory=dict)
     # param -> the callee arguments it is handed to, for a param this function uses in no other
     # way than to read its metadata (``p.shape``, ``p is None``) or, in a Triton kernel, to load
     # through it: the function only reads through ``param`` if each of those callees only reads
@@ -162,6 +171,14 @@ class FunctionSummary:
         """Does a call binding ``flags`` (literals only count) excuse the needs of ``param``?"""
         return self._bound_to_any(self.needs_unless.get(param), flags)
 
+    def sync_on_device(self, device_args: tuple[ArgKey, ...]) -> str | None:
+        """Why a call that hands GPU values as ``device_args`` syncs by ``syncs_on``; None: not."""
+        for key in device_args:
+            param = self.param_for(key)
+            if param in self.syncs_on:
+                return f"{self.syncs_on[param]}, on the GPU value handed to `{param}`"
+        return None
+
     def sync_excused(self, flags: CallFlags) -> bool:
         """Does a call binding ``flags`` excuse this function's sync?"""
         return self._bound_to_any(self.sync_unless, flags)
@@ -224,3 +241,4 @@ class PendingCall:
     # the writes and lose them: a warning saying so takes its place, and the fix is dropped.
     advice: str = ""
     through: Through = ()  # kind "sync": as ``SyncCall.through``
+    device_args: tuple[ArgKey, ...] = ()  # kind "sync": as ``SyncCall.device_args``

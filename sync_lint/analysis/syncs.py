@@ -48,6 +48,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 
 from sync_lint.analysis.device import (
+    DEVICE,
     ClassAttributes,
     DeviceDomain,
     Place,
@@ -86,7 +87,7 @@ from sync_lint.analysis.hot_scopes import Hotness, HotScopes
 from sync_lint.analysis.modules import LIBRARY_ROOTS
 from sync_lint.analysis.names import dotted
 from sync_lint.analysis.nodes import block_statements, inner_blocks, one_line, shortened
-from sync_lint.analysis.summaries import FunctionSummary, SyncCall, Through
+from sync_lint.analysis.summaries import ArgKey, FunctionSummary, SyncCall, Through
 from sync_lint.patterns import definition_of
 from sync_lint.pipeline.profile import span
 from sync_lint.rules.base import CalleeCondition, Finding
@@ -164,6 +165,8 @@ class SyncSite:
     # A call that syncs on the GPU tensors it passes (``SyncAnalysis.sync_on_device_arguments``):
     # what it hands over, and why the callee then syncs. ``callee`` names it.
     on_device: tuple[str, str] | None = None
+    # A call of a function of another file: its arguments known to be on the GPU (``SyncCall``).
+    device_args: tuple[ArgKey, ...] = ()
 
     @property
     def undeclared(self) -> bool:
@@ -180,6 +183,7 @@ class _Hit:
     callee: str | None = None
     through: Through = ()
     on_device: tuple[str, str] | None = None  # as ``SyncSite.on_device``
+    device_args: tuple[ArgKey, ...] = ()  # as ``SyncSite.device_args``
 
 
 class _Contexts:
@@ -349,6 +353,8 @@ class _Scanner:
         self.report_unknown = report_unknown
         self.broad = broad
         self.hits: list[_Hit] = []
+        # Whether it met an explicit sync's call on any receiver (``SyncAnalysis._record_syncs_on``).
+        self.explicit_calls = False
         self._binder = Walker(domain)
         self._nested = {
             s.name.value for s in (info.node.body.body if isinstance(info.node.body, cst.IndentedBlock) else ())
@@ -411,8 +417,9 @@ class _Scanner:
 
     # -- reporting ------------------------------------------------------------------------------
     def _hit(self, node, kind: str, template: str, subject=None, loop: bool = False, callee: str | None = None,
-             through: Through = (), on_device: tuple[str, str] | None = None) -> None:
-        self.hits.append(_Hit(node, kind, template, subject, self._loop or loop, callee, through, on_device))
+             through: Through = (), on_device: tuple[str, str] | None = None,
+             device_args: tuple[ArgKey, ...] = ()) -> None:
+        self.hits.append(_Hit(node, kind, template, subject, self._loop or loop, callee, through, on_device, device_args))
 
     def _candidate(self, node, loop: bool = False) -> None:
         self._hit(node, "candidate", "", None, loop)
@@ -573,7 +580,9 @@ class _Scanner:
                         self._hit(node, "explicit", f"`{short}()`, handed {handed}, {why}", None, loop, callee,
                                   on_device=on_device)
                     else:
-                        self._hit(node, "call", "", None, loop, callee, () if clean is False else clean)
+                        device_args = () if callee in self.analysis.functions else self._device_arguments(node, env)
+                        self._hit(node, "call", "", None, loop, callee, () if clean is False else clean,
+                                  device_args=device_args)
             return
         library = self.domain.library_name(func)
         if library is not None:
@@ -588,7 +597,24 @@ class _Scanner:
     def _is_builtin(self, name: str, env) -> bool:
         return name not in env and name not in self.names.imports and name not in self.analysis.module_names
 
+    def _device_arguments(self, call: cst.Call, env) -> tuple[ArgKey, ...]:
+        """The arguments of a call of another file's function that are known to be on the GPU,
+        by position or keyword (none where an argument is unpacked: it may bind anything)."""
+        found: list[ArgKey] = []
+        index = 0
+        for arg in call.args:
+            if arg.star:
+                return ()
+            key: ArgKey = arg.keyword.value if arg.keyword is not None else index
+            if arg.keyword is None:
+                index += 1
+            if not is_literal(arg.value) and self.domain.evaluate(arg.value, env).is_device:
+                found.append(key)
+        return tuple(found)
+
     def _method_call(self, method: str, receiver_node, node: cst.Call, env, loop: bool) -> None:
+        if method in EXPLICIT_METHODS or method == "to" or method == "copy_":
+            self.explicit_calls = True
         receiver = self.domain.evaluate(receiver_node, env)
         non_blocking = is_true(keyword(node, "non_blocking"))
         if method in EXPLICIT_METHODS:
@@ -932,7 +958,7 @@ class SyncAnalysis:
                     scope=hot.reason or (graph_scope if flags.graph else None),
                     in_loop=hit.in_loop, declared=flags.declared or decorated, debug=flags.debug, callee=hit.callee,
                     once=flags.once and not flags.graph,  # a capture fails on its first sync too
-                    through=hit.through, on_device=hit.on_device,
+                    through=hit.through, on_device=hit.on_device, device_args=hit.device_args,
                 )
                 if into is not None:
                     if site.scope is None and site.undeclared:
@@ -951,7 +977,25 @@ class SyncAnalysis:
         # not tell a rebound parameter from the one passed.
         domain.decide = deciding({assume[0]: assume[1]}) if assume is not None else None
         _walk(Walker(domain, on_statement, domain.decide), info.node, env)
+        if assume is None and scanner.explicit_calls and hot.reason is None and not hot.cold and not decorated:
+            self._record_syncs_on(info)
         return summarised
+
+    def _record_syncs_on(self, info: FunctionInfo) -> None:
+        """The parameters a summarised function with no sync of its own makes an explicit sync
+        on (``FunctionSummary.syncs_on``): a call of it from another file that hands a GPU
+        value there syncs (one from this file is walked with its arguments bound instead:
+        ``sync_on_device_arguments``). One walk with every parameter on the GPU finds whether
+        there is any; then one walk per parameter tells which."""
+        summary = self.ctx.summaries.get(info.qualname)
+        if (summary is not None and summary.sync is not None) or not info.params:
+            return
+        if self._walk_bound(info, dict.fromkeys(info.params, DEVICE), {}, explicit_only=True)[0] is None:
+            return
+        for param in info.params:
+            why = self._walk_bound(info, {param: DEVICE}, {}, explicit_only=True)[0]
+            if why is not None:
+                self.ctx.summary(info).syncs_on[param] = why
 
     def _summarise(self, info: FunctionInfo, site: SyncSite, summary: FunctionSummary) -> None:
         if site.on_device is not None:
@@ -960,7 +1004,7 @@ class SyncAnalysis:
             if site.callee != info.qualname:
                 flags = call_flags(site.node, flag_params(info.node), lambda name: name not in self._bindings_of(info).counts)
                 summary.sync_calls.append(SyncCall(site.callee, self.line(info, site.node), flags=flags,
-                                                   through=site.through))
+                                                   through=site.through, device_args=site.device_args))
         elif summary.sync is None:
             summary.record_sync(f"syncs with {self.describe(site)} (line {self.line(info, site.node)})")
 
@@ -1122,11 +1166,13 @@ class SyncAnalysis:
                     places[name] = place
         return places
 
-    def _walk_bound(self, info: FunctionInfo, bound: dict[str, Place], live: dict[str, object]) -> tuple[str | None, Through]:
+    def _walk_bound(self, info: FunctionInfo, bound: dict[str, Place], live: dict[str, object],
+                    explicit_only: bool = False) -> tuple[str | None, Through]:
         """Walk ``info`` with parameters ``bound`` to places and ``live`` constants deciding its
         branches (``_deciding_constants``): its first undeclared sync site of its own, described
         with its line (None: none), and the calls of project functions the walk meets before it
-        (all of them, where it meets none)."""
+        (all of them, where it meets none). ``explicit_only``: its first explicit sync
+        (``.item()``, ``.tolist()``, ``.cpu()``...), calls aside."""
         contexts = self._contexts(info)
         hot = self.hot.of(info)
         report_unknown = self.policy == "always" or (self.policy == "hot-classes" and hot.hot_class)
@@ -1143,6 +1189,11 @@ class SyncAnalysis:
             if flags is None or flags.declared or flags.debug or (flags.once and not flags.graph):
                 return
             for hit in scanner.scan(node, env, flags.loop):
+                if explicit_only:
+                    if hit.kind == "explicit" and hit.on_device is None:
+                        own = f"syncs with {self._described(hit.template, hit.subject)} (line {self.line(info, hit.node)})"
+                        return
+                    continue
                 if hit.on_device is not None:
                     own = self._calling(hit.callee, self.line(info, hit.node), hit.on_device)
                     return
@@ -1413,7 +1464,7 @@ def callee_condition(site: SyncSite) -> CalleeCondition | None:
     if site.kind != "call":
         return None
     flags = call_flags(site.node, frozenset(), lambda name: False) if type(site.node) is cst.Call else ()
-    return CalleeCondition("sync", site.callee, flags=flags, through=site.through)
+    return CalleeCondition("sync", site.callee, flags=flags, through=site.through, device_args=site.device_args)
 
 
 def site_message(analysis: SyncAnalysis, site: SyncSite, lead: str) -> str:

@@ -369,7 +369,7 @@ def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[R
             facts.pending.append(
                 PendingCall(condition.kind, condition.callee, condition.arg, diagnostic, condition.fix_safe_if_read_only,
                             condition.arg_views, condition.flags, condition.row_stride, condition.advice,
-                            condition.through)
+                            condition.through, condition.device_args)
             )
     if not planned:  # no fix at all rather than some: the whole file's lint plans them all
         facts.diagnostics = [replace(d, fix=None) if d.fix is not None else d for d in facts.diagnostics]

@@ -135,9 +135,16 @@ class ProjectIndex:
                             changed |= summary.record_sync(f"calls `{short}` (line {call.line}), which {why}", call.unless)
                         continue
                     callee = self.lookup(call.callee)
-                    if callee is None or callee is summary or callee.sync is None or callee.sync_excused(call.flags):
+                    if callee is None or callee is summary:
                         continue
                     short = call.callee.rsplit(".", 1)[-1]
+                    if callee.sync is None:
+                        why = callee.sync_on_device(call.device_args)
+                        if why is not None:
+                            changed |= summary.record_sync(f"calls `{short}` (line {call.line}), which {why}", call.unless)
+                        continue
+                    if callee.sync_excused(call.flags):
+                        continue
                     unless = _excused_here(call.unless, call.flags, callee, callee.sync_unless)
                     changed |= summary.record_sync(f"calls `{short}` (line {call.line}), which {callee.sync}", unless)
 
@@ -235,11 +242,12 @@ class ProjectIndex:
         return callee.param_for(arg) in self._read_only.get(id(callee), ())
 
     def reason(self, kind: str, callee_name: str, arg, arg_views: tuple[tuple[ArgKey, str], ...] = (),
-               flags: CallFlags = (), row_stride: int | None = None, through: Through = ()) -> str | None:
+               flags: CallFlags = (), row_stride: int | None = None, through: Through = (),
+               device_args: tuple[ArgKey, ...] = ()) -> str | None:
         """Why a call of ``callee_name`` (argument ``arg``; ``arg_views``: the call's arguments
         that are views, ``PendingCall.arg_views``; ``flags``: those that may be flags,
-        ``PendingCall.flags``; ``through``: ``PendingCall.through``) is a finding of ``kind``;
-        None: it is not."""
+        ``PendingCall.flags``; ``through``: ``PendingCall.through``; ``device_args``: those on
+        the GPU) is a finding of ``kind``; None: it is not."""
         if kind == "sync" and through:
             return self._sync_through(through)
         callee = self.lookup(callee_name)
@@ -262,13 +270,15 @@ class ProjectIndex:
             if views.get(param) is not None and views.get(param) == views.get(other):
                 return None
             return f"{why}, which is not handed the same view"
-        if callee.sync is None or callee.sync_excused(flags):
+        if callee.sync is None:
+            return callee.sync_on_device(device_args)
+        if callee.sync_excused(flags):
             return None  # ``prepare(n, return_host=False)``: the sync is under that flag
         return callee.sync + _not_when(callee.sync_unless)
 
     def resolve(self, pending: PendingCall) -> Diagnostic | None:
         reason = self.reason(pending.kind, pending.callee, pending.arg, pending.arg_views, pending.flags,
-                             pending.row_stride, pending.through)
+                             pending.row_stride, pending.through, pending.device_args)
         if reason is None:
             return None
         d = pending.diagnostic

@@ -89,6 +89,11 @@ class UnitOutline:
     # may be memoised (``Scout.memoised_functions``), which hot code reads its definition for.
     may_sync: bool = True
     memoised: bool = False
+    # Whether it may make an explicit sync on a value from a parameter (``SyncOutline``), and
+    # the dotted names its calls that may hand a value from a named device may call: a call
+    # from another file that hands it a GPU value there syncs (``FunctionSummary.syncs_on``).
+    on_parameters: bool = False
+    hands_device: tuple[str, ...] = ()
 
 
 @dataclass
@@ -181,21 +186,25 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
         found.cuts = tuple(plan.units)
         seeds = prefilter.rule_seeds(active, plan, file_scout)
     found.at_sinks = tuple(rule.code for rule in active if rule.reports_only_at_sinks)
+    found.in_hot_scopes = tuple(rule.code for rule in active if rule.reports_only_in_hot_scopes)
+    sync_outline = None
+    if found.in_hot_scopes:
+        with span("outline: syncs"):
+            sync_outline = file_scout.sync_outline()
     with span("outline: calls"):
         found.units = _unit_outlines(
             plan, tree, module_name, found.imports, settings["alias-modules"], whole=seeds is None,
             sink_scout=file_scout if found.at_sinks else None,
+            handing=sync_outline.handing if sync_outline is not None else None,
         )
-    found.in_hot_scopes = tuple(rule.code for rule in active if rule.reports_only_in_hot_scopes)
-    if found.in_hot_scopes:
-        with span("outline: syncs"):
-            may_sync = file_scout.units_that_may_sync()
-        if may_sync is not None:
-            memoised = file_scout.memoised_functions()
-            for unit in found.units:
-                if unit.index != MODULE_CODE:
-                    unit.may_sync = plan.qualified(unit.index) in may_sync
-                    unit.memoised = plan.qualified(unit.index) in memoised
+    if sync_outline is not None:
+        memoised = file_scout.memoised_functions()
+        for unit in found.units:
+            if unit.index != MODULE_CODE:
+                name = plan.qualified(unit.index)
+                unit.may_sync = name in sync_outline.may_sync
+                unit.memoised = name in memoised
+                unit.on_parameters = name in sync_outline.on_parameters
     if seeds is None:
         found.whole = True
         every = tuple(unit.index for unit in found.units)
@@ -266,7 +275,7 @@ def _with_aliases(names: set[str], aliases: dict[str, str]) -> set[str]:
 
 def _unit_outlines(
     plan: MaskPlan, tree: ast.Module, module_name: str, imports: dict[str, tuple[str, ...]], aliases: dict[str, str],
-    whole: bool, sink_scout: Scout | None = None,
+    whole: bool, sink_scout: Scout | None = None, handing: dict | None = None,
 ) -> list[UnitOutline]:
     """Each function unit's qualified name and the dotted names it may call, as the analyses
     resolve a call (``SyncAnalysis._callee``, ``SinkAnalysis.callee_of``): a name of this module
@@ -278,7 +287,9 @@ def _unit_outlines(
     ``sink_scout``: the file's scout, where a GPU1xx rule may run on it. A unit then also gets
     what the GPU1xx plan reads (``UnitOutline.handed``: ``Scout.sink_handing``, its calls'
     names resolved the same way); a file parsed whole keeps every unit, but what its units hand
-    on still decides what other files keep. The analyses look into the
+    on still decides what other files keep. ``handing``: ``SyncOutline.handing``, where a
+    hot-scope rule may run on it (``UnitOutline.hands_device``, resolved the same way). The
+    analyses look into the
     code outside every unit only for the functions it defines, which make it a unit here."""
     prefix = f"{module_name}." if module_name else ""
     bases = _class_bases(tree, module_name, imports)
@@ -295,6 +306,9 @@ def _unit_outlines(
         own = (f"{prefix}{class_name}", *bases.get(class_name, ())) if class_name else ()
         outlines.append(UnitOutline(index, qualname, resolve(plan.unit_text(unit), own)))
         by_first_line[unit.first] = (outlines[-1], own)
+        callees = handing.get(plan.qualified(index)) if handing else None
+        if callees:
+            outlines[-1].hands_device = resolve("\n".join(sorted(callees)), own)
     module_text = plan.text_outside_functions
     module_own = tuple({f"{prefix}{c}" for c in bases} | {base for outside in bases.values() for base in outside})
     module_outline = None
@@ -547,10 +561,13 @@ class ProjectPlan:
         (``UnitOutline.may_sync``; a summary records a sync only from such code). A unit in a
         file no hot-scope rule runs on has no summary to record one in.
 
+        A unit that may sync explicitly on a parameter counts where some unit's call that may hand
+        a value from a named device may call it (``UnitOutline.on_parameters``, ``hands_device``).
+
         Hot code reads one definition besides summaries: a memoised function's, where it hands
         the tensor one returns to another (``SyncAnalysis.cached_call``: no sync per step), so
         each memoised function it may call is kept too (``UnitOutline.memoised``)."""
-        syncing, memoised = [], set()
+        syncing, memoised, on_parameters, handed = [], set(), set(), set()
         for o in outlines:
             if o.in_hot_scopes:
                 for unit in o.units:
@@ -558,6 +575,15 @@ class ProjectPlan:
                         syncing.append(self._ids[(o.path, unit.index)])
                     if unit.memoised:
                         memoised.add(self._ids[(o.path, unit.index)])
+                    if unit.on_parameters:
+                        on_parameters.add(self._ids[(o.path, unit.index)])
+                    handed.update(unit.hands_device)
+        # A function that may sync explicitly on a parameter syncs where a call hands it a GPU
+        # value (``FunctionSummary.syncs_on``): one a call may hand a value from a named device
+        # counts as syncing.
+        if on_parameters:
+            for ref in sorted(handed):
+                syncing.extend(sorted(self._resolver.targets(ref) & on_parameters))
         reached = _reach(seeds, self._calls)
         return reached & (_reach(syncing, callers) | memoised)
 

@@ -46,6 +46,7 @@ class CalleeCondition:
     advice: str = ""  # see ``PendingCall``
     row_stride: int | None = None  # see ``PendingCall``
     through: tuple[tuple[str, int], ...] = ()  # see ``PendingCall``
+    device_args: tuple[int | str, ...] = ()  # see ``PendingCall``
 
 
 @dataclass

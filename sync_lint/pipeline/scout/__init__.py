@@ -30,7 +30,7 @@ from sync_lint.analysis.device_words import MEMOIZERS
 from sync_lint.config import Settings
 from sync_lint.pipeline.scout.hot import HotScout
 from sync_lint.pipeline.scout.sinks import HandedCall, ScopeHanding, SinkScout
-from sync_lint.pipeline.scout.syncs import SyncScout
+from sync_lint.pipeline.scout.syncs import SyncOutline, SyncScout
 from sync_lint.pipeline.scout.syntax import (
     BLOCK_FIELDS,
     FUNCTIONS,
@@ -140,10 +140,17 @@ class Scout:
         (``SyncScout.units_that_may_sync``); None when the file does not parse. (Which
         functions are hot, ``hot-functions`` among the reasons, does not change where a sync
         may be: that is the question of ``hot_units``.)"""
+        outline = self.sync_outline()
+        return None if outline is None else outline.may_sync
+
+    def sync_outline(self) -> SyncOutline | None:
+        """``units_that_may_sync``, with what a sync of another file's function may rest on: the
+        units that may sync explicitly on a parameter, and the calls that may hand one a value
+        from a named device (``SyncOutline``); None when the file does not parse."""
         names = self._names_of_tree()
         if names is None:
             return None
-        return SyncScout(names, self._tree, self.settings, self.module_name).units_that_may_sync(self.lines())
+        return self._once(("sync outline",), lambda: SyncScout(names, self._tree, self.settings, self.module_name).outline(self.lines()))
 
     def memoised_functions(self) -> set[tuple[None, str]]:
         """The top-level functions (as ``hot_units`` names them) under a decorator that may be

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import dataclass, field
 
 from sync_lint.analysis.device_words import (
     DATA_DEPENDENT_FUNCTIONS,
@@ -30,6 +31,20 @@ from sync_lint.pipeline.scout.syntax import (
     ast_dotted,
     walk,
 )
+
+
+@dataclass
+class SyncOutline:
+    """What a run of many files needs of a file for the hot-scope rules (``SyncScout.outline``):
+    the units that may sync on a value from a named device (``units_that_may_sync``), those
+    that may make an explicit sync (``.item()``, ``.tolist()``, ``.cpu()``...) on a value from
+    a parameter (``FunctionSummary.syncs_on``: a call from another file that hands a GPU value
+    there syncs), and, per unit, the callees (as written) of its calls that may hand one a value
+    from a named device."""
+
+    may_sync: set[tuple[str | None, str]]
+    on_parameters: set[tuple[str | None, str]] = field(default_factory=set)
+    handing: dict[tuple[str | None, str], set[str]] = field(default_factory=dict)
 
 
 class SyncScout:
@@ -122,6 +137,9 @@ class SyncScout:
         return bool(self._handed_a_sync(callers, attributes))
 
     def units_that_may_sync(self, lines: list[str]) -> set[tuple[str | None, str]]:
+        return self.outline(lines).may_sync
+
+    def outline(self, lines: list[str]) -> SyncOutline:
         """The units (``UnitSpans``) whose code may sync on a value from a named device: a sync
         site of theirs (``_may_sync_at``, as ``found`` reads one) may be handed a value that
         flows from a device word (``suspects``: through locals, and ``self.`` attributes across
@@ -170,8 +188,9 @@ class SyncScout:
         candidates = [
             index for index, (unit, _) in enumerate(spans.nodes) if anywhere or unit in tainted or unit[0] in hot_classes
         ]  # fmt: skip
+        on_parameters = self._syncing_on_parameters(spans)
         if not candidates:
-            return set()
+            return SyncOutline(set(), on_parameters)
         # An untainted scope makes no value from a device word and reads no attribute code
         # holding one assigns: the flows of the tainted ones (the code outside every unit too,
         # one scope) are all the others could add to.
@@ -213,7 +232,52 @@ class SyncScout:
             unit = spans.unit_at(function.lineno)
             if unit is not None:
                 found.add(unit)
+        return SyncOutline(found, on_parameters, self._handing(spans, scopes, device_attributes))
+
+    def _syncing_on_parameters(self, spans: UnitSpans) -> set[tuple[str | None, str]]:
+        """The units that may make an explicit sync (``.item()``, ``.tolist()``, ``.cpu()``,
+        ``.numpy()``, a copy to the host) on a value from one of their parameters: a value
+        flowing from a parameter's name reaches the receiver or an argument of such a call."""
+        calls: dict[int, list[ast.Call]] = {}
+        for call in self.names.of(ast.Call):
+            func = call.func
+            if type(func) is ast.Attribute and (func.attr in EXPLICIT_METHODS or func.attr in ("to", "copy_")):
+                index = spans.index_at(call.lineno)
+                if index is not None:
+                    calls.setdefault(index, []).append(call)
+        found = set()
+        never = self._never_from_a_device()
+        for index, explicit in calls.items():
+            unit, node = spans.nodes[index]
+            arguments = node.args
+            params = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+            params |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
+            handed = ScopeFacts([node], lambda name, params=params: type(name) is ast.Name and name.id in params, never)
+            handed.close(set())
+            if any(self._may_sync_at(call, handed, set()) for call in explicit):
+                found.add(unit)
         return found
+
+    @staticmethod
+    def _handing(spans: UnitSpans, scopes: list[ScopeFacts], attributes: set[str]) -> dict[tuple[str | None, str], set[str]]:
+        """Per unit, the callees (dotted, as written; ``super().f``) of its calls that may hand
+        an argument a value from a named device."""
+        handing: dict[tuple[str | None, str], set[str]] = {}
+        for scope in scopes:
+            root = scope.roots[0]
+            if type(root) not in FUNCTIONS or len(scope.roots) != 1:
+                continue  # module code: not summarised
+            unit = spans.unit_at(root.lineno)
+            for call in scope.calls:
+                func = call.func
+                written = ast_dotted(func)
+                if written is None:
+                    if type(func) is not ast.Attribute or not _may_name_a_class_of_the_file(func.value, set()):
+                        continue
+                    written = f"super().{func.attr}"
+                if any(scope.suspect(argument, attributes) for argument in (*call.args, *(k.value for k in call.keywords))):
+                    handing.setdefault(unit, set()).add(written)
+        return handing
 
     def _handed_a_sync(self, callers: list[ScopeFacts], attributes: set[str]) -> list[ast.AST]:
         """The functions of the file (nested ones too) that may sync on what a call of this file
