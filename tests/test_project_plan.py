@@ -1435,3 +1435,54 @@ def test_the_call_a_sync_is_told_by_does_not_follow_the_facts_order(order):
         facts = FileFacts("m.py", "m", summaries={f"m.{name}": every[f"m.{name}"] for name in names})
         told.add(ProjectIndex([facts]).functions["m.a"].sync)
     assert len(told) == 1, told
+
+
+@pytest.mark.parametrize(("layout", "module"), [
+    ({"sglang/__init__.py", "sglang/srt/layers/vision.py"}, "sglang.srt.layers.vision"),  # PEP 420 portions
+    ({"sglang/__init__.py", "sglang/srt/__init__.py", "sglang/srt/vision.py"}, "sglang.srt.vision"),
+    ({"tools/bench.py"}, "bench"),  # no package above: a script
+    ({"pkg/__init__.py", "pkg/sub/__init__.py"}, "pkg.sub"),  # a package itself
+])
+def test_a_module_is_named_from_the_top_most_package_above_it(tmp_path, layout, module):
+    """A folder without ``__init__.py`` inside a package is a namespace portion of it (PEP 420):
+    SGLang ships ``sglang/__init__.py`` and no ``sglang/srt/__init__.py``, and imports
+    ``sglang.srt.layers...``; naming its modules from their nearest folder alone left three in
+    four of its files unreachable by the calls of other files."""
+    for name in layout:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).touch()
+    target = max(layout, key=lambda name: (name.count("/"), not name.endswith("__init__.py")))
+    assert lint_file.module_name_for(str(tmp_path / target)) == module
+
+
+NAMESPACE_HELPER = '''
+import torch
+
+
+def host_lens(device):
+    return torch.arange(4, device=device).tolist()
+'''
+
+NAMESPACE_CALLER = '''
+from torch import nn
+
+from engine.srt.utils.lens import host_lens
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return host_lens(x.device)
+'''
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_call_into_a_namespace_portion_of_a_package_is_followed(tmp_path, fast):
+    """``engine/srt/`` has no ``__init__.py`` under ``engine/__init__.py``: the helper's summary is
+    named ``engine.srt.utils.lens.host_lens``, as the caller imports it."""
+    (tmp_path / "engine" / "srt" / "utils").mkdir(parents=True)
+    (tmp_path / "engine" / "__init__.py").touch()
+    (tmp_path / "engine" / "srt" / "utils" / "lens.py").write_text(NAMESPACE_HELPER)
+    (tmp_path / "engine" / "srt" / "model.py").write_text(NAMESPACE_CALLER)
+    files = Discovery(DEFAULT_EXCLUDE, tmp_path).files([str(tmp_path)])
+    found = findings(files, fast=fast)
+    assert [(Path(path).name, line, code) for path, line, _, code, _, _ in found] == [("model.py", 9, "GPU201")]

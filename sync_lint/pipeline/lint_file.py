@@ -56,14 +56,24 @@ class FileFacts:
 
 
 @lru_cache(maxsize=4096)
+@lru_cache(maxsize=4096)
 def _package_parts(folder: str) -> tuple[str, ...]:
-    """Dotted parts of the package a folder is, walking up while ``__init__.py`` exists."""
-    if not os.path.isfile(os.path.join(folder, "__init__.py")):
-        return ()
-    parent = os.path.dirname(folder)
-    if parent == folder:
-        return (os.path.basename(folder),)
-    return _package_parts(parent) + (os.path.basename(folder),)
+    """Dotted parts of the package a folder is: its path from the top-most folder above it (or
+    itself) that holds an ``__init__.py``. A folder without one inside such a package is a
+    namespace portion of it (PEP 420), imported through the package as any subpackage is:
+    SGLang ships ``sglang/__init__.py`` and no ``sglang/srt/__init__.py``, and its files import
+    ``sglang.srt.layers.attention.vision``. No such folder above: no package (a script)."""
+    parts: list[str] = []
+    top = 0  # how many of ``parts`` the top-most package so far takes
+    while True:
+        parts.append(os.path.basename(folder))
+        if os.path.isfile(os.path.join(folder, "__init__.py")):
+            top = len(parts)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return tuple(reversed(parts[:top]))
 
 
 def module_name_for(path: str) -> str:
