@@ -1083,6 +1083,51 @@ def test_lazy_initialisation_runs_once_not_per_step():
     """)
 
 
+def test_lazy_initialisation_by_a_method_of_a_module_level_object_runs_once():
+    # SGLang `ipc_a2a_multi_ready(group)`: `if IPC_A2A_MULTI.inited: return True`, then
+    # `IPC_A2A_MULTI.init(group)` (which sets `inited`) and an agreement read with `.item()`: the
+    # first call per process syncs, later ones return early. A method of the module-level
+    # object whose attribute is tested may set it; one of another object, or of `self` (whose
+    # other methods the step may run again), is not taken for it.
+    check("""
+        import torch
+        from torch import nn
+
+        TRANSPORT = Transport()
+        OTHER = Transport()
+
+        def transport_ready(group):
+            if TRANSPORT.inited:
+                return True
+            try:
+                TRANSPORT.init(group)
+            except RuntimeError:
+                return False
+            agreed = torch.ones(1, device="cuda")
+            return agreed.item() == 1
+
+        def other_ready(group):
+            if TRANSPORT.inited:
+                return True
+            OTHER.init(group)
+            agreed = torch.ones(1, device="cuda")
+            return agreed.item() == 1
+
+        class Model(nn.Module):
+            def ready(self, group):
+                if self.inited:
+                    return True
+                self.init(group)
+                return torch.ones(1, device="cuda").item() == 1
+
+            def forward(self, x, group):
+                a = transport_ready(group)
+                b = other_ready(group)  # expect: GPU201
+                c = self.ready(group)  # expect: GPU201
+                return x, a, b, c
+    """)
+
+
 def test_a_value_cached_on_the_layer_module_runs_once_per_layer():
     # vLLM `FlashInferImpl.forward`: `if layer._o_scale_float is None: layer._o_scale_float =
     # output_scale.cpu().item()`; SGLang `AiterAttnBackend._resolve_fp8_kv_scale_float`:

@@ -567,8 +567,15 @@ def _records_small(small: cst.BaseSmallStatement, state) -> bool:
         targets = [small.target]
     elif kind is cst.Expr and type(small.value) is cst.Call:
         call = small.value
-        if type(call.func) is not cst.Attribute or call.func.attr.value not in _RECORDING_METHODS or not call.args \
-                or type(state) is not tuple:
+        if type(call.func) is not cst.Attribute:
+            return False
+        if type(state) is str:
+            # A method of the module-level object whose attribute is the state may set it
+            # (SGLang ``IPC_A2A_MULTI.init(group)`` after ``if IPC_A2A_MULTI.inited: return``);
+            # not one of ``self`` / ``cls``, which another method the step runs may unset.
+            owner = state.rpartition(".")[0]
+            return bool(owner) and owner.partition(".")[0] not in ("self", "cls") and dotted(call.func.value) == owner
+        if call.func.attr.value not in _RECORDING_METHODS or not call.args:
             return False
         container, key = state
         return dotted(call.func.value) == container and _text(call.args[0].value) == key
@@ -597,6 +604,9 @@ class OnceRegions:
     - the statements after ``if key in self._done: return`` / ``if self._pool is not None:
       return self._pool`` (an early return, no ``else``) in the same block, when one of them
       records it.
+    A call of a method of the module-level object whose attribute the test reads records it
+    too (``TRANSPORT.init(group)`` after ``if TRANSPORT.inited: return True``); one of
+    ``self`` does not.
     The state is an attribute of ``self`` / ``cls``, a module-level name or an attribute of one,
     or an attribute of the ``layer`` module an attention class is handed (``if
     layer._o_scale is None:``, ``cached = getattr(layer, "_scale", None)``). Not a run-once
