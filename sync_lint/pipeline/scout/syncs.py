@@ -21,6 +21,7 @@ from sync_lint.analysis.device_words import (
     VALUE_READS,
 )
 from sync_lint.analysis.hot_words import matches
+from sync_lint.analysis.modules import LIBRARY_ROOTS
 from sync_lint.config import Settings
 from sync_lint.pipeline.scout.flows import ScopeFacts, suspects
 from sync_lint.pipeline.scout.hot import HotScout
@@ -241,7 +242,9 @@ class SyncScout:
         calls: dict[int, list[ast.Call]] = {}
         for call in self.names.of(ast.Call):
             func = call.func
-            if type(func) is ast.Attribute and (func.attr in EXPLICIT_METHODS or func.attr in ("to", "copy_")):
+            if type(func) is ast.Attribute and (
+                func.attr in EXPLICIT_METHODS or func.attr == "copy_" or (func.attr == "to" and _may_name_the_host(call))
+            ):  # a cast or a copy to the GPU is no sync site (``_may_sync_at``)
                 index = spans.index_at(call.lineno)
                 if index is not None:
                     calls.setdefault(index, []).append(call)
@@ -258,10 +261,13 @@ class SyncScout:
                 found.add(unit)
         return found
 
-    @staticmethod
-    def _handing(spans: UnitSpans, scopes: list[ScopeFacts], attributes: set[str]) -> dict[tuple[str | None, str], set[str]]:
+    def _handing(self, spans: UnitSpans, scopes: list[ScopeFacts], attributes: set[str]) -> dict[tuple[str | None, str], set[str]]:
         """Per unit, the callees (dotted, as written; ``super().f``) of its calls that may hand
-        an argument a value from a named device."""
+        an argument a value from a named device, and may run a function of another file: a
+        method through ``self`` / ``cls`` / ``super()`` (a base class's), or a name imported
+        from outside the libraries (``analysis.modules.LIBRARY_ROOTS``; any, under ``alias-modules``)."""
+        imports = self.names.imports
+        renamed = bool(self.names.aliases)  # ``alias-modules`` may make a library's name the project's
         handing: dict[tuple[str | None, str], set[str]] = {}
         for scope in scopes:
             root = scope.roots[0]
@@ -275,6 +281,12 @@ class SyncScout:
                     if type(func) is not ast.Attribute or not _may_name_a_class_of_the_file(func.value, set()):
                         continue
                     written = f"super().{func.attr}"
+                elif not renamed:
+                    head = written.partition(".")[0]
+                    if head not in ("self", "cls") and not any(
+                        meaning.partition(".")[0] not in LIBRARY_ROOTS for meaning in imports.get(head, ())
+                    ):
+                        continue
                 if any(scope.suspect(argument, attributes) for argument in (*call.args, *(k.value for k in call.keywords))):
                     handing.setdefault(unit, set()).add(written)
         return handing
