@@ -433,6 +433,10 @@ def host_lengths(lens):
     return lens.tolist()
 
 
+def host_tail(lens):
+    return lens[-1].item()
+
+
 def shape_of(x):
     return x.shape
 '''
@@ -441,7 +445,7 @@ HANDING_GPU_VALUES = '''
 import torch
 from torch import nn
 
-from pkg.bounds import host_bounds, host_lengths, shape_of
+from pkg.bounds import host_bounds, host_lengths, host_tail, shape_of
 
 
 class Packed(nn.Module):
@@ -449,18 +453,23 @@ class Packed(nn.Module):
         cu_seqlens = torch.cumsum(counts_cpu, 0).to(x.device)
         n = shape_of(cu_seqlens)
         return host_bounds(cu_seqlens), host_lengths(lens), n
+
+
+class Plain(nn.Module):
+    def forward(self, x, lens):
+        return x * host_tail(lens)
 '''
 
 
 def test_a_function_of_another_file_handed_a_gpu_value_it_syncs_on_is_kept(tmp_path):
     """A function with an explicit sync on its parameter, and no sync of its own, syncs where a
     hot call of another file hands it a GPU value there (``FunctionSummary.syncs_on``): the plan
-    keeps it where a call may hand it a value from a named device (``host_bounds``), not where
-    the value a call hands it names no device (``host_lengths``: ``lens`` is a parameter), nor
-    a function with no such sync (``shape_of``)."""
+    keeps it where a function whose code may hold a value from a named device calls it
+    (``host_bounds``, and ``host_lengths`` too: which argument the call hands is not told), not
+    where only other code does (``host_tail``), nor a function with no such sync (``shape_of``)."""
     files = write_package(tmp_path, {"bounds.py": HOST_BOUNDS, "model.py": HANDING_GPU_VALUES})
     kept = kept_functions(runner.Linter(make_settings()), files)
-    assert kept["bounds.py"] == {"host_bounds"}
+    assert kept["bounds.py"] == {"host_bounds", "host_lengths"}
     fast = findings(files, fast=True)
     assert fast == findings(files, fast=False)
     assert [(Path(path).name, line, code) for path, line, _, code, _, _ in fast] == [("model.py", 12, "GPU201")]

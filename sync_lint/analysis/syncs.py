@@ -613,7 +613,7 @@ class _Scanner:
         return tuple(found)
 
     def _method_call(self, method: str, receiver_node, node: cst.Call, env, loop: bool) -> None:
-        if method in EXPLICIT_METHODS or method == "to" or method == "copy_":
+        if method in EXPLICIT_METHODS or method == "copy_":
             self.explicit_calls = True
         receiver = self.domain.evaluate(receiver_node, env)
         non_blocking = is_true(keyword(node, "non_blocking"))
@@ -625,6 +625,8 @@ class _Scanner:
                 self._hit(node, "explicit", f"`.{method}()` on `{{code}}`", receiver_node, loop)
         elif method == "to":
             target = self.domain.device_argument(node, env)
+            if target is not None and target.is_host:
+                self.explicit_calls = True  # a copy to the host: a sync where the receiver is on the GPU
             if self.broad:
                 if target is not None or any(not self.domain._is_dtype(a) for a in positional(node)):
                     self._candidate(node, loop)

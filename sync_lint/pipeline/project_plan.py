@@ -89,11 +89,11 @@ class UnitOutline:
     # may be memoised (``Scout.memoised_functions``), which hot code reads its definition for.
     may_sync: bool = True
     memoised: bool = False
-    # Whether it may make an explicit sync on a value from a parameter (``SyncOutline``), and
-    # the dotted names its calls that may hand a value from a named device may call: a call
-    # from another file that hands it a GPU value there syncs (``FunctionSummary.syncs_on``).
+    # Whether it may make an explicit sync on a value from a parameter, which a call from another
+    # file that hands it a GPU value there makes a sync (``FunctionSummary.syncs_on``), and
+    # whether its code may hold a value from a named device, to hand on (``SyncOutline``).
     on_parameters: bool = False
-    hands_device: tuple[str, ...] = ()
+    tainted: bool = True
 
 
 @dataclass
@@ -195,7 +195,6 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
         found.units = _unit_outlines(
             plan, tree, module_name, found.imports, settings["alias-modules"], whole=seeds is None,
             sink_scout=file_scout if found.at_sinks else None,
-            handing=sync_outline.handing if sync_outline is not None else None,
         )
     if sync_outline is not None:
         memoised = file_scout.memoised_functions()
@@ -205,6 +204,7 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
                 unit.may_sync = name in sync_outline.may_sync
                 unit.memoised = name in memoised
                 unit.on_parameters = name in sync_outline.on_parameters
+                unit.tainted = name in sync_outline.tainted
     if seeds is None:
         found.whole = True
         every = tuple(unit.index for unit in found.units)
@@ -275,7 +275,7 @@ def _with_aliases(names: set[str], aliases: dict[str, str]) -> set[str]:
 
 def _unit_outlines(
     plan: MaskPlan, tree: ast.Module, module_name: str, imports: dict[str, tuple[str, ...]], aliases: dict[str, str],
-    whole: bool, sink_scout: Scout | None = None, handing: dict | None = None,
+    whole: bool, sink_scout: Scout | None = None,
 ) -> list[UnitOutline]:
     """Each function unit's qualified name and the dotted names it may call, as the analyses
     resolve a call (``SyncAnalysis._callee``, ``SinkAnalysis.callee_of``): a name of this module
@@ -287,9 +287,7 @@ def _unit_outlines(
     ``sink_scout``: the file's scout, where a GPU1xx rule may run on it. A unit then also gets
     what the GPU1xx plan reads (``UnitOutline.handed``: ``Scout.sink_handing``, its calls'
     names resolved the same way); a file parsed whole keeps every unit, but what its units hand
-    on still decides what other files keep. ``handing``: ``SyncOutline.handing``, where a
-    hot-scope rule may run on it (``UnitOutline.hands_device``, resolved the same way). The
-    analyses look into the
+    on still decides what other files keep. The analyses look into the
     code outside every unit only for the functions it defines, which make it a unit here."""
     prefix = f"{module_name}." if module_name else ""
     bases = _class_bases(tree, module_name, imports)
@@ -306,9 +304,6 @@ def _unit_outlines(
         own = (f"{prefix}{class_name}", *bases.get(class_name, ())) if class_name else ()
         outlines.append(UnitOutline(index, qualname, resolve(plan.unit_text(unit), own)))
         by_first_line[unit.first] = (outlines[-1], own)
-        callees = handing.get(plan.qualified(index)) if handing else None
-        if callees:
-            outlines[-1].hands_device = resolve("\n".join(sorted(callees)), own)
     module_text = plan.text_outside_functions
     module_own = tuple({f"{prefix}{c}" for c in bases} | {base for outside in bases.values() for base in outside})
     module_outline = None
@@ -562,12 +557,12 @@ class ProjectPlan:
         file no hot-scope rule runs on has no summary to record one in.
 
         A unit that may sync explicitly on a parameter counts where some unit's call that may hand
-        a value from a named device may call it (``UnitOutline.on_parameters``, ``hands_device``).
+        a value from a named device may call it (``UnitOutline.on_parameters``, ``tainted``).
 
         Hot code reads one definition besides summaries: a memoised function's, where it hands
         the tensor one returns to another (``SyncAnalysis.cached_call``: no sync per step), so
         each memoised function it may call is kept too (``UnitOutline.memoised``)."""
-        syncing, memoised, on_parameters, handed = [], set(), set(), set()
+        syncing, memoised, on_parameters, tainted = [], set(), set(), []
         for o in outlines:
             if o.in_hot_scopes:
                 for unit in o.units:
@@ -577,13 +572,14 @@ class ProjectPlan:
                         memoised.add(self._ids[(o.path, unit.index)])
                     if unit.on_parameters:
                         on_parameters.add(self._ids[(o.path, unit.index)])
-                    handed.update(unit.hands_device)
+                    if unit.tainted:
+                        tainted.append(self._ids[(o.path, unit.index)])
         # A function that may sync explicitly on a parameter syncs where a call hands it a GPU
         # value (``FunctionSummary.syncs_on``): one a call may hand a value from a named device
         # counts as syncing.
         if on_parameters:
-            for ref in sorted(handed):
-                syncing.extend(sorted(self._resolver.targets(ref) & on_parameters))
+            for unit_id in tainted:
+                syncing.extend(sorted(self._calls[unit_id] & on_parameters))
         reached = _reach(seeds, self._calls)
         return reached & (_reach(syncing, callers) | memoised)
 

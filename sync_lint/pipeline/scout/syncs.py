@@ -21,7 +21,6 @@ from sync_lint.analysis.device_words import (
     VALUE_READS,
 )
 from sync_lint.analysis.hot_words import matches
-from sync_lint.analysis.modules import LIBRARY_ROOTS
 from sync_lint.config import Settings
 from sync_lint.pipeline.scout.flows import ScopeFacts, suspects
 from sync_lint.pipeline.scout.hot import HotScout
@@ -40,12 +39,12 @@ class SyncOutline:
     the units that may sync on a value from a named device (``units_that_may_sync``), those
     that may make an explicit sync (``.item()``, ``.tolist()``, ``.cpu()``...) on a value from
     a parameter (``FunctionSummary.syncs_on``: a call from another file that hands a GPU value
-    there syncs), and, per unit, the callees (as written) of its calls that may hand one a value
-    from a named device."""
+    there syncs), and those whose code may hold a value from a named device at all (only their
+    calls may hand one such a value)."""
 
     may_sync: set[tuple[str | None, str]]
     on_parameters: set[tuple[str | None, str]] = field(default_factory=set)
-    handing: dict[tuple[str | None, str], set[str]] = field(default_factory=dict)
+    tainted: set[tuple[str | None, str] | None] = field(default_factory=set)
 
 
 class SyncScout:
@@ -191,7 +190,7 @@ class SyncScout:
         ]  # fmt: skip
         on_parameters = self._syncing_on_parameters(spans)
         if not candidates:
-            return SyncOutline(set(), on_parameters)
+            return SyncOutline(set(), on_parameters, tainted)
         # An untainted scope makes no value from a device word and reads no attribute code
         # holding one assigns: the flows of the tainted ones (the code outside every unit too,
         # one scope) are all the others could add to.
@@ -233,7 +232,7 @@ class SyncScout:
             unit = spans.unit_at(function.lineno)
             if unit is not None:
                 found.add(unit)
-        return SyncOutline(found, on_parameters, self._handing(spans, scopes, device_attributes))
+        return SyncOutline(found, on_parameters, tainted)
 
     def _syncing_on_parameters(self, spans: UnitSpans) -> set[tuple[str | None, str]]:
         """The units that may make an explicit sync (``.item()``, ``.tolist()``, ``.cpu()``,
@@ -260,36 +259,6 @@ class SyncScout:
             if any(self._may_sync_at(call, handed, set()) for call in explicit):
                 found.add(unit)
         return found
-
-    def _handing(self, spans: UnitSpans, scopes: list[ScopeFacts], attributes: set[str]) -> dict[tuple[str | None, str], set[str]]:
-        """Per unit, the callees (dotted, as written; ``super().f``) of its calls that may hand
-        an argument a value from a named device, and may run a function of another file: a
-        method through ``self`` / ``cls`` / ``super()`` (a base class's), or a name imported
-        from outside the libraries (``analysis.modules.LIBRARY_ROOTS``; any, under ``alias-modules``)."""
-        imports = self.names.imports
-        renamed = bool(self.names.aliases)  # ``alias-modules`` may make a library's name the project's
-        handing: dict[tuple[str | None, str], set[str]] = {}
-        for scope in scopes:
-            root = scope.roots[0]
-            if type(root) not in FUNCTIONS or len(scope.roots) != 1:
-                continue  # module code: not summarised
-            unit = spans.unit_at(root.lineno)
-            for call in scope.calls:
-                func = call.func
-                written = ast_dotted(func)
-                if written is None:
-                    if type(func) is not ast.Attribute or not _may_name_a_class_of_the_file(func.value, set()):
-                        continue
-                    written = f"super().{func.attr}"
-                elif not renamed:
-                    head = written.partition(".")[0]
-                    if head not in ("self", "cls") and not any(
-                        meaning.partition(".")[0] not in LIBRARY_ROOTS for meaning in imports.get(head, ())
-                    ):
-                        continue
-                if any(scope.suspect(argument, attributes) for argument in (*call.args, *(k.value for k in call.keywords))):
-                    handing.setdefault(unit, set()).add(written)
-        return handing
 
     def _handed_a_sync(self, callers: list[ScopeFacts], attributes: set[str]) -> list[ast.AST]:
         """The functions of the file (nested ones too) that may sync on what a call of this file
