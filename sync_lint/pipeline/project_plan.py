@@ -15,8 +15,10 @@ nor a summary a finding rests on. A run of many files therefore goes in two pass
    only in functions (``KeptUnits.names_only``). Two families follow what the scout tells of
    each function:
    - the hot-scope rules (``_hot_closure``): what hot code calls, only as far as it may reach
-     code that may sync on a value from a named device (``Scout.units_that_may_sync``), and
-     the memoised functions it calls;
+     code that may sync on a value from a named device (``Scout.sync_outline``: a function of
+     the same file handed one too; one of another file that may sync explicitly on a
+     parameter, where code that may hold such a value calls it), and the memoised functions
+     it calls;
    - the sink rules, GPU1xx (``_sink_closure``): of the callers of their seeds, only the
      functions that hand a value that may be a view or a cast to a parameter that may reach a
      sink, or to a sink (``Scout.sink_handing``), and what those hand such a parameter on to.
