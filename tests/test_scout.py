@@ -565,6 +565,20 @@ def test_a_helper_that_syncs_on_what_hot_code_hands_it_may_sync():
     assert Scout(text, SETTINGS).units_that_may_sync() == {(None, "inner")}
 
 
+def test_the_units_that_may_sync_explicitly_on_a_parameter():
+    """For a run of many files (``SyncOutline.on_parameters``): a function another file may hand
+    a GPU value that it makes an explicit sync on, through its locals too (``n``); not a
+    method's sync on its own ``self`` (``m``: no call hands that), which a static method's
+    first parameter is not (``k``); nor a cast, or a copy to the GPU (``c``)."""
+    text = (
+        "class A:\n    def m(self, x):\n        return self.buf.cpu()\n\n"
+        "    def n(self, x):\n        y = x[1:] - x[:-1]\n        return y.max().item()\n\n"
+        "    @staticmethod\n    def k(x):\n        return x.tolist()\n\n"
+        "    def c(self, x, device):\n        return x.to(torch.int32).to(device)\n"
+    )
+    assert Scout(text, SETTINGS).sync_outline().on_parameters == {("A", "n"), ("A", "k")}
+
+
 def test_the_methods_of_a_hot_class_that_may_sync_hold_a_sync_site():
     """For a run of many files (``units_that_may_sync``): of a hot class's methods, only those with
     a sync site that may be handed a tensor may record a sync; ``build`` syncs only through

@@ -252,7 +252,10 @@ class SyncScout:
         for index, explicit in calls.items():
             unit, node = spans.nodes[index]
             arguments = node.args
-            params = {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)}
+            positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+            if unit[0] is not None and positional and not _is_static(node):
+                positional = positional[1:]  # ``self`` / ``cls``: no call hands it an argument
+            params = {*positional, *(a.arg for a in arguments.kwonlyargs)}
             params |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
             handed = ScopeFacts([node], lambda name, params=params: type(name) is ast.Name and name.id in params, never)
             handed.close(set())
@@ -448,6 +451,11 @@ class _Masks:
             return self._scopes[id(function)].suspect(node, self._attributes)
 
         return may_be_a_mask
+
+
+def _is_static(method: ast.AST) -> bool:
+    """A method under ``@staticmethod``: its first parameter is an argument like the others."""
+    return any(type(d) is ast.Name and d.id == "staticmethod" for d in method.decorator_list)
 
 
 def _may_name_a_class_of_the_file(value: ast.expr, classes: set[str]) -> bool:
