@@ -173,6 +173,19 @@ class SyncSite:
         return not self.declared and not self.debug and not self.once
 
 
+@dataclass(frozen=True)
+class BoundCall:
+    """A call of a function of this file that has a summary, with what it binds
+    (``SyncAnalysis.bind_call``): each parameter's argument, the parameters a call may bind,
+    and those bound to tensors known to be on the host or values known to be on the GPU."""
+
+    qualname: str
+    info: FunctionInfo
+    passed: dict[str, cst.BaseExpression]
+    params: list[cst.Param]
+    places: dict[str, Place]
+
+
 @dataclass
 class _Hit:
     node: cst.CSTNode
@@ -344,7 +357,10 @@ class _Scanner:
     """Finds sync sites in the expressions of one statement (``broad``: anything that may sync)."""
 
     def __init__(self, analysis: SyncAnalysis, info: FunctionInfo, domain: DeviceDomain, report_unknown: bool,
-                 broad: bool = False) -> None:
+                 broad: bool = False, calls: bool = True, device_args: bool = False) -> None:
+        """``calls``: judge the calls of project functions (a walk for explicit syncs alone does
+        not); ``device_args``: tell which arguments of a call of another file's function are on
+        the GPU (``SyncCall.device_args``: only a summary's own walk records them)."""
         self.analysis = analysis
         self.ctx = analysis.ctx
         self.names = analysis.ctx.names
@@ -352,6 +368,8 @@ class _Scanner:
         self.domain = domain
         self.report_unknown = report_unknown
         self.broad = broad
+        self.calls = calls
+        self.device_args = device_args
         self.hits: list[_Hit] = []
         # Whether it met an explicit sync's call on any receiver (``SyncAnalysis._record_syncs_on``).
         self.explicit_calls = False
@@ -570,19 +588,8 @@ class _Scanner:
             if self.broad:
                 if self.analysis.function_may_sync(callee):
                     self._candidate(node, loop)
-            else:
-                clean = self.analysis.clean_with_arguments(callee, node, env, self.domain)
-                if clean is not True and not self.analysis.cached_call(callee, node, self.info):
-                    on_device = self.analysis.sync_on_device_arguments(callee, node, env, self.domain)
-                    if on_device is not None:  # a sync of this call, not of the callee's summary
-                        handed, why = on_device
-                        short = callee.rsplit(".", 1)[-1]
-                        self._hit(node, "explicit", f"`{short}()`, handed {handed}, {why}", None, loop, callee,
-                                  on_device=on_device)
-                    else:
-                        device_args = () if callee in self.analysis.functions else self._device_arguments(node, env)
-                        self._hit(node, "call", "", None, loop, callee, () if clean is False else clean,
-                                  device_args=device_args)
+            elif self.calls:
+                self._project_call(callee, node, env, loop)
             return
         library = self.domain.library_name(func)
         if library is not None:
@@ -596,6 +603,24 @@ class _Scanner:
 
     def _is_builtin(self, name: str, env) -> bool:
         return name not in env and name not in self.names.imports and name not in self.analysis.module_names
+
+    def _project_call(self, callee: str, node: cst.Call, env, loop: bool) -> None:
+        """A call of a function of the project: no sync where this call's arguments rule its
+        syncs out (``clean_with_arguments``) or a memoised function's cache hands them out
+        (``cached_call``); a sync of its own where the callee syncs on the GPU values it hands
+        over (``sync_on_device_arguments``); else a call its summary judges."""
+        bound = self.analysis.bind_call(callee, node, env, self.domain)
+        clean = self.analysis.clean_with_arguments(bound)
+        if clean is True or self.analysis.cached_call(callee, node, self.info):
+            return
+        on_device = self.analysis.sync_on_device_arguments(bound)
+        if on_device is not None:
+            handed, why = on_device
+            short = callee.rsplit(".", 1)[-1]
+            self._hit(node, "explicit", f"`{short}()`, handed {handed}, {why}", None, loop, callee, on_device=on_device)
+            return
+        device_args = self._device_arguments(node, env) if self.device_args and callee not in self.analysis.functions else ()
+        self._hit(node, "call", "", None, loop, callee, () if clean is False else clean, device_args=device_args)
 
     def _device_arguments(self, call: cst.Call, env) -> tuple[ArgKey, ...]:
         """The arguments of a call of another file's function that are known to be on the GPU,
@@ -863,6 +888,10 @@ class SyncAnalysis:
     def describe(self, site: SyncSite) -> str:
         return self._described(site.template, site.subject)
 
+    def _syncs_with(self, info: FunctionInfo, template: str, subject: cst.CSTNode | None, node: cst.CSTNode) -> str:
+        """Why a function syncs by a site of its own: "syncs with `.item()` on `x` (line 4)"."""
+        return f"syncs with {self._described(template, subject)} (line {self.line(info, node)})"
+
     def _described(self, template: str, subject: cst.CSTNode | None) -> str:
         """A site's ``template`` with its ``subject``'s code in place of ``{code}``."""
         if subject is None or "{code}" not in template:
@@ -943,7 +972,7 @@ class SyncAnalysis:
         truth), the summary's only into ``into`` (``_flag_conditions``)."""
         report_unknown = self.policy == "always" or (self.policy == "hot-classes" and hot.hot_class)
         domain = DeviceDomain(self.ctx.names, self._class_attributes(info))
-        scanner = _Scanner(self, info, domain, report_unknown)
+        scanner = _Scanner(self, info, domain, report_unknown, device_args=assume is None)
         decorated = self.declarations.mentioned and self.declarations.decorates(info.node)
         short = f"{info.class_name}.{info.name}" if info.class_name else info.name
         graph_scope = f"code captured by `torch.cuda.graph` in `{short}`"
@@ -1008,7 +1037,7 @@ class SyncAnalysis:
                 summary.sync_calls.append(SyncCall(site.callee, self.line(info, site.node), flags=flags,
                                                    through=site.through, device_args=site.device_args))
         elif summary.sync is None:
-            summary.record_sync(f"syncs with {self.describe(site)} (line {self.line(info, site.node)})")
+            summary.record_sync(self._syncs_with(info, site.template, site.subject, site.node))
 
     # -- stale declarations ---------------------------------------------------------------------
     def _find_stale(self, info: FunctionInfo, contexts: _Contexts) -> None:
@@ -1026,7 +1055,7 @@ class SyncAnalysis:
         _walk(Walker(domain, on_statement), info.node, initial_env(info.node.params))
         self.stale.extend(block for block in contexts.blocks if id(block.node) not in live)
 
-    def clean_with_arguments(self, qualname: str, call: cst.Call, env, domain: DeviceDomain) -> bool | Through:
+    def clean_with_arguments(self, bound: BoundCall | None) -> bool | Through:
         """Is a call of a function of this file sync-free with the arguments this call passes?
         Its summary judges its parameters as of unknown device (reported in hot classes), so a
         helper that reads ``lens.tolist()`` syncs by its summary; called with a CPU tensor
@@ -1037,14 +1066,13 @@ class SyncAnalysis:
         out is not looked at. True when the callee, walked with the CPU-tensor arguments bound,
         has no sync site left outside those branches; the calls that walk still meets
         (``Through``) when it has only those: the call then syncs only if one of them does, which
-        the project's summaries decide. False otherwise: its summary decides, as for any call."""
-        info = self.functions.get(qualname)
-        arguments = self._summarised_call(info, call)
-        if arguments is None:
+        the project's summaries decide. False otherwise: its summary decides, as for any call
+        (and for a call ``bind_call`` cannot bind: None)."""
+        if bound is None:
             return False
-        passed, params = arguments
-        host = {name: place for name, place in self._known_places(passed, env, domain).items() if place.is_host}
-        constants = self._constants(passed, params)
+        qualname, info = bound.qualname, bound.info
+        host = {name: place for name, place in bound.places.items() if place.is_host}
+        constants = self._constants(bound.passed, bound.params)
         if not host and not constants:
             return False  # nothing the summary did not assume (Python values do not sync
             # through a parameter of unknown device: ``int(n)`` needs a known tensor)
@@ -1069,7 +1097,7 @@ class SyncAnalysis:
             return False
         return through or True
 
-    def sync_on_device_arguments(self, qualname: str, call: cst.Call, env, domain: DeviceDomain) -> tuple[str, str] | None:
+    def sync_on_device_arguments(self, bound: BoundCall | None) -> tuple[str, str] | None:
         """Whether a call of a function of this file syncs on the GPU tensors it passes, where the
         function's summary finds no sync of its own: the summary judges its parameters as of
         unknown device (``unknown-device``), so ``def max_len(x): return x.max().item()`` does
@@ -1081,13 +1109,10 @@ class SyncAnalysis:
         hands over ("the GPU tensor `lens`") and why the function then syncs ("syncs with ...
         (line 4)"). None where the call passes no GPU tensor, or the walk finds no such site (its
         other calls are the summary's to judge). A function of another file is not looked into:
-        its summary does not tell which parameters it syncs on."""
-        info = self.functions.get(qualname)
-        arguments = self._summarised_call(info, call)
-        if arguments is None:
+        its summary does not tell which parameters it syncs on (``FunctionSummary.syncs_on``)."""
+        if bound is None:
             return None
-        passed, params = arguments
-        places = self._known_places(passed, env, domain)
+        qualname, info, passed, places = bound.qualname, bound.info, bound.passed, bound.places
         on_device = sorted(name for name, place in places.items() if place.is_device)
         if not on_device:
             return None
@@ -1099,7 +1124,7 @@ class SyncAnalysis:
             return None  # it syncs whatever it is handed: its summary tells why
         if self.declarations.mentioned and self.declarations.decorates(info.node):
             return None
-        constants = self._constants(passed, params)
+        constants = self._constants(passed, bound.params)
         live = self._deciding_constants(info, constants) if constants else {}
         key = (qualname, tuple(sorted(places.items(), key=lambda item: item[0])),
                tuple(sorted((n, type(v).__name__, v) for n, v in live.items())))  # fmt: skip
@@ -1121,12 +1146,12 @@ class SyncAnalysis:
         handed, why = on_device
         return f"calls `{callee.rsplit('.', 1)[-1]}` (line {line}) with {handed}, which {why}"
 
-    def _summarised_call(self, info: FunctionInfo | None, call: cst.Call) -> tuple[dict, list] | None:
-        """For a call of a function of this file that has a summary: the parameter each argument
-        binds (``_passed_arguments``), and the parameters a caller may bind by name or position;
-        None where that cannot be told (``*args`` in the call, a method not called through
-        ``self`` / ``cls`` / ``super()``), or the function has no summary (a hot or cold one:
-        its sites are reported where they are, or nowhere)."""
+    def bind_call(self, qualname: str, call: cst.Call, env, domain: DeviceDomain) -> BoundCall | None:
+        """What a call of a function of this file that has a summary binds (``BoundCall``); None
+        for another file's function, where that cannot be told (``*args`` in the call, a method
+        not called through ``self`` / ``cls`` / ``super()``), or for a function with no summary
+        (a hot or cold one: its sites are reported where they are, or nowhere)."""
+        info = self.functions.get(qualname)
         if info is None or any(arg.star for arg in call.args):
             return None
         hot = self.hot.of(info)
@@ -1145,7 +1170,8 @@ class SyncAnalysis:
         passed = _passed_arguments(positional_params, call)
         if passed is None:
             return None
-        return passed, [*positional_params, *params.kwonly_params]
+        return BoundCall(qualname, info, passed, [*positional_params, *params.kwonly_params],
+                         self._known_places(passed, env, domain))
 
     @staticmethod
     def _constants(passed: dict[str, cst.BaseExpression], params: list[cst.Param]) -> dict[str, object]:
@@ -1179,7 +1205,7 @@ class SyncAnalysis:
         hot = self.hot.of(info)
         report_unknown = self.policy == "always" or (self.policy == "hot-classes" and hot.hot_class)
         domain = DeviceDomain(self.ctx.names, self._class_attributes(info))
-        scanner = _Scanner(self, info, domain, report_unknown)
+        scanner = _Scanner(self, info, domain, report_unknown, calls=not explicit_only)
         own: str | None = None
         through: list[tuple[str, int]] = []
 
@@ -1191,16 +1217,13 @@ class SyncAnalysis:
             if flags is None or flags.declared or flags.debug or (flags.once and not flags.graph):
                 return
             for hit in scanner.scan(node, env, flags.loop):
-                if explicit_only:
-                    if hit.kind == "explicit" and hit.on_device is None:
-                        own = f"syncs with {self._described(hit.template, hit.subject)} (line {self.line(info, hit.node)})"
-                        return
+                if explicit_only and hit.kind != "explicit":
                     continue
                 if hit.on_device is not None:
                     own = self._calling(hit.callee, self.line(info, hit.node), hit.on_device)
                     return
                 if hit.kind != "call":
-                    own = f"syncs with {self._described(hit.template, hit.subject)} (line {self.line(info, hit.node)})"
+                    own = self._syncs_with(info, hit.template, hit.subject, hit.node)
                     return
                 # A call judged by its own arguments (``hit.through``) counts here by the
                 # callee's summary: coarser, never missing a sync.

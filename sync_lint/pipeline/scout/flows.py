@@ -16,10 +16,7 @@ class ParameterFlows:
 
     def __init__(self, function: ast.AST, method: bool = False, scope: ScopeFacts | None = None) -> None:
         """``scope``: the function's facts where the caller has them (one walk less)."""
-        arguments = function.args
-        positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
-        self.params = {*positional[1 if method else 0 :], *(a.arg for a in arguments.kwonlyargs)}
-        self.params |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
+        self.params = parameter_names(function, method)
         if scope is not None:
             self.calls = scope.calls
             self._bindings = None
@@ -73,6 +70,16 @@ class ParameterFlows:
                         todo.append(read)
             self._held[key] = held
         return held
+
+
+def parameter_names(function: ast.AST, method: bool = False) -> set[str]:
+    """The names of a function's parameters (``*args`` / ``**kwargs`` too); ``method``: but the
+    first, the instance (or class), which no call hands an argument to."""
+    arguments = function.args
+    positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+    names = {*positional[1 if method else 0 :], *(a.arg for a in arguments.kwonlyargs)}
+    names |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
+    return names
 
 
 def _calls_and_bindings(roots: list[ast.AST]) -> tuple[list[ast.Call], list[tuple[list[ast.expr], ast.expr, int]]]:

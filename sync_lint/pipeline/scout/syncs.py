@@ -22,7 +22,7 @@ from sync_lint.analysis.device_words import (
 )
 from sync_lint.analysis.hot_words import matches
 from sync_lint.config import Settings
-from sync_lint.pipeline.scout.flows import ScopeFacts, suspects
+from sync_lint.pipeline.scout.flows import ScopeFacts, parameter_names, suspects
 from sync_lint.pipeline.scout.hot import HotScout
 from sync_lint.pipeline.scout.syntax import (
     FUNCTIONS,
@@ -251,14 +251,8 @@ class SyncScout:
         never = self._never_from_a_device()
         for index, explicit in calls.items():
             unit, node = spans.nodes[index]
-            arguments = node.args
-            positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
-            if unit[0] is not None and positional and not _is_static(node):
-                positional = positional[1:]  # ``self`` / ``cls``: no call hands it an argument
-            params = {*positional, *(a.arg for a in arguments.kwonlyargs)}
-            params |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
-            handed = ScopeFacts([node], lambda name, params=params: type(name) is ast.Name and name.id in params, never)
-            handed.close(set())
+            params = parameter_names(node, method=unit[0] is not None and not _is_static(node))
+            handed = _from_parameters(node, params, never, set())
             if any(self._may_sync_at(call, handed, set()) for call in explicit):
                 found.add(unit)
         return found
@@ -310,8 +304,7 @@ class SyncScout:
                     if params <= known:
                         continue
                     known |= params
-                    handed = ScopeFacts([target], lambda node, known=frozenset(known): type(node) is ast.Name and node.id in known, never)
-                    handed.close(attributes)
+                    handed = _from_parameters(target, frozenset(known), never, attributes)
                     if target not in found and any(
                         type(child) in _SITE_KINDS and self._may_sync_at(child, handed, attributes) for child in walk(target)
                     ):
@@ -451,6 +444,15 @@ class _Masks:
             return self._scopes[id(function)].suspect(node, self._attributes)
 
         return may_be_a_mask
+
+
+def _from_parameters(function: ast.AST, params: set[str] | frozenset[str], never, attributes: set[str]) -> ScopeFacts:
+    """The facts of ``function`` where the suspect values are those of ``params`` (what a call
+    may hand it), closed over the file's suspect ``attributes``; ``never``: the values never
+    suspect (``SyncScout._never_from_a_device``)."""
+    facts = ScopeFacts([function], lambda node: type(node) is ast.Name and node.id in params, never)
+    facts.close(attributes)
+    return facts
 
 
 def _is_static(method: ast.AST) -> bool:
