@@ -546,3 +546,146 @@ def test_a_walk_without_an_assumption_evaluates_both_branches():
     assert decided_branch(node, deciding({"other": True}), {}) is None
     assert decided_branch(node, deciding({"flag": True}), {}).value == "a"
     assert decided_branch(node, deciding({"flag": False}), {}).value == "b"
+
+
+# -- a sync that only a ``None`` argument reaches (SGLang ``prepare_vision_attention_metadata``) --
+
+NONE_TESTED_HELPERS = """
+import torch
+
+
+def prepare(cu_seqlens, device, *, max_seqlen=None):
+    cu_seqlens = cu_seqlens.to(device=device, dtype=torch.int32, non_blocking=True)
+    seq_lens = cu_seqlens[1:] - cu_seqlens[:-1]
+    if max_seqlen is None:
+        max_seqlen = int(seq_lens.max().item())
+    return cu_seqlens, max_seqlen
+
+
+def resolve(cu_seqlens, max_seqlen=None):
+    cu_seqlens = cu_seqlens.cuda()
+    if max_seqlen is not None:
+        return max_seqlen
+    return int((cu_seqlens[1:] - cu_seqlens[:-1]).max().item())
+
+
+def inline(cu_seqlens, max_seqlen=None):
+    cu_seqlens = cu_seqlens.cuda()
+    max_seqlen = int(cu_seqlens.max().item()) if max_seqlen is None else max_seqlen
+    return max_seqlen
+
+
+def rebound(cu_seqlens, max_seqlen=None):
+    cu_seqlens = cu_seqlens.cuda()
+    max_seqlen = max_seqlen or None
+    if max_seqlen is None:
+        max_seqlen = int(cu_seqlens.max().item())
+    return max_seqlen
+
+
+def truthy(cu_seqlens, max_seqlen=None):
+    cu_seqlens = cu_seqlens.cuda()
+    if not max_seqlen:
+        max_seqlen = int(cu_seqlens.max().item())
+    return max_seqlen
+"""
+
+
+@pytest.mark.parametrize(("call", "flagged"), [
+    ("prepare(cu, x.device)", True),  # left out: the default, None, takes the syncing branch
+    ("prepare(cu, x.device, max_seqlen=None)", True),
+    ("prepare(cu, x.device, max_seqlen=maybe)", True),  # a parameter that may be None
+    ("prepare(cu, x.device, max_seqlen=self.max_seqlen)", True),  # nothing known of an attribute
+    ("prepare(cu, x.device, max_seqlen=x.shape[0])", False),
+    ("prepare(cu, x.device, max_seqlen=4096)", False),
+    ("prepare(cu, x.device, max_seqlen=given)", False),  # annotated `int`
+    ("prepare(cu, x.device, max_seqlen=host_max)", False),  # a local assigned `int(...)` only
+    ("prepare(cu, x.device, max_seqlen=either)", True),  # a local assigned `None` on one path
+    ("prepare(cu, x.device, max_seqlen=max(lens) if lens else 0)", False),
+    ("prepare(cu, x.device, max_seqlen=max(lens) if lens else None)", True),
+    ("resolve(cu, 5)", False),  # `if max_seqlen is not None: return max_seqlen`
+    ("resolve(cu)", True),
+    ("inline(cu, max_seqlen=host_max)", False),  # `... if max_seqlen is None else max_seqlen`
+    ("inline(cu)", True),
+    ("rebound(cu, 5)", True),  # rebound before the test: the call's value no longer decides it
+    ("truthy(cu, 5)", True),  # `if not max_seqlen:` is no `None` test (0 takes the branch too)
+])  # fmt: skip
+def test_a_sync_only_a_none_argument_reaches(tmp_path: Path, call, flagged):
+    package = tmp_path / "engine"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helpers.py").write_text(NONE_TESTED_HELPERS)
+    (package / "model.py").write_text(textwrap.dedent(f"""
+        import torch
+        from engine.helpers import inline, prepare, rebound, resolve, truthy
+
+
+        class Model(torch.nn.Module):
+            def forward(self, x, cu, lens: list, given: int, maybe=None):
+                host_max = int(max(lens))
+                either = host_max if lens else None
+                return {call}
+    """))
+    found = [(Path(d.path).name, d.line) for d in lint_paths([str(package)]) if d.code.startswith("GPU2")]
+    assert found == ([("model.py", 10)] if flagged else [])
+
+
+def test_a_none_argument_excuse_is_told_and_carried_through_a_same_file_wrapper():
+    """The message says how the call could avoid the sync; a summarised wrapper that passes a
+    value certainly not None (SGLang muse_spark's ``_build_vision_attention_metadata``) is no
+    sync, one that passes nothing still is."""
+    source = NONE_TESTED_HELPERS + textwrap.dedent("""
+
+        def build(cu, device, lengths):
+            return prepare(cu, device, max_seqlen=max(lengths) if lengths else 0)
+
+
+        def build_plain(cu, device):
+            return prepare(cu, device)
+
+
+        class Model(torch.nn.Module):
+            def forward(self, x, cu, lens: list):
+                a = build(cu, x.device, lens)
+                b = build_plain(cu, x.device)
+                c = prepare(cu, x.device)
+                return a, b, c
+    """)
+    lines = source.splitlines()
+
+    def line_of(text: str) -> int:
+        return next(number for number, line in enumerate(lines, 1) if line.strip().startswith(text))
+
+    found = {d.line: d.message for d in lint_text(source, preview=True) if d.code.startswith("GPU2")}
+    plain, direct = line_of("b = build_plain("), line_of("c = prepare(")
+    synced, called = line_of("max_seqlen = int(seq_lens"), line_of("return prepare(cu, device)")
+    assert sorted(found) == [plain, direct]
+    assert found[plain].endswith(f"`build_plain()` calls `prepare` (line {called}), which syncs with `.item()` on "
+                                 f"`seq_lens.max()` (line {synced})")
+    assert found[direct].endswith(f"syncs with `.item()` on `seq_lens.max()` (line {synced}); not so when called "
+                                  "with `max_seqlen` other than None")
+
+
+def test_a_not_none_binding_decides_only_none_tests():
+    from sync_lint.analysis.flags import truth
+    from sync_lint.analysis.summaries import NOT_NONE
+
+    bound = {"n": NOT_NONE}
+    assert truth(cst.parse_expression("n is None"), bound) is False
+    assert truth(cst.parse_expression("n is not None"), bound) is True
+    assert truth(cst.parse_expression("not (n is None)"), bound) is True
+    for unknown in ("n", "not n", "n == 0", "n > 4", "n is True", "n is not False", "n == None"):
+        assert truth(cst.parse_expression(unknown), bound) is None, unknown
+
+
+@pytest.mark.parametrize(("expression", "certain"), [
+    ("x.shape[0]", True), ("x.shape", True), ("x.size(0)", True), ("t.numel()", True), ("int(t)", True),
+    ("len(xs)", True), ("n + 1", True), ("-n", True), ("0", True), ("'auto'", True), ("False", True),
+    ("[1, 2]", True), ("a or 4", True), ("max(xs) if xs else 0", True), ("host", True),
+    ("None", False), ("x", False), ("a and 4", False), ("a or b", False), ("f(x)", False),
+    ("self.n", False), ("d.get('n')", False), ("x[0]", False), ("max(xs) if xs else None", False),
+])  # fmt: skip
+def test_which_arguments_are_certainly_not_none(expression, certain):
+    from sync_lint.analysis.flags import not_none
+
+    assert not_none(cst.parse_expression(expression), lambda name: name == "host") is certain

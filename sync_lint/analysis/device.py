@@ -272,6 +272,15 @@ def annotation_place(annotation: cst.Annotation | None) -> Place | None:
     return UNKNOWN_TENSOR if all(p is UNKNOWN_TENSOR for p in places) else None
 
 
+def excludes_none(annotation: cst.Annotation | None) -> bool:
+    """Does an annotation name only types ``None`` is not (``int``, ``torch.Tensor``,
+    ``list[int]``; not ``Optional[int]``, ``int | None``, nor a name the linter does not know)?"""
+    if annotation is None:
+        return False
+    members = [_annotation_member(member) for member in _union_members(annotation.annotation)]
+    return all(member is not None and member is not NONE for member in members)
+
+
 def _union_members(node: cst.BaseExpression):
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
         yield from _union_members(node.left)

@@ -9,6 +9,14 @@ constants: ``truth``) and record what no longer arises as excused where a call b
 (``FunctionSummary.needs_unless`` / ``sync_unless``); a call's flags (``call_flags``) decide,
 project-wide, whether its callee's need holds for it. The same folding judges a call of a
 function of the same file with its constant arguments (``SyncAnalysis.clean_with_arguments``).
+
+A sync may also hang on a parameter being ``None``: ``if max_seqlen is None: max_seqlen =
+int(seq_lens.max().item())`` syncs only where a caller leaves ``max_seqlen`` out (SGLang's
+``prepare_vision_attention_metadata``). The sync analysis walks such a function again with the
+parameter bound to ``NOT_NONE`` (``flag_tests(none_tests=True)``), which decides ``is None`` /
+``is not None`` tests and nothing else, and a call handing a value that is certainly not
+``None`` there (``not_none``: ``x.shape[0]``, ``int(...)``, a local only ever assigned such
+values, a parameter annotated ``int``) binds it so.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ import libcst as cst
 
 from sync_lint.analysis.device import is_literal
 from sync_lint.analysis.nodes import block_statements, inner_blocks
-from sync_lint.analysis.summaries import ArgKey, CallFlags
+from sync_lint.analysis.summaries import NOT_NONE, ArgKey, CallFlags
 
 
 def call_arguments(call: cst.Call) -> Iterator[tuple[cst.Arg, ArgKey | None]]:
@@ -41,11 +49,13 @@ def call_arguments(call: cst.Call) -> Iterator[tuple[cst.Arg, ArgKey | None]]:
             position += 1
 
 
-def call_flags(call: cst.Call, params: frozenset[str], unchanged: Callable[[str], bool]) -> CallFlags:
+def call_flags(call: cst.Call, params: frozenset[str], unchanged: Callable[[str], bool],
+               not_none: Callable[[cst.BaseExpression], bool] | None = None) -> CallFlags:
     """What each argument of ``call`` binds a flag to (``summaries.CallFlags``): a literal
     ``True`` / ``False``, a flag parameter of the calling function (``params``: its
-    ``flag_params``) that is still as passed (``unchanged``), an unpacked ``*args`` /
-    ``**kwargs``, or anything else (None)."""
+    ``flag_params``) that is still as passed (``unchanged``), ``NOT_NONE`` for a value that
+    ``not_none`` tells is no ``None``, an unpacked ``*args`` / ``**kwargs``, or anything else
+    (None)."""
     found: list[tuple[ArgKey, bool | str | None]] = []
     for arg, key in call_arguments(call):
         value = arg.value
@@ -57,6 +67,8 @@ def call_flags(call: cst.Call, params: frozenset[str], unchanged: Callable[[str]
             found.append((key, value.value == "True"))
         elif type(value) is cst.Name and value.value in params and unchanged(value.value):
             found.append((key, value.value))
+        elif not_none is not None and not_none(value):
+            found.append((key, NOT_NONE))
         else:
             found.append((key, None))
     return tuple(found)
@@ -109,6 +121,9 @@ def truth(node: cst.BaseExpression, constants: dict[str, object]) -> bool | None
             compare = _COMPARE.get(type(link.operator))
             if left is NOT_CONSTANT or right is NOT_CONSTANT or compare is None:
                 return None
+            if (left is NOT_NONE or right is NOT_NONE) and not (
+                    compare in (operator.is_, operator.is_not) and (left is None or right is None)):
+                return None  # all that is known of it is that it is not ``None``
             if compare in (operator.is_, operator.is_not) and not any(
                     left is v or right is v for v in _SINGLETONS):
                 return None  # ``is`` on numbers or strings depends on the interpreter
@@ -120,7 +135,7 @@ def truth(node: cst.BaseExpression, constants: dict[str, object]) -> bool | None
             left = right
         return True
     value = _value(node, constants)
-    return None if value is NOT_CONSTANT else bool(value)
+    return None if value is NOT_CONSTANT or value is NOT_NONE else bool(value)
 
 
 def _value(node: cst.BaseExpression, constants: dict[str, object]):
@@ -211,28 +226,43 @@ MAX_FLAGS = 4  # flag parameters a function is walked again for (up to two walks
 
 
 def flag_tests(function: cst.FunctionDef, params: tuple[str, ...], needy: set[str],
-               need_sites: set[int]) -> list[tuple[str, bool]]:
+               need_sites: set[int], bind_count: Callable[[str], int] | None = None) -> list[tuple[str, object]]:
     """``(flag, truth)`` to walk a function again under, for a parameter an ``if`` tests as a
     truth value: for ``if flag:`` / ``if not flag:``, the truth that takes a branch assigning a
     parameter in ``needy`` (``if use_l2norm: q = l2norm(q)``) or ending the path, and the truth
     that skips a branch holding a statement where a need was recorded (``need_sites``: ``if
     use_triton: _kernel[grid](q)``, ``if return_host: out.cpu()``); both truths of each flag of a
     test joined with ``and`` / ``or`` (``if use_triton and n > 0:``), there only parameters that
-    look like flags (``flag_params``). At most ``MAX_FLAGS`` flags."""
-    found: list[tuple[str, bool]] = []
+    look like flags (``flag_params``). At most ``MAX_FLAGS`` flags.
+
+    With ``bind_count`` (how often the function binds a name), also ``(param, NOT_NONE)`` for a
+    parameter an ``if param is None:`` / ``is not None`` test (or a conditional expression's)
+    decides the same way: the ``None`` side holding a need site, or the other side rebinding a
+    needy parameter or ending the path (``if max_seqlen is not None: return max_seqlen``). Only
+    for a parameter the function rebinds nowhere but where it is ``None`` (``if max_seqlen is
+    None: max_seqlen = ...``, ``max_seqlen = ... if max_seqlen is None else max_seqlen``)."""
+    found: list[tuple[str, object]] = []
     flags: set[str] = set()
     joined: frozenset[str] | None = None  # ``flag_params``, read when a joined test is met
 
-    def want(flag: str, value: bool) -> None:
+    def want(flag: str, value: object) -> None:
         if (flag, value) not in found and (flag in flags or len(flags) < MAX_FLAGS):
             found.append((flag, value))
             flags.add(flag)
+
+    def want_not_none(name: str) -> None:
+        if (bind_count is not None and name in params and (name, NOT_NONE) not in found
+                and len(_kept_where_not_none(function, name)) == bind_count(name)):
+            want(name, NOT_NONE)
 
     for statement in _statements(function.body):
         if type(statement) is cst.SimpleStatementLine:
             for small in statement.body:
                 if id(small) in need_sites or needy.intersection(_assigned_names(small)):
                     for expression in _conditional_expressions(small):
+                        if (none_test := _none_test(expression.test)) is not None:
+                            want_not_none(none_test[0])
+                            continue
                         # Both truths: which branch leaves the need is the walk's to find.
                         joined = flag_params(function) if joined is None else joined
                         for name in _flag_names(expression.test, params, joined):
@@ -245,6 +275,13 @@ def flag_tests(function: cst.FunctionDef, params: tuple[str, ...], needy: set[st
         if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
             test, truth_taken = test.expression, False
         branches = inner_blocks(statement)  # the body, and the ``else`` / ``elif`` if any
+        if (none_test := _none_test(test)) is not None:
+            name, true_if_none = none_test
+            body_if_none = true_if_none is truth_taken
+            for branch, none_side in zip(branches, (body_if_none, not body_if_none)):
+                if _holds_site(branch, need_sites) if none_side else _rebinds_or_leaves(branch, needy):
+                    want_not_none(name)
+            continue
         if type(test) is cst.Name:
             if test.value not in params:
                 continue
@@ -263,6 +300,98 @@ def flag_tests(function: cst.FunctionDef, params: tuple[str, ...], needy: set[st
                 want(name, True)
                 want(name, False)
     return found
+
+
+def _none_test(test: cst.BaseExpression) -> tuple[str, bool] | None:
+    """``(name, True)`` for a test ``name is None``, ``(name, False)`` for ``name is not None``;
+    None for any other test."""
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1 or type(test.left) is not cst.Name:
+        return None
+    link = test.comparisons[0]
+    if type(link.comparator) is not cst.Name or link.comparator.value != "None":
+        return None
+    operator_kind = type(link.operator)
+    if operator_kind is cst.Is or operator_kind is cst.IsNot:
+        return test.left.value, operator_kind is cst.Is
+    return None
+
+
+def _kept_where_not_none(function: cst.FunctionDef, name: str) -> set[int]:
+    """The assignments of ``name`` (by ``id``) that leave it as passed wherever it was passed
+    as something other than ``None``: those in a branch taken only where it is ``None`` (``if
+    name is None: name = ...``), and ``name = ... if name is None else name``."""
+    kept: set[int] = set()
+    for statement in _statements(function.body):
+        if type(statement) is cst.If:
+            test, truth_taken = statement.test, True
+            if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
+                test, truth_taken = test.expression, False
+            none_test = _none_test(test)
+            if none_test is None or none_test[0] != name:
+                continue
+            branches = inner_blocks(statement)
+            for block in branches[:1] if none_test[1] is truth_taken else branches[1:]:
+                for inner in _statements(block):
+                    if type(inner) is cst.SimpleStatementLine:
+                        kept.update(id(small) for small in inner.body if _assigns_only(small, name))
+        elif type(statement) is cst.SimpleStatementLine:
+            for small in statement.body:
+                value = small.value if _assigns_only(small, name) else None
+                if type(value) is cst.IfExp and (none_test := _none_test(value.test)) is not None \
+                        and none_test[0] == name:
+                    kept_side = value.orelse if none_test[1] else value.body
+                    if type(kept_side) is cst.Name and kept_side.value == name:
+                        kept.add(id(small))
+    return kept
+
+
+def _assigns_only(small: cst.CSTNode, name: str) -> bool:
+    """Is a simple statement ``name = ...`` or ``name: T = ...`` (one plain target)?"""
+    kind = type(small)
+    if kind is cst.Assign:
+        return len(small.targets) == 1 and type(small.targets[0].target) is cst.Name \
+            and small.targets[0].target.value == name
+    return kind is cst.AnnAssign and small.value is not None and type(small.target) is cst.Name \
+        and small.target.value == name
+
+
+# Calls and methods whose result is never ``None`` (or that raise).
+_NOT_NONE_BUILTINS = frozenset({"int", "float", "bool", "str", "len", "max", "min", "sum", "abs", "round",
+                                "list", "tuple", "dict", "set", "sorted", "range"})
+_NOT_NONE_METHODS = frozenset({"item", "tolist", "numel", "size", "dim", "stride", "element_size", "data_ptr"})
+
+
+def not_none(node: cst.BaseExpression, name_not_none: Callable[[str], bool]) -> bool:
+    """Is an expression certainly not ``None``: a literal other than ``None``, arithmetic, a
+    comparison, a container, a shape (``x.shape[0]``, ``x.size(0)``, ``x.numel()``), a call of
+    ``int`` / ``len`` / ``max`` ..., ``a if c else b`` and ``a or b`` of such values, or a name
+    ``name_not_none`` vouches for (a local only ever assigned such values, a parameter
+    annotated ``int``)? The linter cannot tell a ``max`` the module rebinds from the builtin:
+    precision enough for an argument that only excuses a sync."""
+    kind = type(node)
+    if kind is cst.Name:
+        if node.value in ("True", "False"):
+            return True
+        return node.value != "None" and name_not_none(node.value)
+    if kind in _NEVER_NONE or is_literal(node):
+        return True
+    if kind is cst.IfExp:
+        return not_none(node.body, name_not_none) and not_none(node.orelse, name_not_none)
+    if kind is cst.BooleanOperation:
+        right = not_none(node.right, name_not_none)  # ``a or b`` is ``b`` where ``a`` is falsy
+        return right and (type(node.operator) is cst.Or or not_none(node.left, name_not_none))
+    if kind is cst.Call:
+        func = node.func
+        if type(func) is cst.Name:
+            return func.value in _NOT_NONE_BUILTINS
+        return type(func) is cst.Attribute and func.attr.value in _NOT_NONE_METHODS
+    if kind is cst.Subscript:
+        return type(node.value) is cst.Attribute and node.value.attr.value == "shape"
+    return kind is cst.Attribute and node.attr.value == "shape"
+
+
+_NEVER_NONE = (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.List, cst.Tuple, cst.Dict, cst.Set,
+               cst.ListComp, cst.SetComp, cst.DictComp, cst.FormattedString, cst.ConcatenatedString)
 
 
 def _flag_names(test: cst.BaseExpression, params: tuple[str, ...], joined: frozenset[str]) -> list[str]:

@@ -17,19 +17,33 @@ pending calls into diagnostics. Everything here is plain picklable data (it is c
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 from sync_lint.diagnostics import Diagnostic
 
+
+class _Bound(enum.Enum):
+    """What a call binds a parameter to where no literal tells: an enum member, so that it keeps
+    its identity through the cache's pickling, and is no flag parameter's name (a ``str``)."""
+
+    NOT_NONE = "not None"
+
+
+# A value certainly not ``None``, of which nothing else is known (``max_seqlen=x.shape[0]``).
+NOT_NONE = _Bound.NOT_NONE
+
 # A callee argument: a position (0-based, ``self`` excluded for methods) or a keyword name.
 ArgKey = int | str
-# ``(flag, value)``: a parameter ``flag`` of a function bound to ``value`` (True or False) at a call.
-FlagValue = tuple[str, bool]
+# ``(flag, value)``: a parameter ``flag`` of a function bound to ``value`` at a call: True or
+# False, or ``NOT_NONE`` (anything but ``None``: ``analysis.flags.flag_tests``).
+FlagValue = tuple[str, "bool | _Bound"]
 # What a call binds its arguments to, where a flag may be: ``(key, True)`` / ``(key, False)`` for
 # a literal, ``(key, "name")`` for a parameter of the calling function, still as passed,
-# ``(key, None)`` for any other value; and ``("*", "*")`` / ``("**", "**")`` for a ``*args`` /
-# ``**kwargs``, which may bind anything.
-CallFlags = tuple[tuple[ArgKey, "bool | str | None"], ...]
+# ``(key, NOT_NONE)`` for another value certainly not ``None``, ``(key, None)`` for any other
+# value; and ``("*", "*")`` / ``("**", "**")`` for a ``*args`` / ``**kwargs``, which may bind
+# anything.
+CallFlags = tuple[tuple[ArgKey, "bool | str | _Bound | None"], ...]
 UNPACKED = ("*", "**")
 
 
@@ -192,7 +206,8 @@ class FunctionSummary:
             name = self.param_for(key)
             if name is not None:
                 bound[name] = value
-        return any(bound.get(flag) is value for flag, value in unless)
+        return any(bound.get(flag) is value or (value is NOT_NONE and type(bound.get(flag)) is bool)
+                   for flag, value in unless)
 
     def need_of(self, param: str | None, unit_stride_counts: bool) -> str | None:
         """Why ``param`` must be contiguous; or, if ``unit_stride_counts`` (the argument's last

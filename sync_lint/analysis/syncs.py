@@ -54,6 +54,7 @@ from sync_lint.analysis.device import (
     Place,
     base_class_name,
     combine,
+    excludes_none,
     initial_env,
     is_literal,
     is_true,
@@ -79,6 +80,7 @@ from sync_lint.analysis.flags import (
     flag_defaults,
     flag_params,
     flag_tests,
+    not_none,
 )
 from sync_lint.analysis.flow import Walker, decided_branch
 from sync_lint.analysis.functions import FunctionInfo
@@ -87,7 +89,14 @@ from sync_lint.analysis.hot_scopes import Hotness, HotScopes
 from sync_lint.analysis.modules import LIBRARY_ROOTS
 from sync_lint.analysis.names import dotted
 from sync_lint.analysis.nodes import block_statements, inner_blocks, one_line, shortened
-from sync_lint.analysis.summaries import ArgKey, FunctionSummary, SyncCall, Through
+from sync_lint.analysis.summaries import (
+    NOT_NONE,
+    ArgKey,
+    CallFlags,
+    FunctionSummary,
+    SyncCall,
+    Through,
+)
 from sync_lint.patterns import definition_of
 from sync_lint.pipeline.profile import span
 from sync_lint.rules.base import CalleeCondition, Finding
@@ -167,6 +176,7 @@ class SyncSite:
     on_device: tuple[str, str] | None = None
     # A call of a function of another file: its arguments known to be on the GPU (``SyncCall``).
     device_args: tuple[ArgKey, ...] = ()
+    flags: CallFlags = ()  # a call site: what it binds flags to (``flags.call_flags``)
 
     @property
     def undeclared(self) -> bool:
@@ -877,6 +887,7 @@ class SyncAnalysis:
         self._analysed: dict[int, bool] = {}  # id(function node) -> done (False: in progress)
         self._own_hits: set[str] = set()  # functions with an undeclared sync site of their own
         self._bindings: dict[int, _Bindings] = {}  # id(function node) -> its bindings
+        self._not_none: dict[int, _NamesNotNone] = {}  # id(function node) -> its names certainly not None
         self._cached_names: dict[int, set[str]] = {}  # id(function node) -> ``cached_call``'s names
         for info in self.hot.functions:
             self._ensure_analysed(info)
@@ -952,8 +963,9 @@ class SyncAnalysis:
         summary = self.ctx.summaries.get(info.qualname)
         if summary is None:
             return
-        for flag, truth in flag_tests(info.node, info.params, set(), summarised):
-            if flag in self._bindings_of(info).counts:
+        counts = self._bindings_of(info).counts
+        for flag, truth in flag_tests(info.node, info.params, set(), summarised, bind_count=counts.__getitem__):
+            if flag in counts and truth is not NOT_NONE:  # ``flag_tests`` vetted where it rebinds that
                 continue
             scratch = FunctionSummary(info.qualname, info.params, self.ctx.path, positional=info.positional)
             with span("analysis SyncAnalysis: walks under a flag"):
@@ -990,6 +1002,7 @@ class SyncAnalysis:
                     in_loop=hit.in_loop, declared=flags.declared or decorated, debug=flags.debug, callee=hit.callee,
                     once=flags.once and not flags.graph,  # a capture fails on its first sync too
                     through=hit.through, on_device=hit.on_device, device_args=hit.device_args,
+                    flags=self._call_flags(info, hit.node, frozenset()) if hit.kind == "call" else (),
                 )
                 if into is not None:
                     if site.scope is None and site.undeclared:
@@ -1033,7 +1046,7 @@ class SyncAnalysis:
             summary.record_sync(self._calling(site.callee, self.line(info, site.node), site.on_device))
         elif site.kind == "call":
             if site.callee != info.qualname:
-                flags = call_flags(site.node, flag_params(info.node), lambda name: name not in self._bindings_of(info).counts)
+                flags = self._call_flags(info, site.node, flag_params(info.node))
                 summary.sync_calls.append(SyncCall(site.callee, self.line(info, site.node), flags=flags,
                                                    through=site.through, device_args=site.device_args))
         elif summary.sync is None:
@@ -1245,6 +1258,22 @@ class SyncAnalysis:
         live = {name: value for name, value in constants.items() if name not in rebound}
         return live if len(live) == len(constants) or decides_any(info.node, live) else {}
 
+    def _call_flags(self, info: FunctionInfo, call: cst.CSTNode, handed: frozenset[str]) -> CallFlags:
+        """What a call in ``info`` binds its callee's flags to (``flags.call_flags``): literals,
+        values certainly not ``None``, and ``handed`` (the flag parameters of ``info`` it may
+        pass on) where still as passed."""
+        if type(call) is not cst.Call:
+            return ()
+        counts = self._bindings_of(info).counts
+        return call_flags(call, handed, lambda name: name not in counts,
+                          lambda node: not_none(node, self._names_not_none(info)))
+
+    def _names_not_none(self, info: FunctionInfo) -> _NamesNotNone:
+        known = self._not_none.get(id(info.node))
+        if known is None:
+            known = self._not_none[id(info.node)] = _NamesNotNone(info.node, self._bindings_of(info))
+        return known
+
     def _bindings_of(self, info: FunctionInfo) -> _Bindings:
         found = self._bindings.get(id(info.node))
         if found is None:
@@ -1441,6 +1470,39 @@ class _Bindings:
                     self.counts[(dotted(alias.name) or "").split(".")[0]] += 1
 
 
+class _NamesNotNone:
+    """Which names of a function certainly hold no ``None`` where read (``flags.not_none``
+    asks): a parameter annotated with a type ``None`` is not (``max_seqlen: int``, default not
+    ``None``), and a local whose every binding assigns such a value (``n = int(lens.max())``),
+    the parameter's rebindings too. Looked up on demand, each name once. A callable object, not
+    a closure: a closure calling itself is a reference cycle, and would keep the tree alive."""
+
+    def __init__(self, function: cst.FunctionDef, bindings: _Bindings) -> None:
+        signature = function.params
+        self._params = {param.name.value: param
+                        for param in (*signature.posonly_params, *signature.params, *signature.kwonly_params)}
+        self._bindings = bindings
+        self._answers: dict[str, bool] = {}
+
+    def __call__(self, name: str) -> bool:
+        answer = self._answers.get(name)
+        if answer is None:
+            self._answers[name] = False  # while looking (``n = n + 1``): not known
+            answer = self._answers[name] = self._holds(name)
+        return answer
+
+    def _holds(self, name: str) -> bool:
+        param = self._params.get(name)
+        if param is not None and not (excludes_none(param.annotation) and (
+                param.default is None or constant(param.default) is not None)):
+            return False
+        values = [assign.value for assign in self._bindings.assigns for target in assign.targets
+                  if type(target.target) is cst.Name and target.target.value == name]
+        if len(values) != self._bindings.counts[name] or (param is None and not values):
+            return False
+        return all(not_none(value, self) for value in values)
+
+
 class _CaptureTargets(cst.CSTVisitor):
     """Names bound inside expressions (walrus) and ``case`` patterns."""
 
@@ -1488,8 +1550,7 @@ def callee_condition(site: SyncSite) -> CalleeCondition | None:
     to (``prepare(n, return_host=False)`` calls a function that syncs only under the flag)."""
     if site.kind != "call":
         return None
-    flags = call_flags(site.node, frozenset(), lambda name: False) if type(site.node) is cst.Call else ()
-    return CalleeCondition("sync", site.callee, flags=flags, through=site.through, device_args=site.device_args)
+    return CalleeCondition("sync", site.callee, flags=site.flags, through=site.through, device_args=site.device_args)
 
 
 def site_message(analysis: SyncAnalysis, site: SyncSite, lead: str) -> str:

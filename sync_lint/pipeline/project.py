@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sync_lint.analysis.summaries import (
+    NOT_NONE,
     UNPACKED,
     ArgKey,
     CallFlags,
@@ -305,7 +306,8 @@ def _not_when(unless: frozenset[FlagValue] | None) -> str:
     call could be written instead (``; not so when called with `use_l2norm=True` ``)."""
     if not unless:
         return ""
-    ways = " or ".join(f"`{flag}={value}`" for flag, value in sorted(unless))
+    ways = " or ".join(f"`{flag}` other than None" if value is NOT_NONE else f"`{flag}={value}`"
+                       for flag, value in sorted(unless, key=lambda item: (item[0], str(item[1]))))
     return f"; not so when called with {ways}"
 
 
