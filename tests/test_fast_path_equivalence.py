@@ -656,6 +656,20 @@ def test_fixture_files_alone_equal_plain(monkeypatch):
     assert found > 20, found
 
 
+def test_fixtures_with_preview_rules_fast_equal_plain(monkeypatch):
+    """The preview rules too: GPU204 (a hot-scope rule) and GPU205, whose seeds are the
+    functions holding its words (a copy's call), not the hot units, and whose findings rest on
+    nothing outside them. Over all the fixtures, and each file on its own."""
+    monkeypatch.setattr(runner, "all_rules", all_rules)  # without the probes, as above
+    options = {**OPTIONS, "preview": True}
+    files = python_files(FIXTURES)
+    expected = plain(files, monkeypatch, options)
+    assert {"GPU204", "GPU205"} <= {entry[5] for entry in expected}
+    assert fast(files, options=options) == expected
+    for path in files:
+        assert fast([path], options=options) == plain([path], monkeypatch, options), path
+
+
 def test_one_file_plan_is_actually_used(corpus_files):
     """Otherwise test_one_file_runs_equal_plain is vacuous for it: some files checked alone
     must be parsed with functions masked, and yet have findings."""

@@ -24,7 +24,9 @@ def layout_findings(source: str) -> list[tuple[int, str]]:
 
 def sync_findings(source: str) -> list[tuple[int, str]]:
     found = lint_text(textwrap.dedent(source), preview=True, sync_guard=GUARD)
-    return [(d.line, d.code) for d in found if d.code.startswith("GPU2")]
+    # GPU205 (a blocking copy onto the GPU: ``lens.cuda()`` below) is no GPU->CPU sync these
+    # tests follow through a join.
+    return [(d.line, d.code) for d in found if d.code.startswith("GPU2") and d.code != "GPU205"]
 
 
 # -- GPU1xx: a view made on a path that returns is not what the code after the `if` sees -------

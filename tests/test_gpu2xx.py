@@ -1630,3 +1630,82 @@ def test_a_long_sync_call_is_quoted_with_its_end():
                 return common
     """)
     assert message.endswith(": `torch.cuda.current_str..._builder).synchronize()`"), message
+
+
+# -- GPU205: blocking copies onto the GPU (measured on an H100: each holds the host until the
+# queued GPU work is done, and fails ``set_sync_debug_mode("error")``) ---------------------------
+
+def test_blocking_copies_of_host_data_onto_the_gpu_in_hot_code():
+    check("""
+        import numpy as np
+        import torch
+        from reference_kernels.sync_check import gpu_sync_allowed
+
+
+        class FlashMetadataBuilder:
+            def build(self, common):
+                a = common.query_start_loc_cpu.to(self.device)  # expect: GPU205
+                b = torch.from_numpy(np.arange(4)).to(common.seq_lens.device)  # expect: GPU205
+                c = self.block_table.cpu[:4].to(self.device, dtype=torch.int32)  # expect: GPU205
+                d = torch.tensor([0, common.num_reqs], device=self.device)  # expect: GPU205
+                self.slots.gpu.copy_(common.slot_mapping_cpu)  # expect: GPU205
+                e = common.query_start_loc_cpu.to(self.device, non_blocking=True)
+                f = torch.tensor([0, 1], pin_memory=True).to(self.device, non_blocking=True)
+                self.slots.gpu.copy_(common.slot_mapping_cpu, non_blocking=True)
+                with gpu_sync_allowed():
+                    g = common.seq_lens_cpu.to(self.device)
+                h = torch.tensor(common.seq_lens, device=self.device)  # unknown: maybe a GPU tensor
+                i = torch.zeros(4, device=self.device)
+                return a, b, c, d, e, f, g, h, i
+    """)
+
+
+def test_module_state_and_compiled_code_are_not_judged_as_copies_onto_the_gpu():
+    """A parameter or buffer made on the CPU in ``__init__`` is on the GPU by ``forward`` (the
+    module moved it); what ``torch.compile`` does with host data is the compiler's choice; a
+    helper hot code calls is not followed, nor is set-up code."""
+    check("""
+        import torch
+
+
+        class Norm(torch.nn.Module):
+            def __init__(self, dim, device):
+                super().__init__()
+                self.weight = torch.nn.Parameter(torch.ones(dim))
+                self.freqs = torch.ones(dim)
+                self.table = torch.tensor([1, 2, 3]).to(device)
+
+            def forward(self, x):
+                return x * self.weight.to(x.device) + self.freqs.unsqueeze(0).to(x.device)
+
+
+        @torch.compile
+        def scaled(x):
+            return x * torch.tensor([0.5, 2.0], device=x.device)
+
+
+        def lens_on(device, lens):
+            return torch.tensor(lens, device=device)
+
+
+        class Model(torch.nn.Module):
+            def forward(self, x, lens: list[int]):
+                return scaled(x), lens_on(x.device, lens)
+    """)
+
+
+def test_a_blocking_copy_onto_the_gpu_is_gpu205_alone():
+    """Not a GPU->CPU sync to GPU201/GPU202/GPU204 (nor does it make a declaration live or a
+    helper sync for its callers), and GPU205 is a preview rule."""
+    source = """
+        import torch
+
+
+        class FlashMetadataBuilder:
+            def build(self, common):
+                for i in range(4):
+                    x = common.seq_lens_cpu.to(self.device)
+                return x
+    """
+    assert findings(source) == {(8, "GPU205")}
+    assert findings(source, preview=False) == set()

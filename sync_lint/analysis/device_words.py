@@ -21,11 +21,13 @@ HOST_ATTRIBUTES = frozenset({
 })  # fmt: skip
 
 # Sync sites (``analysis.syncs``): methods that copy to the host, ops whose output size depends on
-# the data, torch functions whose size arguments become Python ints (``full``: only the first),
-# and the builtins that read a tensor as a Python number or truth value.
+# the data (``bincount``: its largest value, read on the host even with ``minlength=``), torch
+# functions whose size arguments become Python ints (``full``: only the first), and the builtins
+# that read a tensor as a Python number or truth value.
 EXPLICIT_METHODS = frozenset({"item", "tolist", "cpu", "numpy"})
-DATA_DEPENDENT_METHODS = frozenset({"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select"})
-DATA_DEPENDENT_FUNCTIONS = frozenset({"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select"})
+DATA_DEPENDENT_METHODS = frozenset({"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select", "bincount"})
+DATA_DEPENDENT_FUNCTIONS = frozenset({"nonzero", "argwhere", "unique", "unique_consecutive", "masked_select",
+                                      "bincount"})
 SIZE_FUNCTIONS = frozenset({"arange", "empty", "zeros", "ones", "full", "rand", "randn"})
 PROTOCOL_BUILTINS = ("int", "float", "bool", "complex")
 # Builtins that format their arguments as text: a tensor's text holds its values, copied to the

@@ -45,6 +45,9 @@ class Hotness:
     reason: str | None  # "hot path `Builder.build`", None when not hot
     cold: bool  # never hot (cold-function-patterns)
     hot_class: bool  # a method of a hot class (``HotNames``: a listed one, or one with a contract)
+    # Compiled with ``torch.compile``: what it does with host data (a constant of the graph, or
+    # an input) is the compiler's choice, so GPU205 does not judge its copies.
+    compiled: bool = False
 
 
 class HotScopes:
@@ -147,7 +150,7 @@ class HotScopes:
             return Hotness(None, False, False)
         short = f"{class_node.name.value}.{info.name}" if class_node is not None else info.name
         if any(d in _COMPILE for d in info.decorators) or (class_node is None and info.name in self._compiled_names):
-            return Hotness(f"`torch.compile`d `{short}`", False, hot_class)
+            return Hotness(f"`torch.compile`d `{short}`", False, hot_class, compiled=True)
         if class_node is not None:
             if hot_class and matches(info.name, self.names.hot_method_patterns(self._class_names(class_node), nn_module=False)):
                 return Hotness(f"hot path `{short}`", False, True)

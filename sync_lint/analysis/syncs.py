@@ -8,7 +8,8 @@ For every function, one forward walk (``flow.Walker`` with ``device.DeviceDomain
   ``while`` / ``assert`` / conditional-expression / comprehension condition or as an operand of
   ``and`` / ``or`` / ``not``, ``.any()`` / ``.all()`` in a condition, boolean-mask indexing,
   ``nonzero`` / ``argwhere`` / one-argument ``torch.where`` / ``unique`` / ``masked_select`` /
-  ``repeat_interleave`` with tensor repeats and no ``output_size=``, a GPU tensor used as a
+  ``bincount`` / ``one_hot`` without ``num_classes`` / ``repeat_interleave`` with tensor repeats
+  and no ``output_size=`` (each reads the data to size its output), a GPU tensor used as a
   Python int (``range(t)``, slice bounds, sizes of ``torch.arange`` / ``empty`` / ``zeros`` ...),
   a Python bool read from tensors' data (``torch.equal`` / ``allclose`` / ``is_nonzero`` and the
   methods of those names: the bool itself is host-side, so using it later is no second sync);
@@ -59,6 +60,7 @@ from sync_lint.analysis.device import (
     is_literal,
     is_true,
     keyword,
+    name_hint,
     positional,
 )
 from sync_lint.analysis.device_words import (
@@ -367,10 +369,12 @@ class _Scanner:
     """Finds sync sites in the expressions of one statement (``broad``: anything that may sync)."""
 
     def __init__(self, analysis: SyncAnalysis, info: FunctionInfo, domain: DeviceDomain, report_unknown: bool,
-                 broad: bool = False, calls: bool = True, device_args: bool = False) -> None:
+                 broad: bool = False, calls: bool = True, device_args: bool = False, uploads: bool = False) -> None:
         """``calls``: judge the calls of project functions (a walk for explicit syncs alone does
         not); ``device_args``: tell which arguments of a call of another file's function are on
-        the GPU (``SyncCall.device_args``: only a summary's own walk records them)."""
+        the GPU (``SyncCall.device_args``: only a summary's own walk records them); ``uploads``:
+        also find blocking copies of CPU data onto the GPU (kind "upload", GPU205), which the
+        walk that reports hot sites asks for alone."""
         self.analysis = analysis
         self.ctx = analysis.ctx
         self.names = analysis.ctx.names
@@ -380,6 +384,7 @@ class _Scanner:
         self.broad = broad
         self.calls = calls
         self.device_args = device_args
+        self.uploads = uploads and not broad
         self.hits: list[_Hit] = []
         # Whether it met an explicit sync's call on any receiver (``SyncAnalysis._record_syncs_on``).
         self.explicit_calls = False
@@ -667,14 +672,25 @@ class _Scanner:
                     self._candidate(node, loop)
             elif target is not None and target.is_host and not non_blocking and self._device_ish(receiver):
                 self._hit(node, "explicit", "`.to(\"cpu\")` of `{code}`", receiver_node, loop)
+            elif self.uploads and target is not None and target.is_device and not non_blocking \
+                    and _in_host_memory(receiver_node, receiver):
+                self._hit(node, "upload", "a blocking `.to()` of the CPU tensor `{code}` onto the GPU", receiver_node, loop)
+        elif method == "cuda":
+            if self.uploads and not non_blocking and _in_host_memory(receiver_node, receiver):
+                self._hit(node, "upload", "a blocking `.cuda()` of the CPU tensor `{code}`", receiver_node, loop)
         elif method == "copy_":
             if self.broad:
                 self._candidate(node, loop)
             else:
                 args = positional(node)
-                if args and receiver.is_host and not non_blocking and self.domain.evaluate(args[0], env).is_device:
+                source = self.domain.evaluate(args[0], env) if args else None
+                if source is not None and receiver.is_host and not non_blocking and source.is_device:
                     self._hit(node, "explicit", "a blocking `.copy_()` of a GPU tensor into the CPU tensor `{code}`",
                               receiver_node, loop)
+                elif self.uploads and source is not None and receiver.is_device and not non_blocking \
+                        and _in_host_memory(args[0], source):
+                    self._hit(node, "upload", "a blocking `.copy_()` of the CPU tensor `{code}` into a GPU tensor",
+                              args[0], loop)
         elif method in DATA_DEPENDENT_METHODS:
             if self.broad:
                 if self._maybe_device(receiver):
@@ -721,6 +737,14 @@ class _Scanner:
         short = name.rsplit(".", 1)[-1]
         args = positional(node)
         has_keywords = any(arg.keyword is not None for arg in node.args)
+        if short in ("tensor", "as_tensor") and name.count(".") == 1:
+            # Host data made straight on the GPU: a blocking copy from pageable memory.
+            data = args[0] if args else keyword(node, "data")
+            target = self.domain.device_argument(node, env)
+            if self.uploads and data is not None and target is not None and target.is_device \
+                    and self.domain.evaluate(data, env).is_host:
+                self._hit(node, "upload", f"`torch.{short}()` of host data made on the GPU (a blocking copy)", None, loop)
+            return
         if short in DATA_DEPENDENT_FUNCTIONS or (short == "where" and len(args) == 1 and not has_keywords):
             first = args[0] if args else keyword(node, "input") or keyword(node, "condition")
             place = self.domain.evaluate(first, env) if first is not None else Place("unknown")
@@ -732,6 +756,14 @@ class _Scanner:
             operands = [*args[:2], keyword(node, "input"), keyword(node, "other")]
             places = [self.domain.evaluate(operand, env) for operand in operands if operand is not None]
             self._value_read(node, places, loop)
+        elif short == "one_hot" and not _counts_classes(args[1] if len(args) > 1 else keyword(node, "num_classes")):
+            # ``num_classes`` left out (or -1): the largest value, read on the host, sizes the output.
+            place = self.domain.evaluate(args[0], env) if args else Place("unknown")
+            if self.broad:
+                self._candidate(node, loop)
+            elif self._device_ish(place):
+                self._hit(node, "implicit", "`one_hot()` without `num_classes=` (its output size depends on the data)",
+                          None, loop)
         elif short == "repeat_interleave":
             repeats = keyword(node, "repeats") or (args[1] if len(args) > 1 else args[0] if args else None)
             source = self.domain.evaluate(args[0], env) if len(args) > 1 else Place("unknown")
@@ -984,7 +1016,8 @@ class SyncAnalysis:
         truth), the summary's only into ``into`` (``_flag_conditions``)."""
         report_unknown = self.policy == "always" or (self.policy == "hot-classes" and hot.hot_class)
         domain = DeviceDomain(self.ctx.names, self._class_attributes(info))
-        scanner = _Scanner(self, info, domain, report_unknown, device_args=assume is None)
+        scanner = _Scanner(self, info, domain, report_unknown, device_args=assume is None,
+                           uploads=assume is None and not hot.compiled)
         decorated = self.declarations.mentioned and self.declarations.decorates(info.node)
         short = f"{info.class_name}.{info.name}" if info.class_name else info.name
         graph_scope = f"code captured by `torch.cuda.graph` in `{short}`"
@@ -1004,6 +1037,10 @@ class SyncAnalysis:
                     through=hit.through, on_device=hit.on_device, device_args=hit.device_args,
                     flags=self._call_flags(info, hit.node, frozenset()) if hit.kind == "call" else (),
                 )
+                if site.kind == "upload":  # GPU205 reports them in hot code; no summary records one
+                    if into is None and site.scope is not None:
+                        self.sites.append(site)
+                    continue
                 if into is not None:
                     if site.scope is None and site.undeclared:
                         self._summarise(info, site, into)
@@ -1468,6 +1505,31 @@ class _Bindings:
                     self.bind(alias.asname.name)
                 else:  # ``import a.b`` binds ``a``
                     self.counts[(dotted(alias.name) or "").split(".")[0]] += 1
+
+
+def _in_host_memory(node: cst.BaseExpression, place: Place) -> bool:
+    """Is an expression a tensor known to be in host memory, what a copy onto the GPU reads
+    from? Not module state (``self.weight``, ``self.freqs.unsqueeze(0)``) whose name says
+    nothing of the host: a parameter or buffer made on the CPU in ``__init__`` moves to the GPU
+    with its module, which the device domain does not follow."""
+    if not (place.where == "host" and place.tensor):
+        return False
+    while True:
+        kind = type(node)
+        if kind is cst.Attribute:
+            if name_hint(node.attr.value) is not None:
+                return True  # ``self.seq_lens_cpu``, ``self.buffer.cpu``
+            node = node.value
+        elif kind is cst.Call or kind is cst.Subscript:
+            node = node.func if kind is cst.Call else node.value
+        else:
+            return not (kind is cst.Name and node.value in ("self", "cls"))
+
+
+def _counts_classes(num_classes: cst.BaseExpression | None) -> bool:
+    """Does ``one_hot``'s ``num_classes`` argument fix the output's width (anything but a
+    missing one or a literal ``-1``, the default, which reads the data's largest value)?"""
+    return num_classes is not None and constant(num_classes) != -1
 
 
 class _NamesNotNone:

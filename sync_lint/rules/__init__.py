@@ -13,6 +13,7 @@ RULE_MODULES = (
     "sync_lint.rules.gpu202_implicit_sync_in_hot_path",
     "sync_lint.rules.gpu203_stale_sync_declaration",
     "sync_lint.rules.gpu204_sync_in_loop",
+    "sync_lint.rules.gpu205_blocking_copy_to_gpu_in_hot_path",
     "sync_lint.rules.gpu101_cast_as_contiguity_fix",
     "sync_lint.rules.gpu102_non_contiguous_view_to_kernel",
     "sync_lint.rules.gpu103_contiguity_lost_after_fix",

@@ -24,7 +24,9 @@ class ImplicitSyncInHotPath(HotScopeRule):
         "`bool()` of a tensor; a tensor as an `if` / `while` / `assert` condition, a conditional-expression "
         "test, or an operand of `and` / `or` / `not`; `.any()` / `.all()` in a condition; boolean-mask "
         "indexing `x[mask]`; `torch.nonzero` / `.nonzero()` / `argwhere`, one-argument `torch.where(cond)`, "
-        "`torch.unique`, `masked_select`, `repeat_interleave` with tensor repeats and no `output_size=`; "
+        "`torch.unique`, `masked_select`, `torch.bincount` / `.bincount()` (with `minlength=` too: its length is "
+        "the largest value plus one), `F.one_hot(t)` without `num_classes=`, `repeat_interleave` with tensor "
+        "repeats and no `output_size=`; "
         "`torch.equal(a, b)` / `torch.allclose(a, b)` / `torch.is_nonzero(t)` (and the methods `a.equal(b)`, "
         "`a.allclose(b)`, `t.is_nonzero()`), whose Python bool is read from the data (reported at the call: "
         "a later `if same:` on that bool is no second sync; `torch.isclose` returns a tensor and is none); a "
@@ -89,6 +91,13 @@ class ImplicitSyncInHotPath(HotScopeRule):
         "        partial = not torch.equal(common.prompt_lens_cpu, common.num_scheduled_tokens_cpu)\n"
         "        close = torch.isclose(common.seq_lens.to(self.device), common.query_lens.to(self.device))\n"
         "        return partial, close\n"),
+        # A fixed number of classes; counting on a host copy.
+        ("import torch\nimport torch.nn.functional as F\n\n"
+        "class MoE(torch.nn.Module):\n"
+        "    def forward(self, topk_ids: torch.Tensor, topk_ids_cpu: torch.Tensor):\n"
+        "        topk_ids = topk_ids.to(self.device, non_blocking=True)\n"
+        "        per_expert = torch.bincount(topk_ids_cpu.flatten(), minlength=self.num_experts)\n"
+        "        return per_expert, F.one_hot(topk_ids, num_classes=self.num_experts), F.one_hot(topk_ids, 8)\n"),
     )
     invalid = (
         ("import torch\n\n"
@@ -117,6 +126,17 @@ class ImplicitSyncInHotPath(HotScopeRule):
         "        if same or not torch.allclose(positions, raw_positions.float()):  # expect: GPU202\n"
         "            return positions\n"
         "        return torch.is_nonzero(positions[:1])  # expect: GPU202\n"),
+        # Output sizes read from the data: the largest expert id, the largest class.
+        ("import torch\nimport torch.nn.functional as F\n\n"
+        "class MoE(torch.nn.Module):\n"
+        "    def forward(self, topk_ids: torch.Tensor, labels: torch.Tensor):\n"
+        "        topk_ids = topk_ids.to(self.device, non_blocking=True)\n"
+        "        per_expert = torch.bincount(topk_ids.flatten(), minlength=self.num_experts)  # expect: GPU202\n"
+        "        ids = topk_ids.bincount()  # expect: GPU202\n"
+        "        labels = labels.to(self.device, non_blocking=True)\n"
+        "        wide = F.one_hot(labels)  # expect: GPU202\n"
+        "        also_wide = F.one_hot(labels, -1)  # expect: GPU202\n"
+        "        return per_expert, ids, wide, also_wide\n"),
         # A debug print, or a log message built eagerly, formats the tensor's values on the host.
         ("import logging\n\nimport torch\n\nlogger = logging.getLogger(__name__)\n\n"
         "class Model(torch.nn.Module):\n"

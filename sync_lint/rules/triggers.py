@@ -47,7 +47,10 @@ EXPLICIT_TRIGGERS = (".item(", ".tolist(", ".cpu(", ".numpy(", "synchronize", '"
 IMPLICIT_TRIGGERS = (
     "nonzero", "argwhere", "unique", "masked_select", "repeat_interleave", "where(", "device", ".cuda(", "_gpu",
     ".gpu", ".equal(", ".allclose(",  # ``torch.equal(a, b)`` / ``a.allclose(b)``; "nonzero" has ``is_nonzero``
+    "bincount", "one_hot(",
 )
+# Copies onto the GPU (GPU205): ``.to(`` / ``.cuda(`` / ``.copy_(`` and ``torch.tensor(`` / ``as_tensor(``.
+UPLOAD_TRIGGERS = (".to(", ".cuda(", ".copy_(", "tensor(")
 # Only the configured ``sync-declarations`` are declarations; their names become triggers
 # (``trigger_options``), so the default's is the only fixed one.
 DECLARATION_TRIGGERS = ("gpu_sync_allowed",)

@@ -516,3 +516,35 @@ def test_stale_allow_hides_a_sync_added_later(kernel_device, generator, arm_sync
         assert reported == set()
     else:
         assert reported == {(str(path), edited_line)}
+
+
+UPLOAD_CODES = {"GPU205"}
+
+
+@pytest.mark.gpu
+def test_blocking_copies_onto_the_gpu_fixture(generator, arm_sync_check):
+    """GPU205 (preview) on ``fixtures/gpu2xx/uploads.py``: on CUDA the armed checker (PyTorch's
+    sync debug mode) reports exactly the lines GPU205 flags, the blocking copies of host data
+    onto the GPU, and none of the look-alikes: the asynchronous copies, the device-side
+    factories, the copy between GPU tensors, the declared copy, the module's own state. There
+    is no CPU variant: on the CPU a copy to the device copies nothing."""
+    from sync_lint.api import lint_paths
+
+    path = FIXTURES / "gpu2xx" / "uploads.py"
+    module = load_fixture_module(path)
+    device = torch.device("cuda")
+    batch = random_mla_batch([3, 1], [5, 2], num_heads=2, kv_lora_rank=16, rope_dim=8, block_size=4,
+                             generator=generator, device=device)
+    builder = module.StagedMLAMetadataBuilder(device)
+    norm = module.ScaledNorm(8).to(device)
+    x = torch.randn(4, 8, generator=generator).to(device)
+
+    def step():
+        builder.build(0, batch.common)
+        return norm(x, [0.5] * 8)
+
+    diagnostics = lint_paths([str(path), str(FIXTURES.parent / "reference_kernels")], preview=True)
+    flagged = {d.line for d in diagnostics if Path(d.path).resolve() == path.resolve() and d.code in UPLOAD_CODES}
+    assert flagged == _annotated_lines(path, UPLOAD_CODES) and len(flagged) == 5
+    reported = _reported_lines(step, arm_sync_check)
+    assert reported == {(str(path), line) for line in flagged}
