@@ -8,7 +8,8 @@ For every function, one forward walk (``flow.Walker`` with ``device.DeviceDomain
   ``while`` / ``assert`` / conditional-expression / comprehension condition or as an operand of
   ``and`` / ``or`` / ``not``, ``.any()`` / ``.all()`` in a condition, boolean-mask indexing,
   ``nonzero`` / ``argwhere`` / one-argument ``torch.where`` / ``unique`` / ``masked_select`` /
-  ``bincount`` / ``one_hot`` without ``num_classes`` / ``repeat_interleave`` with tensor repeats
+  ``bincount`` / ``one_hot`` without ``num_classes`` / ``histc`` without a range /
+  ``repeat_interleave`` with tensor repeats
   and no ``output_size=`` (each reads the data to size its output), a GPU tensor used as a
   Python int (``range(t)``, slice bounds, sizes of ``torch.arange`` / ``empty`` / ``zeros`` ...),
   a Python bool read from tensors' data (``torch.equal`` / ``allclose`` / ``is_nonzero`` and the
@@ -698,6 +699,8 @@ class _Scanner:
             elif self._device_ish(receiver):
                 self._hit(node, "implicit", f"`.{method}()` of `{{code}}` (its output size depends on the data)",
                           receiver_node, loop)
+        elif method == "histc":
+            self._histc(node, receiver, positional(node)[1:3], loop)
         elif method == "repeat_interleave":
             args = positional(node)
             repeats = keyword(node, "repeats") or (args[0] if args else None)
@@ -719,6 +722,19 @@ class _Scanner:
                 self._candidate(node, loop)
         elif self._device_ish(place, tensor=True) and not receiver.is_host:
             self._hit(node, "implicit", "`repeat_interleave` with tensor repeats and no `output_size=`", None, loop)
+
+    def _histc(self, node: cst.Call, place: Place, bounds: list[cst.BaseExpression], loop: bool) -> None:
+        """``torch.histc(x)`` / ``x.histc()``: with ``min`` and ``max`` equal (both 0, the
+        defaults), the range is the data's own, read on the host."""
+        low = keyword(node, "min") or (bounds[0] if bounds else None)
+        high = keyword(node, "max") or (bounds[1] if len(bounds) > 1 else None)
+        if low is not None and high is not None and not (is_literal(low) and constant(low) == constant(high)):
+            return
+        if self.broad:
+            if self._maybe_device(place):
+                self._candidate(node, loop)
+        elif self._device_ish(place):
+            self._hit(node, "implicit", "`histc()` without `min=` / `max=` (its range is read from the data)", None, loop)
 
     def _value_read(self, node: cst.Call, operands: list[Place], loop: bool) -> None:
         """``torch.equal(a, b)`` / ``a.allclose(b)`` / ``t.is_nonzero()``: a Python bool computed
@@ -764,6 +780,9 @@ class _Scanner:
             elif self._device_ish(place):
                 self._hit(node, "implicit", "`one_hot()` without `num_classes=` (its output size depends on the data)",
                           None, loop)
+        elif short == "histc" and name.count(".") == 1:
+            place = self.domain.evaluate(args[0], env) if args else Place("unknown")
+            self._histc(node, place, args[2:4], loop)
         elif short == "repeat_interleave":
             repeats = keyword(node, "repeats") or (args[1] if len(args) > 1 else args[0] if args else None)
             source = self.domain.evaluate(args[0], env) if len(args) > 1 else Place("unknown")

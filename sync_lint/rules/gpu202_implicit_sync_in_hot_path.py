@@ -25,7 +25,8 @@ class ImplicitSyncInHotPath(HotScopeRule):
         "test, or an operand of `and` / `or` / `not`; `.any()` / `.all()` in a condition; boolean-mask "
         "indexing `x[mask]`; `torch.nonzero` / `.nonzero()` / `argwhere`, one-argument `torch.where(cond)`, "
         "`torch.unique`, `masked_select`, `torch.bincount` / `.bincount()` (with `minlength=` too: its length is "
-        "the largest value plus one), `F.one_hot(t)` without `num_classes=`, `repeat_interleave` with tensor "
+        "the largest value plus one), `F.one_hot(t)` without `num_classes=`, `torch.histc(t)` without `min=` and "
+        "`max=` (its range is the data's), `repeat_interleave` with tensor "
         "repeats and no `output_size=`; "
         "`torch.equal(a, b)` / `torch.allclose(a, b)` / `torch.is_nonzero(t)` (and the methods `a.equal(b)`, "
         "`a.allclose(b)`, `t.is_nonzero()`), whose Python bool is read from the data (reported at the call: "
@@ -97,7 +98,8 @@ class ImplicitSyncInHotPath(HotScopeRule):
         "    def forward(self, topk_ids: torch.Tensor, topk_ids_cpu: torch.Tensor):\n"
         "        topk_ids = topk_ids.to(self.device, non_blocking=True)\n"
         "        per_expert = torch.bincount(topk_ids_cpu.flatten(), minlength=self.num_experts)\n"
-        "        return per_expert, F.one_hot(topk_ids, num_classes=self.num_experts), F.one_hot(topk_ids, 8)\n"),
+        "        spread = topk_ids.float().histc(8, 0, self.num_experts)\n"
+        "        return per_expert, F.one_hot(topk_ids, num_classes=self.num_experts), F.one_hot(topk_ids, 8), spread\n"),
     )
     invalid = (
         ("import torch\n\n"
@@ -136,7 +138,8 @@ class ImplicitSyncInHotPath(HotScopeRule):
         "        labels = labels.to(self.device, non_blocking=True)\n"
         "        wide = F.one_hot(labels)  # expect: GPU202\n"
         "        also_wide = F.one_hot(labels, -1)  # expect: GPU202\n"
-        "        return per_expert, ids, wide, also_wide\n"),
+        "        spread = torch.histc(topk_ids.float(), bins=8)  # expect: GPU202\n"
+        "        return per_expert, ids, wide, also_wide, spread\n"),
         # A debug print, or a log message built eagerly, formats the tensor's values on the host.
         ("import logging\n\nimport torch\n\nlogger = logging.getLogger(__name__)\n\n"
         "class Model(torch.nn.Module):\n"

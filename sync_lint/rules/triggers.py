@@ -47,7 +47,7 @@ EXPLICIT_TRIGGERS = (".item(", ".tolist(", ".cpu(", ".numpy(", "synchronize", '"
 IMPLICIT_TRIGGERS = (
     "nonzero", "argwhere", "unique", "masked_select", "repeat_interleave", "where(", "device", ".cuda(", "_gpu",
     ".gpu", ".equal(", ".allclose(",  # ``torch.equal(a, b)`` / ``a.allclose(b)``; "nonzero" has ``is_nonzero``
-    "bincount", "one_hot(",
+    "bincount", "one_hot(", "histc(",
 )
 # Copies onto the GPU (GPU205): ``.to(`` / ``.cuda(`` / ``.copy_(`` and ``torch.tensor(`` / ``as_tensor(``.
 UPLOAD_TRIGGERS = (".to(", ".cuda(", ".copy_(", "tensor(")

@@ -521,9 +521,11 @@ _PLACEMENT_KEYWORDS = frozenset({"device", "dtype", "layout", "pin_memory", "req
                                  "non_blocking", "out", "generator"})
 # Calls that are a sync site when handed a GPU tensor (``analysis.syncs._Scanner``): methods
 # (their receiver too), builtins, and torch functions (by their last name).
-_SYNC_METHODS = EXPLICIT_METHODS | DATA_DEPENDENT_METHODS | VALUE_READS | {"to", "copy_", "repeat_interleave"}
+_SYNC_METHODS = EXPLICIT_METHODS | DATA_DEPENDENT_METHODS | VALUE_READS | {"to", "copy_", "repeat_interleave", "histc"}
 _SYNC_BUILTINS = frozenset({*PROTOCOL_BUILTINS, *FORMATTING_BUILTINS, "range"})
-_SYNC_TORCH_FUNCTIONS = DATA_DEPENDENT_FUNCTIONS | VALUE_READS | SIZE_FUNCTIONS | {"where", "repeat_interleave", "one_hot"}
+_SYNC_TORCH_FUNCTIONS = DATA_DEPENDENT_FUNCTIONS | VALUE_READS | SIZE_FUNCTIONS | {
+    "where", "repeat_interleave", "one_hot", "histc",
+}
 
 
 def _may_name_the_host(call: ast.Call) -> bool:
