@@ -657,9 +657,9 @@ def test_fixture_files_alone_equal_plain(monkeypatch):
 
 
 def test_fixtures_with_preview_rules_fast_equal_plain(monkeypatch):
-    """The preview rules too: GPU204 (a hot-scope rule) and GPU205, whose seeds are the
-    functions holding its words (a copy's call), not the hot units, and whose findings rest on
-    nothing outside them. Over all the fixtures, and each file on its own."""
+    """The preview rules too: GPU204, and GPU205, a hot-scope rule that reports at sites of a
+    hot function's own (a copy onto the GPU) whether or not that function may sync
+    (``Rule.own_site_words``). Over all the fixtures, and each file on its own."""
     monkeypatch.setattr(runner, "all_rules", all_rules)  # without the probes, as above
     options = {**OPTIONS, "preview": True}
     files = python_files(FIXTURES)

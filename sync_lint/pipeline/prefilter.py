@@ -58,7 +58,8 @@ def rules_that_can_report(
     def may_report(rule: Rule) -> bool:
         if not may_match(rule, text, alone=True):
             return False
-        if rule.reports_only_in_hot_scopes and not scout_says("may_sync_in_a_hot_scope"):
+        if rule.reports_only_in_hot_scopes and not scout_says(
+                "may_sync_in_a_hot_scope" if rule.own_site_words is None else "may_have_hot_scope"):
             return False
         if rule.reports_only_at_sinks:
             return scout_says("may_report_at_a_sink")

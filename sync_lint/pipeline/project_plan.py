@@ -96,6 +96,9 @@ class UnitOutline:
     # whether its code may hold a value from a named device, to hand on (``SyncOutline``).
     on_parameters: bool = False
     tainted: bool = True
+    # Whether its text holds the words of a hot-scope rule that reports only at sites of its own
+    # (``Rule.own_site_words``): kept wherever hot code may reach it, syncing or not.
+    own_sites: bool = False
 
 
 @dataclass
@@ -198,6 +201,12 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
             plan, tree, module_name, found.imports, settings["alias-modules"], whole=seeds is None,
             sink_scout=file_scout if found.at_sinks else None,
         )
+    own_words = [rule.own_site_words for rule in active if rule.reports_only_in_hot_scopes and rule.own_site_words]
+    if own_words:
+        pattern = re.compile("|".join(re.escape(word) for words in own_words for word in words))
+        with_words = set(plan.matching(pattern, set()))
+        for unit in found.units:
+            unit.own_sites = unit.index in with_words
     if sync_outline is not None:
         memoised = file_scout.memoised_functions()
         for unit in found.units:
@@ -563,11 +572,15 @@ class ProjectPlan:
 
         Hot code reads one definition besides summaries: a memoised function's, where it hands
         the tensor one returns to another (``SyncAnalysis.cached_call``: no sync per step), so
-        each memoised function it may call is kept too (``UnitOutline.memoised``)."""
-        syncing, memoised, on_parameters, tainted = [], set(), set(), []
+        each memoised function it may call is kept too (``UnitOutline.memoised``), and so is
+        each unit with the words of a rule that reports at sites of its own (GPU205,
+        ``UnitOutline.own_sites``)."""
+        syncing, memoised, on_parameters, tainted, own_sites = [], set(), set(), [], set()
         for o in outlines:
             if o.in_hot_scopes:
                 for unit in o.units:
+                    if unit.own_sites:
+                        own_sites.add(self._ids[(o.path, unit.index)])
                     if unit.may_sync:
                         syncing.append(self._ids[(o.path, unit.index)])
                     if unit.memoised:
@@ -583,7 +596,7 @@ class ProjectPlan:
             for unit_id in tainted:
                 syncing.extend(sorted(self._calls[unit_id] & on_parameters))
         reached = _reach(seeds, self._calls)
-        return reached & (_reach(syncing, callers) | memoised)
+        return reached & (_reach(syncing, callers) | memoised | own_sites)
 
     def _sink_closure(self, outlines: list[FileOutline], seeds: list[int], callers: list[list[int]]) -> set[int]:
         """The units a GPU1xx finding may be in or rest on.

@@ -89,6 +89,11 @@ class Rule:
     # Reports only in hot scopes (``analysis.hot_scopes``): a file checked on its own where the
     # syntax scout finds none may be is skipped (``prefilter.rules_that_can_report``).
     reports_only_in_hot_scopes: ClassVar[bool] = False
+    # A hot-scope rule that reports only at sites of a hot function's own code holding one of
+    # these words, and rests on no summary (GPU205): the plans keep such a unit whether or not
+    # it may sync (``UnitOutline.own_sites``), and a file checked on its own needs only a hot
+    # scope, not a sync in one. None: the rule reports syncs, here or through summaries.
+    own_site_words: ClassVar[tuple[str, ...] | None] = None
     # Reports only at a sink the file calls (GPU1xx): in a file checked on its own, the syntax
     # scout confirms that a sink may be handed a view or a cast (``Scout.may_report_at_a_sink``).
     reports_only_at_sinks: ClassVar[bool] = False

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from sync_lint.rules.base import Finding, Rule
+from sync_lint.rules.base import Finding, HotScopeRule
 from sync_lint.rules.triggers import UPLOAD_TRIGGERS
 
 if TYPE_CHECKING:
     from sync_lint.analysis.context import FileContext
 
 
-class BlockingCopyToGpuInHotPath(Rule):
+class BlockingCopyToGpuInHotPath(HotScopeRule):
     code = "GPU205"
     name = "blocking-copy-to-gpu-in-hot-path"
     summary = "A blocking copy of CPU data onto the GPU in a hot scope: the host waits for all queued GPU work."
@@ -49,9 +49,8 @@ class BlockingCopyToGpuInHotPath(Rule):
     )
     preview = True
     triggers = UPLOAD_TRIGGERS
-    reports_only_in_functions = True
-    # Its findings rest on nothing outside the hot function that holds them.
-    summaries_from = frozenset()
+    # Its findings rest on nothing outside the hot function whose words they are.
+    own_site_words = UPLOAD_TRIGGERS
     valid = (
         # Asynchronous copies, device-side factories, copies between GPU tensors.
         ("import torch\n\n"

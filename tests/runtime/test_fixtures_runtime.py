@@ -530,21 +530,23 @@ def test_blocking_copies_onto_the_gpu_fixture(generator, arm_sync_check):
     is no CPU variant: on the CPU a copy to the device copies nothing."""
     from sync_lint.api import lint_paths
 
-    path = FIXTURES / "gpu2xx" / "uploads.py"
-    module = load_fixture_module(path)
+    path, only = FIXTURES / "gpu2xx" / "uploads.py", FIXTURES / "gpu2xx" / "uploads_only.py"
+    module, module_only = load_fixture_module(path), load_fixture_module(only)
     device = torch.device("cuda")
     batch = random_mla_batch([3, 1], [5, 2], num_heads=2, kv_lora_rank=16, rope_dim=8, block_size=4,
                              generator=generator, device=device)
     builder = module.StagedMLAMetadataBuilder(device)
     norm = module.ScaledNorm(8).to(device)
+    projection = module_only.BiasedProjection(8).to(device)
     x = torch.randn(4, 8, generator=generator).to(device)
 
     def step():
         builder.build(0, batch.common)
-        return norm(x, [0.5] * 8)
+        return norm(x, [0.5] * 8), projection(x, [0.5] * 8)
 
-    diagnostics = lint_paths([str(path), str(FIXTURES.parent / "reference_kernels")], preview=True)
-    flagged = {d.line for d in diagnostics if Path(d.path).resolve() == path.resolve() and d.code in UPLOAD_CODES}
-    assert flagged == _annotated_lines(path, UPLOAD_CODES) and len(flagged) == 5
-    reported = _reported_lines(step, arm_sync_check)
-    assert reported == {(str(path), line) for line in flagged}
+    diagnostics = lint_paths([str(path), str(only), str(FIXTURES.parent / "reference_kernels")], preview=True)
+    flagged = {(str(f), d.line) for d in diagnostics for f in (path, only)
+               if Path(d.path).resolve() == f.resolve() and d.code in UPLOAD_CODES}
+    assert flagged == {(str(f), line) for f in (path, only) for line in _annotated_lines(f, UPLOAD_CODES)}
+    assert len(flagged) == 6
+    assert _reported_lines(step, arm_sync_check) == flagged
