@@ -13,7 +13,7 @@ function of the same file with its constant arguments (``SyncAnalysis.clean_with
 A sync may also hang on a parameter being ``None``: ``if max_seqlen is None: max_seqlen =
 int(seq_lens.max().item())`` syncs only where a caller leaves ``max_seqlen`` out (SGLang's
 ``prepare_vision_attention_metadata``). The sync analysis walks such a function again with the
-parameter bound to ``NOT_NONE`` (``flag_tests(none_tests=True)``), which decides ``is None`` /
+parameter bound to ``NOT_NONE`` (``flag_tests`` given ``bind_count``), which decides ``is None`` /
 ``is not None`` tests and nothing else, and a call handing a value that is certainly not
 ``None`` there (``not_none``: ``x.shape[0]``, ``int(...)``, a local only ever assigned such
 values, a parameter annotated ``int``) binds it so.
@@ -56,7 +56,7 @@ def call_flags(call: cst.Call, params: frozenset[str], unchanged: Callable[[str]
     ``flag_params``) that is still as passed (``unchanged``), ``NOT_NONE`` for a value that
     ``not_none`` tells is no ``None``, an unpacked ``*args`` / ``**kwargs``, or anything else
     (None)."""
-    found: list[tuple[ArgKey, bool | str | None]] = []
+    found: list[tuple[ArgKey, object]] = []
     for arg, key in call_arguments(call):
         value = arg.value
         if arg.star:

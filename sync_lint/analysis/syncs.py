@@ -1047,14 +1047,15 @@ class SyncAnalysis:
             if flags is None or (hot.cold and not flags.graph):
                 return
             for hit in scanner.scan(node, env, flags.loop):
+                scope = hot.reason or (graph_scope if flags.graph else None)
                 site = SyncSite(
                     node=hit.node, kind=hit.kind, template=hit.template, subject=hit.subject,
-                    statement=flags.wrap,
-                    scope=hot.reason or (graph_scope if flags.graph else None),
+                    statement=flags.wrap, scope=scope,
                     in_loop=hit.in_loop, declared=flags.declared or decorated, debug=flags.debug, callee=hit.callee,
                     once=flags.once and not flags.graph,  # a capture fails on its first sync too
                     through=hit.through, on_device=hit.on_device, device_args=hit.device_args,
-                    flags=self._call_flags(info, hit.node, frozenset()) if hit.kind == "call" else (),
+                    # What a hot call binds (a summarised one records its own, ``_summarise``).
+                    flags=self._call_flags(info, hit.node, frozenset()) if hit.kind == "call" and scope else (),
                 )
                 if site.kind == "upload":  # GPU205 reports them in hot code; no summary records one
                     if into is None and site.scope is not None:
