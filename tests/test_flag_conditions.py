@@ -43,6 +43,16 @@ def gpu1_lines(source: str) -> list[int]:
     return [d.line for d in found if d.code.startswith("GPU1")]
 
 
+def engine_package(tmp_path: Path, **modules: str) -> Path:
+    """An ``engine`` package in ``tmp_path`` with these modules (name -> source, dedented)."""
+    package = tmp_path / "engine"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for name, source in modules.items():
+        (package / f"{name}.py").write_text(textwrap.dedent(source))
+    return package
+
+
 def caller_flagged(wrapper: str, call: str) -> bool:
     """Is the one call in ``caller`` (handing a transposed ``x`` to ``wrapper``) a finding?"""
     source = KERNEL + textwrap.dedent(wrapper) + f"\n\ndef caller(x, out, flag):\n    {call}\n"
@@ -149,18 +159,14 @@ def test_the_condition_is_carried_through_wrappers(call, flagged):
 
 def test_the_condition_holds_across_files_as_in_vllm_bailing_moe(tmp_path: Path):
     """The shape of the vLLM case: a model file calls an imported ``chunk_kda``-like wrapper."""
-    package = tmp_path / "engine"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "kda.py").write_text(KERNEL + textwrap.dedent("""
+    package = engine_package(tmp_path, kda=KERNEL + textwrap.dedent("""
         def chunk_kda(q, k, out, scale=None, use_qk_l2norm_in_kernel: bool = False):
             if use_qk_l2norm_in_kernel:
                 q = l2norm(q.contiguous())
                 k = l2norm(k.contiguous())
             _k[(4,)](q, out, N=4)
             _k[(4,)](k, out, N=4)
-    """))
-    (package / "model.py").write_text(textwrap.dedent("""
+    """), model="""
         from engine.kda import chunk_kda
 
 
@@ -173,7 +179,7 @@ def test_the_condition_holds_across_files_as_in_vllm_bailing_moe(tmp_path: Path)
         def forward_plain(q, k, out):
             q = q.transpose(0, 1)
             chunk_kda(q=q, k=k.transpose(0, 1), out=out)
-    """))
+    """)
     found = sorted((Path(d.path).name, d.line, d.code) for d in lint_paths([str(package)]))
     assert found == [("model.py", 13, "GPU102"), ("model.py", 13, "GPU102")]
 
@@ -312,11 +318,7 @@ def both(n, return_host=False):
     ("both(n)", True),  # and syncs on its own too
 ])  # fmt: skip
 def test_a_sync_under_a_flag_is_reported_only_where_the_call_sets_it(tmp_path: Path, call, flagged):
-    package = tmp_path / "engine"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "helpers.py").write_text(SYNC_HELPERS)
-    (package / "model.py").write_text(textwrap.dedent(f"""
+    package = engine_package(tmp_path, helpers=SYNC_HELPERS, model=f"""
         import torch
         from engine.helpers import always, both, host_lens, prepare, total
 
@@ -324,7 +326,7 @@ def test_a_sync_under_a_flag_is_reported_only_where_the_call_sets_it(tmp_path: P
         class Model(torch.nn.Module):
             def forward(self, n, flag):
                 return {call}
-    """))
+    """)
     found = [(Path(d.path).name, d.line) for d in lint_paths([str(package)]) if d.code.startswith("GPU2")]
     assert found == ([("model.py", 8)] if flagged else [])
 
@@ -336,10 +338,7 @@ def test_a_value_not_known_at_the_call_overrides_the_default(value):
 
 
 def test_a_rebound_flag_decides_no_sync(tmp_path: Path):
-    package = tmp_path / "engine"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "helpers.py").write_text(textwrap.dedent("""
+    package = engine_package(tmp_path, helpers="""
         import torch
 
 
@@ -349,8 +348,7 @@ def test_a_rebound_flag_decides_no_sync(tmp_path: Path):
             if return_host:
                 return out.cpu()
             return out
-    """))
-    (package / "model.py").write_text(textwrap.dedent("""
+    """, model="""
         import torch
         from engine.helpers import prepare
 
@@ -358,7 +356,7 @@ def test_a_rebound_flag_decides_no_sync(tmp_path: Path):
         class Model(torch.nn.Module):
             def forward(self, n):
                 return prepare(n, return_host=False)
-    """))
+    """)
     assert [d.line for d in lint_paths([str(package)]) if d.code == "GPU201"] == [8]
 
 
@@ -375,11 +373,7 @@ def test_the_message_names_the_flag_that_would_excuse_the_call(tmp_path: Path):
     source = KERNEL + NORMALIZING + "\n\ndef caller(x, out):\n    scores(x.t(), out)\n"
     (found,) = [d.message for d in lint_text(source, preview=True) if d.code == "GPU102"]
     assert found.endswith("`_k`; not so when called with `use_l2norm=True`). Add `.contiguous()`.")
-    package = tmp_path / "engine"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "helpers.py").write_text(SYNC_HELPERS)
-    (package / "model.py").write_text(textwrap.dedent("""
+    package = engine_package(tmp_path, helpers=SYNC_HELPERS, model="""
         import torch
         from engine.helpers import prepare
 
@@ -387,7 +381,7 @@ def test_the_message_names_the_flag_that_would_excuse_the_call(tmp_path: Path):
         class Model(torch.nn.Module):
             def forward(self, n):
                 return prepare(n, return_host=True)
-    """))
+    """)
     (found,) = [d.message for d in lint_paths([str(package)]) if d.code == "GPU201"]
     assert found.endswith("syncs with `.cpu()` on `out` (line 8); not so when called with `return_host=False`")
 
@@ -516,10 +510,6 @@ def total(n, exact=True):
 def test_a_sync_in_a_conditional_expression_under_a_flag(tmp_path: Path, call, flagged):
     """Across files the summary's flag conditions decide; in the same file, the walk of the
     callee with the call's constants (``clean_with_arguments``, ``flags.decides_any``)."""
-    package = tmp_path / "engine"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "helpers.py").write_text(CONDITIONAL_SYNC_HELPERS)
     model = textwrap.dedent(f"""
         import torch
         from engine.helpers import prepare, total
@@ -529,7 +519,7 @@ def test_a_sync_in_a_conditional_expression_under_a_flag(tmp_path: Path, call, f
             def forward(self, n, flag):
                 return {call}
     """)
-    (package / "model.py").write_text(model)
+    package = engine_package(tmp_path, helpers=CONDITIONAL_SYNC_HELPERS, model=model)
     found = [(Path(d.path).name, d.line) for d in lint_paths([str(package)]) if d.code.startswith("GPU2")]
     assert found == ([("model.py", 8)] if flagged else [])
     same_file = CONDITIONAL_SYNC_HELPERS + model.replace("from engine.helpers import prepare, total\n", "")
@@ -611,11 +601,7 @@ def truthy(cu_seqlens, max_seqlen=None):
     ("truthy(cu, 5)", True),  # `if not max_seqlen:` is no `None` test (0 takes the branch too)
 ])  # fmt: skip
 def test_a_sync_only_a_none_argument_reaches(tmp_path: Path, call, flagged):
-    package = tmp_path / "engine"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "helpers.py").write_text(NONE_TESTED_HELPERS)
-    (package / "model.py").write_text(textwrap.dedent(f"""
+    package = engine_package(tmp_path, helpers=NONE_TESTED_HELPERS, model=f"""
         import torch
         from engine.helpers import inline, prepare, rebound, resolve, truthy
 
@@ -625,7 +611,7 @@ def test_a_sync_only_a_none_argument_reaches(tmp_path: Path, call, flagged):
                 host_max = int(max(lens))
                 either = host_max if lens else None
                 return {call}
-    """))
+    """)
     found = [(Path(d.path).name, d.line) for d in lint_paths([str(package)]) if d.code.startswith("GPU2")]
     assert found == ([("model.py", 10)] if flagged else [])
 
