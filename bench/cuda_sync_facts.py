@@ -7,9 +7,10 @@ Needs a CUDA device (run by hand, on a machine that has one):
 Each operation runs twice on warm tensors: once under ``torch.cuda.set_sync_debug_mode("error")``
 (the check an engine arms after warm-up: does it raise?), and once right behind about 200 ms of
 GPU work queued with ``torch.cuda._sleep`` (how long the host is held: the whole 200 ms means
-it waited for the queue to drain, as ``.item()`` does). The debug mode sees only the syncs
-PyTorch itself asks for; the timing sees the driver's too (a large copy from pageable memory
-with ``non_blocking=True``). Exits 1 without CUDA.
+it waited for the queue to drain, as ``.item()`` does); then a few copies inside a CUDA-graph
+capture. The debug mode sees only the syncs PyTorch itself asks for; the timing sees the
+driver's too (a large copy from pageable memory with ``non_blocking=True``). Exits 1 without
+CUDA.
 """
 
 from __future__ import annotations
@@ -82,6 +83,20 @@ def held_ms(operation, repeat: int = 3) -> float:
     return best
 
 
+def captured(operation) -> str:
+    """Whether ``operation`` can be captured into a CUDA graph, or the error it raises."""
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            operation()
+    except RuntimeError as error:
+        return "raises: " + str(error).splitlines()[0].strip()
+    finally:
+        torch.cuda.synchronize()
+    return "captured"
+
+
 def main() -> int:
     if not torch.cuda.is_available():
         print("cuda_sync_facts: needs a CUDA device", file=sys.stderr)
@@ -100,6 +115,14 @@ def main() -> int:
     for name, operation in table.items():
         flagged = "raises" if flagged_by_debug_mode(operation) else "-"
         print(f"{name:48s} {flagged:>10s} {held_ms(operation):8.2f} ms")
+    print("\ninside torch.cuda.graph capture:")
+    pinned = torch.arange(4, dtype=torch.int32).pin_memory()
+    for name, operation in {
+        "pageable.to(device)": lambda: torch.arange(4).to(device),
+        "torch.tensor([1, 2], device=device)": lambda: torch.tensor([1, 2], device=device),
+        "pinned.to(device, non_blocking=True)": lambda: pinned.to(device, non_blocking=True),
+    }.items():
+        print(f"{name:48s} {captured(operation)}")
     return 0
 
 

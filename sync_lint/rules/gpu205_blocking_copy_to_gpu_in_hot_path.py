@@ -34,7 +34,8 @@ class BlockingCopyToGpuInHotPath(HotScopeRule):
         "H100 (PyTorch 2.11) behind 200 ms of queued GPU work, `x_cpu.to(device)`, `.cuda()`, `copy_()` and "
         "`torch.tensor([...], device=device)` each held the host for the full 200 ms, as `.item()` does, and "
         "each fails `torch.cuda.set_sync_debug_mode(\"error\")`, the check engines arm after warm-up. Inside "
-        "a CUDA-graph capture the copy is not captured at all."
+        "`torch.cuda.graph` capture, a copy from pageable memory raises (\"Cannot copy between CPU and CUDA "
+        "tensors during CUDA graph capture unless the CPU tensor is pinned\")."
     )
     example = (
         "query_start_loc = query_start_loc_cpu.to(self.device)            # GPU205\n"
