@@ -761,25 +761,20 @@ class _Scanner:
                     and self.domain.evaluate(data, env).is_host:
                 self._hit(node, "upload", f"`torch.{short}()` of host data made on the GPU (a blocking copy)", None, loop)
             return
-        if short in DATA_DEPENDENT_FUNCTIONS or (short == "where" and len(args) == 1 and not has_keywords):
+        # ``num_classes`` left out (or -1): the largest value, read on the host, sizes the output.
+        wide_one_hot = short == "one_hot" and not _counts_classes(args[1] if len(args) > 1 else keyword(node, "num_classes"))
+        if short in DATA_DEPENDENT_FUNCTIONS or (short == "where" and len(args) == 1 and not has_keywords) or wide_one_hot:
             first = args[0] if args else keyword(node, "input") or keyword(node, "condition")
             place = self.domain.evaluate(first, env) if first is not None else Place("unknown")
+            what = "`one_hot()` without `num_classes=`" if wide_one_hot else f"`torch.{short}()`"
             if self.broad:
                 self._candidate(node, loop)
             elif self._device_ish(place):
-                self._hit(node, "implicit", f"`torch.{short}()` (its output size depends on the data)", None, loop)
+                self._hit(node, "implicit", f"{what} (its output size depends on the data)", None, loop)
         elif short in VALUE_READS and name.count(".") == 1:
             operands = [*args[:2], keyword(node, "input"), keyword(node, "other")]
             places = [self.domain.evaluate(operand, env) for operand in operands if operand is not None]
             self._value_read(node, places, loop)
-        elif short == "one_hot" and not _counts_classes(args[1] if len(args) > 1 else keyword(node, "num_classes")):
-            # ``num_classes`` left out (or -1): the largest value, read on the host, sizes the output.
-            place = self.domain.evaluate(args[0], env) if args else Place("unknown")
-            if self.broad:
-                self._candidate(node, loop)
-            elif self._device_ish(place):
-                self._hit(node, "implicit", "`one_hot()` without `num_classes=` (its output size depends on the data)",
-                          None, loop)
         elif short == "histc" and name.count(".") == 1:
             place = self.domain.evaluate(args[0], env) if args else Place("unknown")
             self._histc(node, place, args[2:4], loop)
@@ -1057,8 +1052,8 @@ class SyncAnalysis:
                     # What a hot call binds (a summarised one records its own, ``_summarise``).
                     flags=self._call_flags(info, hit.node, frozenset()) if hit.kind == "call" and scope else (),
                 )
-                if site.kind == "upload":  # GPU205 reports them in hot code; no summary records one
-                    if into is None and site.scope is not None:
+                if site.kind == "upload":  # GPU205's, in hot code only (met in this walk alone); no summary
+                    if site.scope is not None:
                         self.sites.append(site)
                     continue
                 if into is not None:

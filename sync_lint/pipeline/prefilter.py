@@ -81,6 +81,12 @@ def seed_words(rule: Rule) -> re.Pattern:
     return _trigger_pattern(units)
 
 
+def own_site_words(rule: Rule) -> re.Pattern | None:
+    """What a function's text must hold for a rule that reports only at sites of its own
+    (``Rule.own_site_words``) to report there; None for any other rule."""
+    return _trigger_pattern(rule.own_site_words) if rule.own_site_words else None
+
+
 _NEVER = re.compile(r"(?!)")
 _NO_SHAPES = scout.SinkShapes(set(), set())
 

@@ -201,10 +201,9 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
             plan, tree, module_name, found.imports, settings["alias-modules"], whole=seeds is None,
             sink_scout=file_scout if found.at_sinks else None,
         )
-    own_words = [rule.own_site_words for rule in active if rule.reports_only_in_hot_scopes and rule.own_site_words]
+    own_words = [pattern for rule in active if (pattern := prefilter.own_site_words(rule)) is not None]
     if own_words:
-        pattern = re.compile("|".join(re.escape(word) for words in own_words for word in words))
-        with_words = set(plan.matching(pattern, set()))
+        with_words = {index for pattern in own_words for index in plan.matching(pattern, set())}
         for unit in found.units:
             unit.own_sites = unit.index in with_words
     if sync_outline is not None:
