@@ -55,6 +55,15 @@ def test_a_hot_method_and_what_it_calls_are_kept():
     assert kept(BUILDER) == {"__init__", "build", "_host_lens"}
 
 
+def test_methods_are_units_below_a_class_docstring_indented_deeper():
+    """The members' indent is the docstring's: its continuation lines, deeper, must not hide the
+    methods (the class was one unit, and no method of it a hot scope to the plans)."""
+    docstring = '    """Builds the metadata.\n            indented deeper: a list, a link.\n    """\n'
+    text = BUILDER.replace("    class FlashMetadataBuilder:\n", "    class FlashMetadataBuilder:\n" + textwrap.indent(docstring, "    "))
+    assert "indented deeper" in text
+    assert kept(text) == {"__init__", "build", "_host_lens"}
+
+
 def test_the_state_method_of_a_base_class_in_the_file_is_kept():
     """A subclass inherits the places ``Base.__init__`` gives its attributes (``analysis.device``)."""
     text = """

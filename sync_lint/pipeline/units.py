@@ -110,7 +110,9 @@ def _split_class(units: list[Unit], lines: list[str], first: int, last: int, nam
         if indent is not None and line[indent : indent + 1] in (" ", "\t"):
             i += 1  # deeper than the members: a method's body (most lines of a class)
             continue
-        if _code_start(line):
+        # The members' indent is the first statement's, which may be a docstring whose later
+        # lines are indented deeper (``_code_start`` skips the line that opens it).
+        if _code_start(line) or (indent is None and line.lstrip().startswith(('"""', "'''"))):
             width = len(line) - len(line.lstrip())
             if indent is None and width > 0:
                 indent = width
