@@ -1317,7 +1317,7 @@ def test_a_same_file_helper_is_judged_with_the_host_arguments_of_the_call():
                 d = self._static_len(qo_len)
                 e = self._uniform_padded_mtp_qo_len(common.query_start_loc[1:], 8)  # expect: GPU201
                 f = self._bound(qo_len)  # expect: GPU201
-                g = self._relay(qo_len)  # expect: GPU201
+                g = self._relay(qo_len)  # expect: GPU201, GPU205 (`lens.to("cuda")` of the host `qo_len`)
                 h = host_max(common.seq_lens.cuda())  # expect: GPU201
                 return a, b, c, d, e, f, g, h
     """, unknown_device="always")
@@ -1511,6 +1511,8 @@ def test_constant_arguments_rule_out_the_syncing_branch_of_a_same_file_helper():
     # (default -1): its `if kv_block_num > 0 and ...:` branch, the one that reaches
     # `sparse_fmha_plan`'s `.item()`, cannot run. The summary counts every branch; a call of a helper
     # of the same file is judged with its constants. Taken with the other values, it still syncs.
+    # Its blocking copies onto the GPU (`torch.tensor(lens_list, device=device)`, GPU205) are in
+    # the same branches and judged the same way: `f` takes neither.
     check("""
         import torch
 
@@ -1557,11 +1559,11 @@ def test_constant_arguments_rule_out_the_syncing_branch_of_a_same_file_helper():
                 b = plan(lens_cpu, device, check=False, mode="decode")
                 c = plan(lens_cpu, device, -1, False, "auto", None) + bounded(lens_cpu, device)
                 d = self._plan(common.seq_lens) + self._plan(common.seq_lens, enabled=False)
-                e = plan(lens_cpu, device, split=4)  # expect: GPU201
+                e = plan(lens_cpu, device, split=4)  # expect: GPU201, GPU205
                 f = plan(lens_cpu, device, -1, True)  # expect: GPU201
-                g = plan(lens_cpu, device, mode="prefill")  # expect: GPU201
-                h = plan(lens_cpu, device, scratch=self.buf)  # expect: GPU201
-                i = plan(lens_cpu, device, split)  # expect: GPU201
+                g = plan(lens_cpu, device, mode="prefill")  # expect: GPU201, GPU205
+                h = plan(lens_cpu, device, scratch=self.buf)  # expect: GPU201, GPU205
+                i = plan(lens_cpu, device, split)  # expect: GPU201, GPU205
                 j = widen(lens_cpu, device)  # expect: GPU201
                 k = bounded(lens_cpu, device, high=2)  # expect: GPU201
                 m = self._plan(common.seq_lens, enabled=True)  # expect: GPU201
@@ -1663,7 +1665,7 @@ def test_blocking_copies_of_host_data_onto_the_gpu_in_hot_code():
 def test_module_state_and_compiled_code_are_not_judged_as_copies_onto_the_gpu():
     """A parameter or buffer made on the CPU in ``__init__`` is on the GPU by ``forward`` (the
     module moved it); what ``torch.compile`` does with host data is the compiler's choice; a
-    helper hot code calls is not followed, nor is set-up code."""
+    helper's copy of data it cannot tell is on the host is none, and set-up code is not judged."""
     check("""
         import torch
 
@@ -1709,3 +1711,221 @@ def test_a_blocking_copy_onto_the_gpu_is_gpu205_alone():
     """
     assert findings(source) == {(8, "GPU205")}
     assert findings(source, preview=False) == set()
+
+
+def test_a_hot_call_of_a_helper_that_copies_onto_the_gpu_is_reported_at_the_call():
+    """A helper hot code calls that makes a blocking copy, itself or through what it calls, is
+    reported at the hot call (as GPU201 reports a helper's sync); not one whose copy is
+    asynchronous, declared or run once, a memoised one (its body runs once per key), a hot
+    callee (its copy is reported where it is), nor a call that is declared or in set-up."""
+    check("""
+        import functools
+
+        import torch
+        from reference_kernels.sync_check import gpu_sync_allowed
+
+
+        def positions_on(num_reqs, device):
+            return torch.tensor(list(range(num_reqs)), dtype=torch.int32, device=device)
+
+
+        def staged(num_reqs, device):
+            return positions_on(num_reqs, device) + 1
+
+
+        def lens_async(seq_lens_cpu, device):
+            return seq_lens_cpu.to(device, non_blocking=True)
+
+
+        def lens_declared(seq_lens_cpu, device):
+            with gpu_sync_allowed():
+                return seq_lens_cpu.to(device)
+
+
+        @functools.cache
+        def arange_on(n, device):
+            return torch.tensor(list(range(n)), device=device)
+
+
+        class FlashMetadataBuilder:
+            def __init__(self, device):
+                self.table = positions_on(8, device)
+                self._scratch = None
+
+            def _lazy(self, device):
+                if self._scratch is None:
+                    self._scratch = torch.tensor([0] * 8, device=device)
+                return self._scratch
+
+            def build(self, common_prefix_len, common):
+                a = positions_on(common.num_reqs, self.device)  # expect: GPU205
+                b = staged(common.num_reqs, self.device)  # expect: GPU205
+                c = lens_async(common.seq_lens_cpu, self.device)
+                d = lens_declared(common.seq_lens_cpu, self.device)
+                e = arange_on(8, self.device)
+                f = self._lazy(self.device)
+                g = self.build_decode(common)
+                with gpu_sync_allowed():
+                    h = positions_on(common.num_reqs, self.device)
+                return a, b, c, d, e, f, g, h
+
+            def build_decode(self, common):
+                return torch.tensor(common.decode_lens, device="cuda")  # unknown data: maybe on the GPU
+    """)
+    told = messages("""
+        import torch
+
+
+        def positions_on(num_reqs, device):
+            return torch.tensor(list(range(num_reqs)), dtype=torch.int32, device=device)
+
+
+        def staged(num_reqs, device):
+            return positions_on(num_reqs, device) + 1
+
+
+        class FlashMetadataBuilder:
+            def build(self, common_prefix_len, common):
+                return staged(common.num_reqs, self.device)
+    """)
+    assert told == [("blocking copy onto the GPU in hot path `FlashMetadataBuilder.build`: `staged()` calls "
+                     "`positions_on` (line 10), which copies onto the GPU with `torch.tensor()` of host data made "
+                     "on the GPU (a blocking copy) (line 6)")]
+
+
+def test_a_helper_in_another_file_that_copies_onto_the_gpu_is_reported_at_the_hot_call(tmp_path):
+    """Across files, through the project's summaries; a wrapper of the same file that only relays
+    the call is followed too. The plan must keep the helper and the wrapper for GPU205 although
+    neither may sync: the fast and the plain paths agree."""
+    root = _project(tmp_path, {
+        "staging.py": """
+            import numpy as np
+            import torch
+
+            def upload_positions(num_reqs, device):
+                return torch.from_numpy(np.arange(num_reqs, dtype=np.int32)).to(device)
+
+            def upload_positions_async(num_reqs, device):
+                return torch.from_numpy(np.arange(num_reqs, dtype=np.int32)).to(device, non_blocking=True)
+        """,
+        "builder.py": """
+            from .staging import upload_positions, upload_positions_async
+
+            def relay(num_reqs, device):
+                return upload_positions(num_reqs, device)
+
+            class FlashMetadataBuilder:
+                def build(self, common_prefix_len, common):
+                    a = upload_positions(common.num_reqs, self.device)  # expect: GPU205
+                    b = relay(common.num_reqs, self.device)  # expect: GPU205
+                    c = upload_positions_async(common.num_reqs, self.device)
+                    return a, b, c
+        """,
+    })
+    expected = {("builder.py", line, code) for line, code in expected_in_text((root / "builder.py").read_text())}
+    assert _project_findings(root) == expected
+    assert _project_findings(root, preview=False) == set()
+    settings = make_settings(None, **OPTIONS)
+    files = Discovery(DEFAULT_EXCLUDE, settings.root).files([str(root)])
+    plain = Linter(settings, fast=False).run(files, jobs=1).diagnostics
+    assert {(Path(d.path).name, d.line, d.code) for d in plain if d.code.startswith("GPU2")} == expected
+    told = sorted(d.message for d in lint_paths([str(root)], **OPTIONS) if d.code == "GPU205")
+    assert told[0].endswith("`relay()` calls `upload_positions` (line 5), which copies onto the GPU with a blocking "
+                            "`.to()` of the CPU tensor `torch.from_numpy(np.ar..._reqs, dtype=np.int32))` onto the GPU "
+                            "(line 6)"), told
+
+
+def test_the_sync_analysis_looks_for_copies_onto_the_gpu_only_for_gpu205():
+    """The analysis finds blocking copies only where the rule that reports them runs
+    (``SyncAnalysis.finds_uploads``): a default run (GPU205 is preview) summarises none."""
+    from sync_lint.analysis.syncs import UPLOAD_RULE
+    from sync_lint.pipeline.source import decode
+    from sync_lint.rules.gpu205_blocking_copy_to_gpu_in_hot_path import (
+        BlockingCopyToGpuInHotPath,
+    )
+
+    assert UPLOAD_RULE == BlockingCopyToGpuInHotPath.code
+    source = textwrap.dedent("""
+        import torch
+
+        def positions_on(num_reqs, device):
+            return torch.tensor(list(range(num_reqs)), device=device)
+
+        def lens_on(lens_cpu):
+            return lens_cpu.cuda()
+    """)
+
+    def summaries(**options):
+        facts = Linter(make_settings(None, **options)).lint_source(decode("helpers.py", source.encode()))
+        return {name.rsplit(".", 1)[-1]: (s.upload, tuple(s.uploads_to)) for name, s in facts.summaries.items()}
+
+    found = summaries(preview=True)
+    assert found["positions_on"][1] == ("device",) and found["lens_on"][0].startswith("copies onto the GPU with")
+    assert all(upload is None and not to for upload, to in summaries().values())
+
+
+def test_a_helper_copies_onto_the_gpu_only_where_it_is_handed_a_gpu_device(tmp_path):
+    """vLLM's ``make_tensor_with_pad(..., device="cpu")`` (``torch.from_numpy(a).to(device)``):
+    a helper that copies onto the device it is handed copies nothing where it is handed the host,
+    or left at a ``None`` default; a wrapper that hands on its own device parameter copies where
+    it is handed a GPU one. Across files, through the project's summaries, and in one file."""
+    helpers = """
+        import numpy as np
+        import torch
+
+        def make_padded(rows, pad, device=None):
+            return torch.from_numpy(np.array(rows)).to(device)
+
+        def to_tensors(rows, vocab_size, device):
+            padded = make_padded(rows, vocab_size, device="cpu")
+            return padded.to(device, non_blocking=True)
+
+        def padded_on(rows, device):
+            return make_padded(rows, 0, device)
+    """
+    sampler = """
+        import torch
+        from .helpers import make_padded, padded_on, to_tensors
+
+        class Sampler(torch.nn.Module):
+            def forward(self, logits, rows):
+                a = to_tensors(rows, logits.shape[-1], logits.device)
+                b = make_padded(rows, 0)
+                c = make_padded(rows, 0, device=torch.device("cpu"))
+                d = padded_on(rows, "cpu")
+                e = make_padded(rows, 0, device=logits.device)  # expect: GPU205
+                f = padded_on(rows, logits.device)  # expect: GPU205
+                return a, b, c, d, e, f
+    """
+    root = _project(tmp_path, {"helpers.py": helpers, "sampler.py": sampler})
+    expected = {("sampler.py", line, code) for line, code in expected_in_text((root / "sampler.py").read_text())}
+    assert _project_findings(root) == expected
+    settings = make_settings(None, **OPTIONS)
+    files = Discovery(DEFAULT_EXCLUDE, settings.root).files([str(root)])
+    plain = Linter(settings, fast=False).run(files, jobs=1).diagnostics
+    assert {(Path(d.path).name, d.line, d.code) for d in plain if d.code.startswith("GPU2")} == expected
+    # The same in one file (the helpers judged with the call's arguments bound, where they can be).
+    one_file = textwrap.dedent(helpers) + textwrap.dedent(sampler).replace("from .helpers import make_padded, padded_on, "
+                                                                           "to_tensors\n", "")
+    check(one_file)
+
+
+def test_module_parameters_are_on_the_modules_device():
+    """``nn.Parameter(torch.zeros(...))`` made in ``__init__`` moves with its module: a tensor
+    concatenated with it is not known to be in host memory (vLLM ``Phi3HDImageEmbedding``)."""
+    check("""
+        import torch
+        from torch import nn
+
+
+        class ImageEmbedding(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.separator = nn.Parameter(torch.zeros([1, dim]))
+                self.proj = nn.Linear(dim, dim)
+
+            def forward(self, features):
+                device = self.proj.weight.device
+                joined = torch.cat([features, self.separator])
+                return self.proj(joined.to(device))
+    """)

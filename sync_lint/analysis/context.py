@@ -24,6 +24,7 @@ class FileContext:
     def __init__(
         self, source: SourceFile, module: cst.Module, module_name: str, settings: Settings, parsed_text: str | None = None,
         not_at_sinks: frozenset[tuple[str | None, str | None]] = frozenset(),
+        codes: frozenset[str] | None = None,
     ) -> None:
         self.source = source
         self.path = source.path
@@ -44,6 +45,13 @@ class FileContext:
         # reason than the GPU1xx rules: the contiguity analysis records nothing of them
         # (``project_plan.KeptUnits.at_sinks``).
         self.not_at_sinks = not_at_sinks
+        # The codes of the rules run on this file (None: any), for an analysis that finds what
+        # only one rule reads (``runs``).
+        self.codes = codes
+
+    def runs(self, code: str) -> bool:
+        """Is the rule ``code`` run on this file?"""
+        return self.codes is None or code in self.codes
 
     def get(self, analysis: type[A]) -> A:
         """The analysis of this file, computed on first use. ``analysis(ctx)`` does the work."""

@@ -55,6 +55,7 @@ class Place:
     tensor: bool = False  # certainly a tensor / array (always true on the device)
     items: tuple[Place, ...] | None = None  # positional elements, for unpacking
     elem: Place | None = None  # the element when iterated
+    names_device: bool = False  # a device, not a tensor: a call binds a parameter to ``"cpu"``
 
     @property
     def is_host(self) -> bool:
@@ -78,6 +79,7 @@ UNKNOWN = Place("unknown")
 UNKNOWN_TENSOR = Place("unknown", tensor=True)
 UNKNOWN_MASK = Place("unknown", mask=True, tensor=True)
 NONE = Place("none")
+HOST_DEVICE = Place("host", names_device=True)  # ``"cpu"``, ``torch.device("cpu")`` bound to a parameter
 
 
 def as_mask(place: Place) -> Place:
@@ -134,6 +136,9 @@ TORCH_HOST_RESULTS = frozenset({
 # one of ``VALUE_READS``).
 _PREDICATE_PREFIXES = ("is_", "has_")
 _STATE_NAMESPACES = ("torch.compiler.", "torch._dynamo.", "torch.jit.", "torch.backends.", "torch.version.")
+# A module's state, whatever tensor it is made from: ``module.to(device)`` moves it.
+_MODULE_STATE = frozenset({"torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer",
+                           "torch.nn.parameter.Buffer"})
 _LIKE_FACTORIES = frozenset({"empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
                              "randint_like"})
 _HOST_LIBRARIES = ("numpy", "math", "random", "itertools", "functools", "collections", "os", "sys", "time",
@@ -502,6 +507,8 @@ class DeviceDomain:
         short = name.rsplit(".", 1)[-1]
         if name == "torch.from_numpy":
             return HOST_TENSOR
+        if name in _MODULE_STATE:
+            return UNKNOWN_TENSOR  # a module's parameter or buffer: on whatever device the module is moved to
         if name in ("torch.device", "torch.get_default_device") or name.startswith("torch.cuda."):
             return HOST
         if short in TORCH_HOST_RESULTS:
@@ -536,13 +543,15 @@ class DeviceDomain:
         for value in candidates:
             if value is None:
                 continue
-            placed = self._device_value(value, env)
+            placed = self.device_value(value, env)
             if placed is not None:
                 return placed
         return None
 
-    def _device_value(self, value: cst.BaseExpression, env) -> Place | None:
+    def device_value(self, value: cst.BaseExpression, env) -> Place | None:
         """HOST / DEVICE for an expression naming a device; None if it names none (a dtype...)."""
+        if type(value) is cst.Name and (bound := env.get(value.value)) is not None and bound.names_device:
+            return HOST_TENSOR if bound.is_host else DEVICE  # a parameter a call binds to a device
         text = string_value(value)
         if text is not None:
             return HOST_TENSOR if text.startswith("cpu") else DEVICE

@@ -9,7 +9,10 @@ Per file, analyses record for each function (keyed by its dotted qualified name)
   through (``writes_through``), where such a copy would take the writes and lose them, and
 - whether it performs an undeclared GPU->CPU sync (``sync``), directly or by calling another
   function that does (``sync_calls``), or an explicit one on a GPU value a caller hands it
-  (``syncs_on``: ``def host_lens(x): return x.tolist()`` called with a GPU tensor).
+  (``syncs_on``: ``def host_lens(x): return x.tolist()`` called with a GPU tensor), and
+- whether it makes a blocking copy of host data onto the GPU (``upload``, GPU205), or does where
+  a call hands it a GPU device (``uploads_to``), directly or by calling another function that
+  does (``upload_calls``).
 Rules yield a ``PendingCall`` for each call whose verdict depends on the callee's summary.
 ``sync_lint.pipeline.project`` closes the summaries over the call graph once per run and turns
 pending calls into diagnostics. Everything here is plain picklable data (it is cached).
@@ -45,6 +48,23 @@ FlagValue = tuple[str, "bool | _Bound"]
 # anything.
 CallFlags = tuple[tuple[ArgKey, "bool | str | _Bound | None"], ...]
 UNPACKED = ("*", "**")
+# What a call hands a function's parameters as devices (``UploadCall``): ``(key, value)`` for
+# each argument, the value being a parameter of the calling function handed on as passed,
+# HOST_DEVICE for a host device (``"cpu"``, ``torch.device("cpu")``), or None for anything
+# else; ``("*", None)`` / ``("**", None)`` for an unpacked argument.
+HOST_DEVICE = "<cpu>"  # no parameter's name
+DeviceArgs = tuple[tuple[ArgKey, str | None], ...]
+
+
+@dataclass(frozen=True)
+class UploadCall:
+    """A call of ``callee`` that may make a blocking copy onto the GPU, with what it hands the
+    callee as devices (None: not known, and only a copy the callee makes whatever it is handed
+    counts: a call the walk with a caller's arguments bound still meets, ``Through``)."""
+
+    callee: str
+    line: int
+    devices: DeviceArgs | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +131,19 @@ class FunctionSummary:
     # (``.item()``, ``.tolist()``, ``.cpu()``...) on that parameter, which the summary judges of
     # unknown device (``SyncAnalysis._record_syncs_on``). Not closed over calls.
     syncs_on: dict[str, str] = field(default_factory=dict)
+    # why calling this function makes a blocking copy of host data onto the GPU ("copies onto the
+    # GPU with `torch.tensor()` of host data ... (line 7)"), or None: an undeclared one of its own
+    # outside a run-once region, or one of a function it calls. Not a sync to GPU201: the host
+    # waits, but for its own copy (GPU205).
+    upload: str | None = None
+    # param -> why it makes one where a call hands it a GPU device there (``x_cpu.to(device)``,
+    # ``torch.tensor(data, device=device)``): not where the call hands it a host device, nor where
+    # it leaves out a parameter that defaults to ``None`` or a host device (``host_defaults``).
+    uploads_to: dict[str, str] = field(default_factory=dict)
+    host_defaults: frozenset[str] = frozenset()
+    # Its undeclared calls of project functions that may make one: closed project-wide into the
+    # two above, whatever flags a call binds (a copy under a flag counts).
+    upload_calls: list[UploadCall] = field(default_factory=list)
     # param -> the callee arguments it is handed to, for a param this function uses in no other
     # way than to read its metadata (``p.shape``, ``p is None``) or, in a Triton kernel, to load
     # through it: the function only reads through ``param`` if each of those callees only reads
@@ -193,6 +226,24 @@ class FunctionSummary:
                 return f"{self.syncs_on[param]}, on the GPU value handed to `{param}`"
         return None
 
+    def upload_with(self, devices: DeviceArgs | None) -> tuple[str, str | None] | None:
+        """Why a call handing ``devices`` (``UploadCall.devices``) makes a blocking copy onto the
+        GPU, and the caller's parameter it does so through (None: whatever the caller is
+        handed); None: it makes none."""
+        if self.upload is not None:
+            return self.upload, None
+        if devices is None or not self.uploads_to:
+            return None
+        unpacked = any(key in UNPACKED for key, _ in devices)
+        bound = {name: value for key, value in devices if (name := self.param_for(key)) is not None}
+        for param, why in self.uploads_to.items():
+            if param in bound:
+                if bound[param] != HOST_DEVICE:
+                    return why, bound[param]
+            elif unpacked or param not in self.host_defaults:
+                return why, None
+        return None
+
     def sync_excused(self, flags: CallFlags) -> bool:
         """Does a call binding ``flags`` excuse this function's sync?"""
         return self._bound_to_any(self.sync_unless, flags)
@@ -232,7 +283,8 @@ class PendingCall:
 
     ``kind`` is "contiguity" (emit if the callee needs argument ``arg`` contiguous),
     "unit-stride" (the argument's last dim certainly has no stride 1: emit if the callee needs it
-    contiguous or needs a unit last stride) or "sync" (emit if the callee syncs).
+    contiguous or needs a unit last stride), "sync" (emit if the callee syncs) or "upload" (emit
+    if the callee makes a blocking copy onto the GPU, ``FunctionSummary.upload``).
     ``diagnostic.message`` may contain ``{reason}`` and ``{callee}``, filled from the summary,
     and ``{advice}``, filled with ``advice`` (see there).
     """
@@ -255,5 +307,6 @@ class PendingCall:
     # is known to write through ``arg`` (``FunctionSummary.writes_through``), the copy would take
     # the writes and lose them: a warning saying so takes its place, and the fix is dropped.
     advice: str = ""
-    through: Through = ()  # kind "sync": as ``SyncCall.through``
+    through: Through = ()  # kinds "sync" and "upload": as ``SyncCall.through``
     device_args: tuple[ArgKey, ...] = ()  # kind "sync": as ``SyncCall.device_args``
+    devices: DeviceArgs = ()  # kind "upload": as ``UploadCall.devices``

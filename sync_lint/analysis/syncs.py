@@ -35,6 +35,9 @@ inside a sync declaration, a debug-only region or (outside a capture) a run-once
 initialisation (``guards``). Sites in other functions (not cold ones) make up the function's
 summary: ``sync`` (why calling it syncs) and ``sync_calls``; the
 project closes them over the call graph, so a hot call of a helper is reported at the call site.
+Blocking copies of host data onto the GPU (kind "upload", GPU205) are found in the same walk:
+reported in hot code, recorded in other functions' summaries (``upload``), never a sync to the
+other rules.
 
 Stale declarations (GPU203): a declaration block is stale when nothing in it *can* sync, judged
 broadly (anything not known to be host-side, whatever ``unknown-device`` says; any call not known
@@ -51,6 +54,7 @@ import libcst as cst
 
 from sync_lint.analysis.device import (
     DEVICE,
+    HOST_DEVICE,
     ClassAttributes,
     DeviceDomain,
     Place,
@@ -63,6 +67,7 @@ from sync_lint.analysis.device import (
     keyword,
     name_hint,
     positional,
+    string_value,
 )
 from sync_lint.analysis.device_words import (
     DATA_DEPENDENT_FUNCTIONS,
@@ -92,13 +97,16 @@ from sync_lint.analysis.hot_scopes import Hotness, HotScopes
 from sync_lint.analysis.modules import LIBRARY_ROOTS
 from sync_lint.analysis.names import dotted
 from sync_lint.analysis.nodes import block_statements, inner_blocks, one_line, shortened
+from sync_lint.analysis.summaries import HOST_DEVICE as HOST_DEVICE_ARG
 from sync_lint.analysis.summaries import (
     NOT_NONE,
     ArgKey,
     CallFlags,
+    DeviceArgs,
     FunctionSummary,
     SyncCall,
     Through,
+    UploadCall,
 )
 from sync_lint.patterns import definition_of
 from sync_lint.pipeline.profile import span
@@ -163,7 +171,7 @@ class DeclarationBlock:
 @dataclass
 class SyncSite:
     node: cst.CSTNode  # the span reported
-    kind: str  # "explicit" | "implicit" | "call"
+    kind: str  # "explicit" | "implicit" | "call"; GPU205's "upload" | "upload-call" (``_UPLOAD_KINDS``)
     template: str  # what it is; ``{code}`` stands for ``subject``'s source
     subject: cst.CSTNode | None
     statement: cst.CSTNode  # the statement a declaration would wrap
@@ -180,6 +188,7 @@ class SyncSite:
     # A call of a function of another file: its arguments known to be on the GPU (``SyncCall``).
     device_args: tuple[ArgKey, ...] = ()
     flags: CallFlags = ()  # a call site: what it binds flags to (``flags.call_flags``)
+    devices: DeviceArgs = ()  # an "upload-call" site: what it hands as devices (``UploadCall.devices``)
 
     @property
     def undeclared(self) -> bool:
@@ -210,6 +219,7 @@ class _Hit:
     through: Through = ()
     on_device: tuple[str, str] | None = None  # as ``SyncSite.on_device``
     device_args: tuple[ArgKey, ...] = ()  # as ``SyncSite.device_args``
+    devices: DeviceArgs = ()  # as ``SyncSite.devices``
 
 
 class _Contexts:
@@ -452,8 +462,9 @@ class _Scanner:
     # -- reporting ------------------------------------------------------------------------------
     def _hit(self, node, kind: str, template: str, subject=None, loop: bool = False, callee: str | None = None,
              through: Through = (), on_device: tuple[str, str] | None = None,
-             device_args: tuple[ArgKey, ...] = ()) -> None:
-        self.hits.append(_Hit(node, kind, template, subject, self._loop or loop, callee, through, on_device, device_args))
+             device_args: tuple[ArgKey, ...] = (), devices: DeviceArgs = ()) -> None:
+        self.hits.append(_Hit(node, kind, template, subject, self._loop or loop, callee, through, on_device, device_args,
+                              devices))
 
     def _candidate(self, node, loop: bool = False) -> None:
         self._hit(node, "candidate", "", None, loop)
@@ -626,8 +637,12 @@ class _Scanner:
         (``cached_call``); a sync of its own where the callee syncs on the GPU values it hands
         over (``sync_on_device_arguments``); else a call its summary judges."""
         bound = self.analysis.bind_call(callee, node, env, self.domain)
+        if self.uploads:
+            if self.analysis.cached_call(callee, node, self.info):
+                return
+            self._upload_call(callee, bound, node, env, loop)
         clean = self.analysis.clean_with_arguments(bound)
-        if clean is True or self.analysis.cached_call(callee, node, self.info):
+        if clean is True or (not self.uploads and self.analysis.cached_call(callee, node, self.info)):
             return
         on_device = self.analysis.sync_on_device_arguments(bound)
         if on_device is not None:
@@ -637,6 +652,41 @@ class _Scanner:
             return
         device_args = self._device_arguments(node, env) if self.device_args and callee not in self.analysis.functions else ()
         self._hit(node, "call", "", None, loop, callee, () if clean is False else clean, device_args=device_args)
+
+    def _upload_call(self, callee: str, bound: BoundCall | None, node: cst.Call, env, loop: bool) -> None:
+        """A call of a project function, for GPU205 (kind "upload-call"): its template is why it
+        makes a blocking copy onto the GPU where the arguments it binds tell
+        (``upload_with_arguments``); empty where the callee's summary decides, with what the call
+        hands it as devices, or the calls the bound walk still meets (``through``)."""
+        verdict = self.analysis.upload_with_arguments(bound)
+        if verdict is None:
+            self._hit(node, "upload-call", "", None, loop, callee, devices=self._devices(node, env))
+            return
+        own, through = verdict
+        if own is not None:
+            self._hit(node, "upload-call", own, None, loop, callee)
+        elif through:
+            self._hit(node, "upload-call", "", None, loop, callee, through)
+
+    def _devices(self, call: cst.Call, env) -> DeviceArgs:
+        """What a call hands as devices, by position or keyword (``UploadCall.devices``)."""
+        found: list[tuple[ArgKey, str | None]] = []
+        index = 0
+        for arg in call.args:
+            if arg.star:
+                found.append((arg.star, None))
+                continue
+            key: ArgKey = arg.keyword.value if arg.keyword is not None else index
+            if arg.keyword is None:
+                index += 1
+            named = self.domain.device_value(arg.value, env)
+            if named is not None and named.is_host:
+                found.append((key, HOST_DEVICE_ARG))
+            elif type(arg.value) is cst.Name and arg.value.value in self.info.params:
+                found.append((key, arg.value.value))
+            else:
+                found.append((key, None))
+        return tuple(found)
 
     def _device_arguments(self, call: cst.Call, env) -> tuple[ArgKey, ...]:
         """The arguments of a call of another file's function that are known to be on the GPU,
@@ -903,6 +953,10 @@ def _expression_children(node: cst.CSTNode):
     return tuple(child for child in node.children if isinstance(child, cst.BaseExpression))
 
 
+# GPU205's sites: a blocking copy onto the GPU, and a call of a function that may make one.
+UPLOAD_RULE = "GPU205"
+_UPLOAD_KINDS = ("upload", "upload-call")
+
 # The ``if`` tests a run-once region may have (``guards.OnceRegions``): a cheap first filter.
 _STATE_TEST_KINDS = frozenset({cst.Comparison, cst.UnaryOperation, cst.Name, cst.Attribute})
 _LEAVES = frozenset({cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis})
@@ -918,6 +972,8 @@ class SyncAnalysis:
         self.hot = ctx.get(HotScopes)
         self.declarations = ctx.get(Declarations)
         self.policy = ctx.settings["unknown-device"]
+        # Blocking copies onto the GPU are looked for only where the rule that reports them runs.
+        self.finds_uploads = ctx.runs(UPLOAD_RULE)
         self.sites: list[SyncSite] = []
         self.stale: list[DeclarationBlock] = []
         self.functions = {info.qualname: info for info in self.hot.functions}
@@ -927,7 +983,7 @@ class SyncAnalysis:
         self._lines: _Lines | None = None
         self._may_sync: dict[str, bool] = {}
         self._context_cache: dict[int, _Contexts] = {}
-        self._clean: dict[tuple, bool] = {}
+        self._clean: dict[tuple, object] = {}  # ``clean_with_arguments``' and ``upload_with_arguments``' answers
         self._on_device: dict[tuple, str | None] = {}  # ``sync_on_device_arguments``' answers
         self._attributes: ClassAttributes | None = None
         self._analysed: dict[int, bool] = {}  # id(function node) -> done (False: in progress)
@@ -1031,7 +1087,7 @@ class SyncAnalysis:
         report_unknown = self.policy == "always" or (self.policy == "hot-classes" and hot.hot_class)
         domain = DeviceDomain(self.ctx.names, self._class_attributes(info))
         scanner = _Scanner(self, info, domain, report_unknown, device_args=assume is None,
-                           uploads=assume is None and not hot.compiled)
+                           uploads=assume is None and not hot.compiled and self.finds_uploads)
         decorated = self.declarations.mentioned and self.declarations.decorates(info.node)
         short = f"{info.class_name}.{info.name}" if info.class_name else info.name
         graph_scope = f"code captured by `torch.cuda.graph` in `{short}`"
@@ -1051,10 +1107,13 @@ class SyncAnalysis:
                     through=hit.through, on_device=hit.on_device, device_args=hit.device_args,
                     # What a hot call binds (a summarised one records its own, ``_summarise``).
                     flags=self._call_flags(info, hit.node, frozenset()) if hit.kind == "call" and scope else (),
+                    devices=hit.devices,
                 )
-                if site.kind == "upload":  # GPU205's, in hot code only (met in this walk alone); no summary
+                if site.kind in _UPLOAD_KINDS:  # GPU205's (met in this walk alone): no sync to the others
                     if site.scope is not None:
                         self.sites.append(site)
+                    elif site.undeclared:
+                        self._summarise_upload(info, site)
                     continue
                 if into is not None:
                     if site.scope is None and site.undeclared:
@@ -1104,6 +1163,38 @@ class SyncAnalysis:
         elif summary.sync is None:
             summary.record_sync(self._syncs_with(info, site.template, site.subject, site.node))
 
+    def _summarise_upload(self, info: FunctionInfo, site: SyncSite) -> None:
+        """A blocking copy of the function's own, or a call whose bound arguments tell that it
+        makes one; a call of which the callee's summary decides (or those of the calls its walk
+        with the arguments bound still meets) is left to the project's closure (``upload_calls``)."""
+        summary = self.ctx.summary(info)
+        if summary.upload is not None:
+            return
+        if not summary.upload_calls and not summary.uploads_to:
+            summary.host_defaults = _host_defaults(info.node.params)
+        why = self._uploads_with(info, site.kind, site.template, site.subject, site.node, site.callee)
+        param = _device_parameter(site.node, info) if site.kind == "upload" else None
+        if why is not None and param is not None:
+            summary.uploads_to.setdefault(param, why)  # onto the device it is handed
+        elif why is not None:
+            summary.upload = why
+        elif site.through:
+            summary.upload_calls.extend(UploadCall(name, line) for name, line in site.through)
+        elif site.callee is not None:
+            summary.upload_calls.append(UploadCall(site.callee, self.line(info, site.node), site.devices))
+
+    def _uploads_with(self, info: FunctionInfo, kind: str, template: str, subject: cst.CSTNode | None,
+                      node: cst.CSTNode, callee: str | None) -> str | None:
+        """Why a function makes a blocking copy onto the GPU by a site of its own ("copies onto
+        the GPU with `torch.tensor()` ... (line 4)"); None for a call whose callee's summary
+        decides."""
+        line = self.line(info, node)
+        if kind == "upload":
+            return f"copies onto the GPU with {self._described(template, subject)} (line {line})"
+        if template and callee is not None:
+            return f"calls `{callee.rsplit('.', 1)[-1]}` (line {line}), which {template}"
+        return None
+
     # -- stale declarations ---------------------------------------------------------------------
     def _find_stale(self, info: FunctionInfo, contexts: _Contexts) -> None:
         live: set[int] = set()
@@ -1150,6 +1241,35 @@ class SyncAnalysis:
         self._clean[key] = False  # while looking (recursion): not known to be clean
         self._clean[key] = clean = self._clean_with(info, host, constants)
         return clean
+
+    def upload_with_arguments(self, bound: BoundCall | None) -> tuple[str | None, Through] | None:
+        """GPU205's ``clean_with_arguments``: does a call of a function of this file make a
+        blocking copy onto the GPU, with the CPU tensors and constants it passes? Its summary
+        counts every branch (``plan(lens, split=False)`` may skip the one that copies). None: the
+        summary decides (nothing bound that it did not assume, or it has no copy to take back);
+        else the bound walk's first copy of its own, described (None: none), and the calls it
+        still meets, whose summaries decide."""
+        if bound is None:
+            return None
+        host = {name: place for name, place in bound.places.items() if place.is_host}
+        constants = self._constants(bound.passed, bound.params)
+        if not host and not constants:
+            return None
+        qualname, info = bound.qualname, bound.info
+        self._ensure_analysed(info)
+        summary = self.ctx.summaries.get(qualname)
+        if not self._analysed[id(info.node)] or summary is None or not (
+                summary.upload or summary.uploads_to or summary.upload_calls):
+            return None  # in progress (recursion), or no copy its summary could tell of
+        live = self._deciding_constants(info, constants) if constants else {}
+        if not host and not live:
+            return None
+        key = ("upload", qualname, tuple(sorted(host)),
+               tuple(sorted((n, type(v).__name__, v) for n, v in live.items())))
+        if key not in self._clean:
+            self._clean[key] = None  # while looking (recursion): the summary decides
+            self._clean[key] = self._walk_bound(info, host, live, uploads=True)
+        return self._clean[key]
 
     def _clean_with(self, info: FunctionInfo, host: dict[str, Place], constants: dict[str, object]) -> bool | Through:
         if self.declarations.mentioned and self.declarations.decorates(info.node):
@@ -1250,27 +1370,32 @@ class SyncAnalysis:
     @staticmethod
     def _known_places(passed: dict[str, cst.BaseExpression], env, domain: DeviceDomain) -> dict[str, Place]:
         """The parameters a call binds to tensors known to be on the host, or to values known to
-        be on the GPU (``x.to(device)``: a tensor or a module), with their places."""
+        be on the GPU (``x.to(device)``: a tensor or a module), with their places; and to host
+        devices (``device="cpu"``)."""
         places: dict[str, Place] = {}
         for name, value in passed.items():
-            if not is_literal(value):
+            named = domain.device_value(value, env)
+            if named is not None and named.is_host:
+                places[name] = HOST_DEVICE  # ``.to(device)`` there copies nothing onto the GPU
+            elif not is_literal(value):
                 place = domain.evaluate(value, env)
                 if place.is_device or (place.is_host and place.tensor):
                     places[name] = place
         return places
 
     def _walk_bound(self, info: FunctionInfo, bound: dict[str, Place], live: dict[str, object],
-                    explicit_only: bool = False) -> tuple[str | None, Through]:
+                    explicit_only: bool = False, uploads: bool = False) -> tuple[str | None, Through]:
         """Walk ``info`` with parameters ``bound`` to places and ``live`` constants deciding its
         branches (``_deciding_constants``): its first undeclared sync site of its own, described
         with its line (None: none), and the calls of project functions the walk meets before it
         (all of them, where it meets none). ``explicit_only``: its first explicit sync
-        (``.item()``, ``.tolist()``, ``.cpu()``...), calls aside."""
+        (``.item()``, ``.tolist()``, ``.cpu()``...), calls aside. ``uploads``: its first blocking
+        copy onto the GPU instead of a sync, and the calls whose summaries may tell of one."""
         contexts = self._contexts(info)
         hot = self.hot.of(info)
         report_unknown = self.policy == "always" or (self.policy == "hot-classes" and hot.hot_class)
         domain = DeviceDomain(self.ctx.names, self._class_attributes(info))
-        scanner = _Scanner(self, info, domain, report_unknown, calls=not explicit_only)
+        scanner = _Scanner(self, info, domain, report_unknown, calls=not explicit_only, uploads=uploads)
         own: str | None = None
         through: list[tuple[str, int]] = []
 
@@ -1282,6 +1407,13 @@ class SyncAnalysis:
             if flags is None or flags.declared or flags.debug or (flags.once and not flags.graph):
                 return
             for hit in scanner.scan(node, env, flags.loop):
+                if uploads:
+                    if hit.kind in _UPLOAD_KINDS:
+                        own = self._uploads_with(info, hit.kind, hit.template, hit.subject, hit.node, hit.callee)
+                        if own is not None:
+                            return
+                        through.extend(hit.through or ((hit.callee, self.line(info, hit.node)),))
+                    continue
                 if explicit_only and hit.kind != "explicit":
                     continue
                 if hit.on_device is not None:
@@ -1541,6 +1673,33 @@ def _in_host_memory(node: cst.BaseExpression, place: Place) -> bool:
             return not (kind is cst.Name and node.value in ("self", "cls"))
 
 
+def _device_parameter(call: cst.CSTNode, info: FunctionInfo) -> str | None:
+    """The parameter a copy onto the GPU reads its target device from, as passed: ``x.to(device)``,
+    ``torch.tensor(data, device=device)``; None for any other target."""
+    if type(call) is not cst.Call:
+        return None
+    targets = [keyword(call, "device")]
+    if type(call.func) is cst.Attribute and call.func.attr.value == "to":
+        targets.extend(positional(call)[:1])
+    for target in targets:
+        if type(target) is cst.Name and target.value in info.params:
+            return target.value
+    return None
+
+
+def _host_defaults(params: cst.Parameters) -> frozenset[str]:
+    """The parameters that default to ``None`` or a host device (a copy onto them copies nothing)."""
+    found = set()
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        default = param.default
+        if default is None:
+            continue
+        text = string_value(default)
+        if (type(default) is cst.Name and default.value == "None") or (text is not None and text.startswith("cpu")):
+            found.add(param.name.value)
+    return frozenset(found)
+
+
 def _counts_classes(num_classes: cst.BaseExpression | None) -> bool:
     """Does ``one_hot``'s ``num_classes`` argument fix the output's width (anything but a
     missing one or a literal ``-1``, the default, which reads the data's largest value)?"""
@@ -1633,6 +1792,8 @@ def callee_condition(site: SyncSite) -> CalleeCondition | None:
 def site_message(analysis: SyncAnalysis, site: SyncSite, lead: str) -> str:
     """``<lead> in <scope>: <what>``; a call site names the callee and why it syncs (filled in
     from its summary project-wide)."""
-    if site.kind == "call":
+    if site.kind == "call" or (site.kind == "upload-call" and not site.template):
         return f"{lead} in {site.scope}: `{{callee}}()` {{reason}}"
+    if site.kind == "upload-call":
+        return f"{lead} in {site.scope}: `{site.callee.rsplit('.', 1)[-1]}()` {site.template}"
     return f"{lead} in {site.scope}: {analysis.describe(site)}"

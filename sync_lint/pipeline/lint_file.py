@@ -254,7 +254,8 @@ def _parse_and_check(
         return facts
     facts.parsed = True
     facts.module_name = module_name_for(source.path)
-    ctx = FileContext(source, module, facts.module_name, settings, parsed_text=text, not_at_sinks=not_at_sinks)
+    ctx = FileContext(source, module, facts.module_name, settings, parsed_text=text, not_at_sinks=not_at_sinks,
+                      codes=frozenset(rule.code for rule in active))
     try:
         findings: list[tuple[Rule, Finding]] = []
         for rule in active:
@@ -284,7 +285,7 @@ def _parse_and_check(
                 (rule, f) for rule, f in findings
                 if f.if_callee is None or index.reason(
                     f.if_callee.kind, f.if_callee.callee, f.if_callee.arg, f.if_callee.arg_views, f.if_callee.flags,
-                    f.if_callee.row_stride, f.if_callee.through,
+                    f.if_callee.row_stride, f.if_callee.through, f.if_callee.device_args, f.if_callee.devices,
                 ) is not None
             ]
         masked = text is not source.text
@@ -379,7 +380,7 @@ def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[R
             facts.pending.append(
                 PendingCall(condition.kind, condition.callee, condition.arg, diagnostic, condition.fix_safe_if_read_only,
                             condition.arg_views, condition.flags, condition.row_stride, condition.advice,
-                            condition.through, condition.device_args)
+                            condition.through, condition.device_args, condition.devices)
             )
     if not planned:  # no fix at all rather than some: the whole file's lint plans them all
         facts.diagnostics = [replace(d, fix=None) if d.fix is not None else d for d in facts.diagnostics]

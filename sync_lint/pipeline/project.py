@@ -13,6 +13,7 @@ from sync_lint.analysis.summaries import (
     UNPACKED,
     ArgKey,
     CallFlags,
+    DeviceArgs,
     FlagValue,
     Forward,
     FunctionSummary,
@@ -112,9 +113,10 @@ class ProjectIndex:
         flag that excuses the callee's need (``FunctionSummary.excused``) passes on nothing; one
         that hands it a flag parameter of its own, or happens only where a flag is false
         (``Forward.unless``), passes the need on excused by that flag; a sync passes through a
-        call (``SyncCall``) the same way. Each parameter only ever moves up (no need -> unit
+        call (``SyncCall``) the same way, and a blocking copy onto the GPU through any call that
+        may make one (``upload_calls``). Each parameter only ever moves up (no need -> unit
         stride -> contiguous; the flags excusing it only shrink, as those excusing a sync, and
-        ``same_strides_as`` entries are only added), so this terminates."""
+        ``same_strides_as`` entries are only added; an ``upload`` is only set), so this terminates."""
         changed = True
         while changed:
             changed = False
@@ -148,6 +150,42 @@ class ProjectIndex:
                         continue
                     unless = _excused_here(call.unless, call.flags, callee, callee.sync_unless)
                     changed |= summary.record_sync(f"calls `{short}` (line {call.line}), which {callee.sync}", unless)
+                changed |= self._pass_upload_on(summary)
+
+    def _pass_upload_on(self, summary: FunctionSummary) -> bool:
+        """A function makes a blocking copy onto the GPU where the first function it calls that
+        does is called with what makes it copy (``upload_calls``: flags aside, which the walk
+        that finds the copies does not look at); where a device it is handed decides, it copies
+        where it is handed a GPU one (``uploads_to``). Changed?"""
+        if summary.upload is not None:
+            return False
+        changed = False
+        for call in summary.upload_calls:
+            callee = self.lookup(call.callee)
+            if callee is None or callee is summary:
+                continue
+            found = callee.upload_with(call.devices)
+            if found is None:
+                continue
+            why, through_param = found
+            reason = f"calls `{call.callee.rsplit('.', 1)[-1]}` (line {call.line}), which {why}"
+            if through_param is None:
+                summary.upload = reason
+                return True
+            if through_param not in summary.uploads_to:
+                summary.uploads_to[through_param] = reason
+                changed = True
+        return changed
+
+    def _upload_through(self, through: Through) -> str | None:
+        """Why a call makes a blocking copy onto the GPU that its arguments keep from making one
+        by itself: the first of the calls it still makes whose callee does, whatever it is
+        handed (what those calls hand on is not known here)."""
+        for name, line in through:
+            callee = self.lookup(name)
+            if callee is not None and callee.upload is not None:
+                return f"calls `{name.rsplit('.', 1)[-1]}` (line {line}), which {callee.upload}"
+        return None
 
     def _sync_through(self, through: Through, caller: FunctionSummary | None = None) -> str | None:
         """Why a call syncs that its arguments keep from syncing by itself (``Through``): the
@@ -244,16 +282,22 @@ class ProjectIndex:
 
     def reason(self, kind: str, callee_name: str, arg, arg_views: tuple[tuple[ArgKey, str], ...] = (),
                flags: CallFlags = (), row_stride: int | None = None, through: Through = (),
-               device_args: tuple[ArgKey, ...] = ()) -> str | None:
+               device_args: tuple[ArgKey, ...] = (), devices: DeviceArgs = ()) -> str | None:
         """Why a call of ``callee_name`` (argument ``arg``; ``arg_views``: the call's arguments
         that are views, ``PendingCall.arg_views``; ``flags``: those that may be flags,
         ``PendingCall.flags``; ``through``: ``PendingCall.through``; ``device_args``: those on
-        the GPU) is a finding of ``kind``; None: it is not."""
+        the GPU; ``devices``: what it hands as devices, ``PendingCall.devices``) is a finding of
+        ``kind``; None: it is not."""
         if kind == "sync" and through:
             return self._sync_through(through)
+        if kind == "upload" and through:
+            return self._upload_through(through)
         callee = self.lookup(callee_name)
         if callee is None:
             return None
+        if kind == "upload":
+            found = callee.upload_with(devices)  # a hot function's parameter counts as a GPU device
+            return None if found is None else found[0]
         if kind in ("contiguity", "unit-stride"):
             param = callee.param_for(arg) if arg is not None else None
             need = callee.need_of(param, unit_stride_counts=kind == "unit-stride")
@@ -279,7 +323,7 @@ class ProjectIndex:
 
     def resolve(self, pending: PendingCall) -> Diagnostic | None:
         reason = self.reason(pending.kind, pending.callee, pending.arg, pending.arg_views, pending.flags,
-                             pending.row_stride, pending.through, pending.device_args)
+                             pending.row_stride, pending.through, pending.device_args, pending.devices)
         if reason is None:
             return None
         d = pending.diagnostic

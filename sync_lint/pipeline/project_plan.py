@@ -571,15 +571,16 @@ class ProjectPlan:
 
         Hot code reads one definition besides summaries: a memoised function's, where it hands
         the tensor one returns to another (``SyncAnalysis.cached_call``: no sync per step), so
-        each memoised function it may call is kept too (``UnitOutline.memoised``), and so is
-        each unit with the words of a rule that reports at sites of its own (GPU205,
-        ``UnitOutline.own_sites``)."""
-        syncing, memoised, on_parameters, tainted, own_sites = [], set(), set(), [], set()
+        each memoised function it may call is kept too (``UnitOutline.memoised``). A rule that
+        reports at sites of its own (GPU205, ``UnitOutline.own_sites``) reports a hot call of a
+        function that has one too (``FunctionSummary.upload``): each unit with its words is
+        kept as a syncing one is, with what hot code calls on the way to it."""
+        syncing, memoised, on_parameters, tainted, own_sites = [], set(), set(), [], []
         for o in outlines:
             if o.in_hot_scopes:
                 for unit in o.units:
                     if unit.own_sites:
-                        own_sites.add(self._ids[(o.path, unit.index)])
+                        own_sites.append(self._ids[(o.path, unit.index)])
                     if unit.may_sync:
                         syncing.append(self._ids[(o.path, unit.index)])
                     if unit.memoised:
@@ -595,7 +596,7 @@ class ProjectPlan:
             for unit_id in tainted:
                 syncing.extend(sorted(self._calls[unit_id] & on_parameters))
         reached = _reach(seeds, self._calls)
-        return reached & (_reach(syncing, callers) | memoised | own_sites)
+        return reached & (_reach(syncing, callers) | memoised | _reach(own_sites, callers))
 
     def _sink_closure(self, outlines: list[FileOutline], seeds: list[int], callers: list[list[int]]) -> set[int]:
         """The units a GPU1xx finding may be in or rest on.

@@ -35,7 +35,8 @@ FixPlan = Callable[["Editor"], Fix | None]
 class CalleeCondition:
     """Emit the finding only if ``callee`` (a dotted name) needs argument ``arg`` contiguous
     (kind "contiguity"), needs it to have a unit last stride or more (kind "unit-stride": the
-    argument's last dim is not unit-strided), or syncs (kind "sync")."""
+    argument's last dim is not unit-strided), syncs (kind "sync"), or makes a blocking copy onto
+    the GPU (kind "upload")."""
 
     kind: str
     callee: str
@@ -47,6 +48,7 @@ class CalleeCondition:
     row_stride: int | None = None  # see ``PendingCall``
     through: tuple[tuple[str, int], ...] = ()  # see ``PendingCall``
     device_args: tuple[int | str, ...] = ()  # see ``PendingCall``
+    devices: tuple[tuple[int | str, str | None], ...] = ()  # see ``PendingCall``
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from sync_lint.rules.base import Finding, HotScopeRule
+from sync_lint.rules.base import CalleeCondition, Finding, HotScopeRule
 from sync_lint.rules.triggers import UPLOAD_TRIGGERS
 
 if TYPE_CHECKING:
@@ -22,8 +22,9 @@ class BlockingCopyToGpuInHotPath(HotScopeRule):
         "`gpu_tensor.copy_(x_cpu)`, of a tensor known to be in host memory (`*_cpu` / `*_np` / `*_host` "
         "names, `device=\"cpu\"`, `pin_memory=True`, results of `.cpu()` / `torch.from_numpy`), and "
         "`torch.tensor(data, device=...)` / `torch.as_tensor(data, device=...)` of host data (a Python list or "
-        "number, a CPU tensor) made straight on the GPU. Only sites in hot code itself: a helper that hot code "
-        "calls is not followed. Not reported: `non_blocking=True` copies (a copy from pinned memory is "
+        "number, a CPU tensor) made straight on the GPU. A call in hot code of a function of the project that makes such a copy, "
+        "itself or through the functions it calls, is reported at the call (as GPU201 reports a helper's "
+        "sync). Not reported: `non_blocking=True` copies (a copy from pinned memory is "
         "asynchronous; one from pageable memory stalls only above the driver's staging size, which the "
         "linter cannot tell), and device-side factories (`torch.zeros(n, device=...)`, `torch.full`, "
         "`torch.arange`), which copy nothing."
@@ -85,11 +86,23 @@ class BlockingCopyToGpuInHotPath(HotScopeRule):
         "    def forward(self, x: torch.Tensor):\n"
         "        scale = torch.as_tensor([0.5, 2.0], device=x.device)  # expect: GPU205\n"
         "        return x * scale\n"),
+        # A helper's copy, reported at the hot call.
+        ("import torch\n\n"
+        "def slots_on(slot_list, device):\n"
+        "    return torch.tensor(list(slot_list), device=device)\n\n"
+        "class FlashMetadataBuilder:\n"
+        "    def build(self, common):\n"
+        "        return slots_on(common.slot_list, self.device)  # expect: GPU205\n"),
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
         from sync_lint.analysis.syncs import SyncAnalysis, site_message
 
         analysis = ctx.get(SyncAnalysis)
-        for site in analysis.hot_sites(("upload",)):
-            yield Finding(site.node, site_message(analysis, site, "blocking copy onto the GPU"))
+        for site in analysis.hot_sites(("upload", "upload-call")):
+            # A call whose arguments do not tell is judged by the callee's summary, or by those of
+            # the calls that its walk with them bound still meets (``through``).
+            pending = site.kind == "upload-call" and not site.template
+            condition = CalleeCondition("upload", site.callee, through=site.through, devices=site.devices) if pending \
+                else None
+            yield Finding(site.node, site_message(analysis, site, "blocking copy onto the GPU"), if_callee=condition)
