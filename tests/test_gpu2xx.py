@@ -1083,6 +1083,48 @@ def test_lazy_initialisation_runs_once_not_per_step():
     """)
 
 
+def test_lazy_initialisation_through_a_local_copy_of_the_state_runs_once():
+    # vLLM `KimiK3KDAMetadataBuilder._get_recoverssm_context`: `context = self.recoverssm_context;
+    # if context is not None: return context`, then the context is built (a blocking copy onto
+    # the GPU, GPU205) and stored. Read into a local, the state is tested as `self.` state is; a
+    # function that never stores it back syncs every step.
+    check("""
+        import torch
+
+
+        class Builder:
+            def _get_context(self, n):
+                context = self._context
+                if context is not None:
+                    return context
+                context = torch.tensor(list(range(n)), device="cuda")
+                self._context = context
+                return context
+
+            def _longest(self, lens_gpu):
+                longest = self._longest_seen
+                if longest is not None:
+                    return longest
+                longest = int(lens_gpu.max().item())
+                self._longest_seen = longest
+                return longest
+
+            def _never_stored(self, lens_gpu):
+                longest = self._longest_kept
+                if longest is not None:
+                    return longest
+                return int(lens_gpu.max().item())
+
+
+        class FlashMetadataBuilder(Builder):
+            def build(self, common_prefix_len, common):
+                a = self._get_context(8)
+                b = self._longest(common.seq_lens)
+                c = self._never_stored(common.seq_lens)  # expect: GPU201
+                return a, b, c
+    """)
+
+
 def test_lazy_initialisation_by_a_method_of_a_module_level_object_runs_once():
     # SGLang `ipc_a2a_multi_ready(group)`: `if IPC_A2A_MULTI.inited: return True`, then
     # `IPC_A2A_MULTI.init(group)` (which sets `inited`) and an agreement read with `.item()`: the

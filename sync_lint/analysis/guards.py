@@ -507,6 +507,17 @@ def _getattr_call(node: cst.BaseExpression, persistent_names: frozenset[str]) ->
     return f"{owner.value}.{attribute}"
 
 
+def _attribute_read(node: cst.BaseExpression, persistent_names: frozenset[str]) -> str | None:
+    """``self._x`` (an attribute of persistent state, read into a local before it is tested:
+    ``context = self._context; if context is not None: return context``): its key."""
+    if type(node) is not cst.Attribute or type(node.value) is not cst.Name:
+        return None
+    owner = node.value.value
+    if owner not in ("self", "cls") and owner not in persistent_names:
+        return None
+    return f"{owner}.{node.attr.value}"
+
+
 def _state_test(test: cst.BaseExpression, persistent_names: frozenset[str], gets: dict[str, tuple[str, str]]):
     """What an ``if`` test says about persistent state: ``("unset", state)`` for
     ``self._x is None`` / ``not self._done`` / ``key not in self._seen`` / ``v is None`` after
@@ -642,10 +653,11 @@ class OnceRegions:
     @staticmethod
     def cache_get(small: cst.BaseSmallStatement, persistent_names: frozenset[str]):
         """``v = self._cache.get(key)``: (v, (container, key text)); ``v = getattr(layer, "_x",
-        None)``: (v, ``layer._x``); else None."""
+        None)`` or ``v = self._x``: (v, ``layer._x``); else None."""
         if type(small) is not cst.Assign or len(small.targets) != 1 or type(small.targets[0].target) is not cst.Name:
             return None
-        found = _get_call(small.value, persistent_names) or _getattr_call(small.value, persistent_names)
+        found = _get_call(small.value, persistent_names) or _getattr_call(small.value, persistent_names) \
+            or _attribute_read(small.value, persistent_names)
         return (small.targets[0].target.value, found) if found is not None else None
 
     def once_body(self, node: cst.If, function, persistent_names: frozenset[str], gets: dict) -> bool:

@@ -260,7 +260,7 @@ class _Contexts:
                 continue
             if kind is cst.SimpleStatementLine and type(statement.body[0]) is cst.Assign:
                 value = statement.body[0].value
-                if type(value) is cst.Call and (
+                if type(value) is cst.Attribute or type(value) is cst.Call and (
                         (type(value.func) is cst.Attribute and value.func.attr.value == "get")
                         or (type(value.func) is cst.Name and value.func.value == "getattr")):
                     found = self._regions().cache_get(statement.body[0], self._persistent)

@@ -59,26 +59,6 @@ class ProjectIndex:
         self._close_read_only()
         self._close_writes()
 
-    def summarised_callees(self) -> tuple[frozenset[str], list[tuple[str, str, str]]]:
-        """What a call must name to reach a function whose summary can make it a finding.
-
-        Module-level functions: their short names (a call names them, maybe through an import).
-        Methods: (file, class, method): ``self.method()`` in their own file, or ``Class.method``
-        elsewhere, is what resolves to them (``x.method()`` on another object does not).
-        """
-        functions: set[str] = set()
-        methods: list[tuple[str, str, str]] = []
-        for qualname, summary in self.functions.items():
-            if not (summary.needs_contiguous or summary.needs_unit_stride or summary.same_strides_as
-                    or summary.sync is not None):
-                continue
-            owner, _, short = qualname.rpartition(".")
-            if owner in self.module_imports or not owner:
-                functions.add(short)
-            else:
-                methods.append((summary.path, owner.rpartition(".")[2], short))
-        return frozenset(functions), methods
-
     def lookup(self, name: str) -> FunctionSummary | None:
         """The summary for a dotted name, following re-exports (``from .ops import f``)."""
         for _ in range(_MAX_ALIAS_HOPS):
