@@ -50,9 +50,9 @@ CallFlags = tuple[tuple[ArgKey, "bool | str | _Bound | None"], ...]
 UNPACKED = ("*", "**")
 # What a call hands a function's parameters as devices (``UploadCall``): ``(key, value)`` for
 # each argument, the value being a parameter of the calling function handed on as passed,
-# HOST_DEVICE for a host device (``"cpu"``, ``torch.device("cpu")``), or None for anything
+# HOST_DEVICE_ARG for a host device (``"cpu"``, ``torch.device("cpu")``), or None for anything
 # else; ``("*", None)`` / ``("**", None)`` for an unpacked argument.
-HOST_DEVICE = "<cpu>"  # no parameter's name
+HOST_DEVICE_ARG = "<cpu>"  # no parameter's name
 DeviceArgs = tuple[tuple[ArgKey, str | None], ...]
 
 
@@ -238,7 +238,7 @@ class FunctionSummary:
         bound = {name: value for key, value in devices if (name := self.param_for(key)) is not None}
         for param, why in self.uploads_to.items():
             if param in bound:
-                if bound[param] != HOST_DEVICE:
+                if bound[param] != HOST_DEVICE_ARG:
                     return why, bound[param]
             elif unpacked or param not in self.host_defaults:
                 return why, None

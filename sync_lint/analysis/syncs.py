@@ -97,8 +97,8 @@ from sync_lint.analysis.hot_scopes import Hotness, HotScopes
 from sync_lint.analysis.modules import LIBRARY_ROOTS
 from sync_lint.analysis.names import dotted
 from sync_lint.analysis.nodes import block_statements, inner_blocks, one_line, shortened
-from sync_lint.analysis.summaries import HOST_DEVICE as HOST_DEVICE_ARG
 from sync_lint.analysis.summaries import (
+    HOST_DEVICE_ARG,
     NOT_NONE,
     ArgKey,
     CallFlags,
