@@ -24,7 +24,9 @@ class BlockingCopyToGpuInHotPath(HotScopeRule):
         "`torch.tensor(data, device=...)` / `torch.as_tensor(data, device=...)` of host data (a Python list or "
         "number, a CPU tensor) made straight on the GPU. A call in hot code of a function of the project that makes such a copy, "
         "itself or through the functions it calls, is reported at the call (as GPU201 reports a helper's "
-        "sync). Not reported: `non_blocking=True` copies (a copy from pinned memory is "
+        "sync); a helper that copies onto the device it is handed counts only where the call hands it a GPU "
+        "device (`pad_rows(rows, device=\"cpu\")` copies nothing), and the flags a call binds are not read "
+        "(a copy under `if scale is None:` counts whatever the call passes). Not reported: `non_blocking=True` copies (a copy from pinned memory is "
         "asynchronous; one from pageable memory stalls only above the driver's staging size, which the "
         "linter cannot tell), and device-side factories (`torch.zeros(n, device=...)`, `torch.full`, "
         "`torch.arange`), which copy nothing."
@@ -64,6 +66,15 @@ class BlockingCopyToGpuInHotPath(HotScopeRule):
         "        steps = torch.arange(8, device=self.device)\n"
         "        zeros.copy_(steps[: common.num_reqs])\n"
         "        return qsl, slots, zeros, torch.as_tensor(steps, device=self.device)\n"),
+        # A helper handed the host as its device copies nothing onto the GPU.
+        ("import numpy as np\n"
+        "import torch\n\n"
+        "def pad_rows(rows, device=None):\n"
+        "    return torch.from_numpy(np.array(rows)).to(device)\n\n"
+        "class Sampler(torch.nn.Module):\n"
+        "    def forward(self, logits, rows):\n"
+        "        padded = pad_rows(rows, device=\"cpu\")\n"
+        "        return logits, padded.to(logits.device, non_blocking=True)\n"),
         # Outside hot code: set-up may copy freely.
         ("import torch\n\n"
         "class FlashMetadataBuilder:\n"
