@@ -1115,13 +1115,20 @@ def test_lazy_initialisation_through_a_local_copy_of_the_state_runs_once():
                     return longest
                 return int(lens_gpu.max().item())
 
+            def _mask(self, n, lens_gpu):
+                # SGLang `AscendAttnBackend.generate_alibi_bias`: the state tested through `getattr`.
+                if getattr(self, "super_mask", None) is None:
+                    self.super_mask = torch.ones(n).to("cuda")
+                    self.widest = int(lens_gpu.max().item())
+                return self.super_mask
+
 
         class FlashMetadataBuilder(Builder):
             def build(self, common_prefix_len, common):
                 a = self._get_context(8)
                 b = self._longest(common.seq_lens)
                 c = self._never_stored(common.seq_lens)  # expect: GPU201
-                return a, b, c
+                return a, b, c, self._mask(8, common.seq_lens)
     """)
 
 

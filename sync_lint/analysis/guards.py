@@ -521,7 +521,8 @@ def _attribute_read(node: cst.BaseExpression, persistent_names: frozenset[str]) 
 def _state_test(test: cst.BaseExpression, persistent_names: frozenset[str], gets: dict[str, tuple[str, str]]):
     """What an ``if`` test says about persistent state: ``("unset", state)`` for
     ``self._x is None`` / ``not self._done`` / ``key not in self._seen`` / ``v is None`` after
-    ``v = self._cache.get(key)``, ``("set", state)`` for the opposite tests; ``state`` is an
+    ``v = self._cache.get(key)`` / ``getattr(self, "_x", None) is None``, ``("set", state)`` for
+    the opposite tests; ``state`` is an
     attribute key or ``(container, key text)``. None for any other test."""
     negated = False
     if type(test) is cst.UnaryOperation and type(test.operator) is cst.Not:
@@ -549,7 +550,7 @@ def _state_test(test: cst.BaseExpression, persistent_names: frozenset[str], gets
     unset = unset != negated
     if type(subject) is cst.Name and subject.value in gets:
         return ("unset" if unset else "set", gets[subject.value])
-    state = _persistent(subject, persistent_names)
+    state = _persistent(subject, persistent_names) or _getattr_call(subject, persistent_names)
     return ("unset" if unset else "set", state) if state is not None else None
 
 
