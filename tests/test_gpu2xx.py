@@ -1018,6 +1018,32 @@ def test_memoized_helpers_sync_once_per_key_not_per_step(tmp_path):
     assert found == [("model.py", 11, "GPU201")]
 
 
+def test_memoized_methods_run_once_per_key_not_per_step():
+    # SGLang `NDRotaryEmbedding._forward_cached(pos_tuple, device_str)` under
+    # `functools.lru_cache`: the instance is the same key every step; a tensor-annotated
+    # argument misses the cache every step.
+    check("""
+        import functools
+
+        import torch
+
+
+        class FlashMetadataBuilder:
+            @functools.lru_cache(maxsize=16)
+            def _positions(self, pos_tuple: tuple[int, ...], device_str: str):
+                positions = torch.tensor(pos_tuple, dtype=torch.long, device=torch.device(device_str))
+                return positions, int(positions.max().item())
+
+            @functools.lru_cache(maxsize=16)
+            def _longest(self, lens: torch.Tensor):
+                return int(lens.max().item())
+
+            def build(self, common_prefix_len, common):
+                positions = self._positions(tuple(common.seq_lens_cpu.tolist()), "cuda")
+                return positions, self._longest(common.seq_lens)  # expect: GPU201
+    """)
+
+
 def test_lazy_initialisation_runs_once_not_per_step():
     # vLLM `DeepGemmMegaMoEExperts._synchronize_first_launch` (a set of synchronized groups) and
     # `_BufferPool.get` / `get_symm_buffer` (a pool created on first use): the sync runs on the

@@ -164,8 +164,12 @@ class HotScopes:
     def _memoized(self, info: FunctionInfo) -> bool:
         """``@functools.lru_cache`` / ``@cache`` on a function whose parameters are not annotated as
         tensors (a tensor argument would miss the cache every step): its syncs run once per key
-        (``_probe(device)``), not per step, so it is cold."""
-        return self.memoized_tensor_params(info) == ()
+        (``_probe(device)``), not per step, so it is cold. A method too: its instance is one more
+        key, the same object step after step for the modules and backends hot code runs in
+        (SGLang ``NDRotaryEmbedding._forward_cached(pos_tuple, device_str)``)."""
+        if not any(d in MEMOIZERS for d in info.decorators):
+            return False
+        return not _tensor_annotated(info, self.ctx.module)
 
     def memoized_tensor_params(self, info: FunctionInfo) -> tuple[str, ...] | None:
         """For a module-level function under ``functools.lru_cache`` / ``cache``: its parameters
@@ -173,12 +177,7 @@ class HotScopes:
         identity). None for any other function."""
         if info.class_node is not None or not any(d in MEMOIZERS for d in info.decorators):
             return None
-        params = info.node.params
-        return tuple(
-            param.name.value for param in (*params.posonly_params, *params.params, *params.kwonly_params)
-            if param.annotation is not None
-            and "Tensor" in self.ctx.module.code_for_node(param.annotation.annotation)
-        )
+        return _tensor_annotated(info, self.ctx.module)
 
     def is_graph_block(self, node: cst.With) -> bool:
         """``with torch.cuda.graph(g):``: what runs inside is captured into a CUDA graph."""
@@ -187,3 +186,12 @@ class HotScopes:
             if isinstance(call, cst.Call) and self.ctx.names.resolve(call.func) in _GRAPH_BLOCKS:
                 return True
         return False
+
+
+def _tensor_annotated(info: FunctionInfo, module: cst.Module) -> tuple[str, ...]:
+    """The parameters of a function annotated as tensors."""
+    params = info.node.params
+    return tuple(
+        param.name.value for param in (*params.posonly_params, *params.params, *params.kwonly_params)
+        if param.annotation is not None and "Tensor" in module.code_for_node(param.annotation.annotation)
+    )

@@ -52,7 +52,7 @@ class UndeclaredSyncInHotPath(HotScopeRule):
         "tensor where a test says it is on the CPU: `if t.is_cpu:`, `if t.device.type == \"cpu\":`; not `if not "
         "t.is_cuda:`, which another accelerator passes too), "
         "shape arithmetic (`x.shape[0]`, `x.size(0)`, `x.numel()`, `len(x)`), and cold code (`__init__`, weight "
-        "loading, warm-up, capture set-up: `cold-function-patterns`; module functions memoized with "
+        "loading, warm-up, capture set-up: `cold-function-patterns`; functions and methods memoized with "
         "`functools.lru_cache` / `functools.cache` and no tensor-annotated parameter, which run once per key), and "
         "lazy initialisation, which also runs once per key: the body of `if self._pool is None:` / "
         "`if not self._ready:` / `if key not in self._cache:` (or `if pool is None:` after "
