@@ -1172,7 +1172,7 @@ class SyncAnalysis:
             return
         if not summary.upload_calls and not summary.uploads_to:
             summary.host_defaults = _host_defaults(info.node.params)
-        why = self._uploads_with(info, site.kind, site.template, site.subject, site.node, site.callee)
+        why = self._uploads_with(info, site)
         param = _device_parameter(site.node, info) if site.kind == "upload" else None
         if why is not None and param is not None:
             summary.uploads_to.setdefault(param, why)  # onto the device it is handed
@@ -1183,16 +1183,15 @@ class SyncAnalysis:
         elif site.callee is not None:
             summary.upload_calls.append(UploadCall(site.callee, self.line(info, site.node), site.devices))
 
-    def _uploads_with(self, info: FunctionInfo, kind: str, template: str, subject: cst.CSTNode | None,
-                      node: cst.CSTNode, callee: str | None) -> str | None:
-        """Why a function makes a blocking copy onto the GPU by a site of its own ("copies onto
-        the GPU with `torch.tensor()` ... (line 4)"); None for a call whose callee's summary
-        decides."""
-        line = self.line(info, node)
-        if kind == "upload":
-            return f"copies onto the GPU with {self._described(template, subject)} (line {line})"
-        if template and callee is not None:
-            return f"calls `{callee.rsplit('.', 1)[-1]}` (line {line}), which {template}"
+    def _uploads_with(self, info: FunctionInfo, found: SyncSite | _Hit) -> str | None:
+        """Why a function makes a blocking copy onto the GPU by a site of its own (an "upload", or
+        an "upload-call" its arguments decide: "copies onto the GPU with `torch.tensor()` ...
+        (line 4)"); None for a call whose callee's summary decides."""
+        line = self.line(info, found.node)
+        if found.kind == "upload":
+            return f"copies onto the GPU with {self._described(found.template, found.subject)} (line {line})"
+        if found.template and found.callee is not None:
+            return f"calls `{found.callee.rsplit('.', 1)[-1]}` (line {line}), which {found.template}"
         return None
 
     # -- stale declarations ---------------------------------------------------------------------
@@ -1409,7 +1408,7 @@ class SyncAnalysis:
             for hit in scanner.scan(node, env, flags.loop):
                 if uploads:
                     if hit.kind in _UPLOAD_KINDS:
-                        own = self._uploads_with(info, hit.kind, hit.template, hit.subject, hit.node, hit.callee)
+                        own = self._uploads_with(info, hit)
                         if own is not None:
                             return
                         through.extend(hit.through or ((hit.callee, self.line(info, hit.node)),))
@@ -1783,10 +1782,16 @@ def declared_findings(ctx, kinds: tuple[str, ...]):
 
 def callee_condition(site: SyncSite) -> CalleeCondition | None:
     """For a call site: report it only if the callee syncs, with what the call binds its flags
-    to (``prepare(n, return_host=False)`` calls a function that syncs only under the flag)."""
-    if site.kind != "call":
-        return None
-    return CalleeCondition("sync", site.callee, flags=site.flags, through=site.through, device_args=site.device_args)
+    to (``prepare(n, return_host=False)`` calls a function that syncs only under the flag); for
+    GPU205's call whose arguments do not decide, only if the callee makes a blocking copy onto
+    the GPU with what the call hands it as devices, or one of the calls its walk with those
+    arguments bound still meets does (``through``)."""
+    if site.kind == "call":
+        return CalleeCondition("sync", site.callee, flags=site.flags, through=site.through,
+                               device_args=site.device_args)
+    if site.kind == "upload-call" and not site.template:
+        return CalleeCondition("upload", site.callee, through=site.through, devices=site.devices)
+    return None
 
 
 def site_message(analysis: SyncAnalysis, site: SyncSite, lead: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from sync_lint.rules.base import CalleeCondition, Finding, HotScopeRule
+from sync_lint.rules.base import Finding, HotScopeRule
 from sync_lint.rules.triggers import UPLOAD_TRIGGERS
 
 if TYPE_CHECKING:
@@ -107,13 +107,13 @@ class BlockingCopyToGpuInHotPath(HotScopeRule):
     )
 
     def check(self, ctx: FileContext) -> Iterable[Finding]:
-        from sync_lint.analysis.syncs import SyncAnalysis, site_message
+        from sync_lint.analysis.syncs import (
+            SyncAnalysis,
+            callee_condition,
+            site_message,
+        )
 
         analysis = ctx.get(SyncAnalysis)
         for site in analysis.hot_sites(("upload", "upload-call")):
-            # A call whose arguments do not tell is judged by the callee's summary, or by those of
-            # the calls that its walk with them bound still meets (``through``).
-            pending = site.kind == "upload-call" and not site.template
-            condition = CalleeCondition("upload", site.callee, through=site.through, devices=site.devices) if pending \
-                else None
-            yield Finding(site.node, site_message(analysis, site, "blocking copy onto the GPU"), if_callee=condition)
+            yield Finding(site.node, site_message(analysis, site, "blocking copy onto the GPU"),
+                          if_callee=callee_condition(site))
