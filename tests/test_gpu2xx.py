@@ -351,6 +351,37 @@ def test_debug_only_regions():
     """)
 
 
+def test_training_only_regions():
+    # vLLM and SGLang serve models in eval mode (their loaders return `model.eval()`), so a
+    # branch that runs only while training (transformers' `DacResidualVectorQuantizer.forward`:
+    # `if self.training: ... n_quantizers.to(device)`) is off the serving path, as a debug-only
+    # one is. A test that training does not decide (`or`), or the `training` flag of something
+    # other than the module itself, decides nothing.
+    check("""
+        import torch
+        from torch import nn
+
+
+        class Quantizer(nn.Module):
+            def forward(self, x: torch.Tensor, lens_cpu: torch.Tensor) -> torch.Tensor:
+                lens = lens_cpu.to(x.device)  # expect: GPU205
+                if self.training:
+                    drop = torch.randint(1, 8, (x.shape[0],)).to(x.device)
+                    x = x * int(lens.max().item()) * drop
+                if self.training and self.dropout > 0:
+                    x = x * lens.sum().item()
+                if not self.training:
+                    x = x + 1
+                else:
+                    x = x - lens.min().item()
+                if self.training or self.always_scale:
+                    x = x * lens.max().item()  # expect: GPU201
+                if self.config.training:
+                    x = x * lens.min().item()  # expect: GPU201
+                return x
+    """)
+
+
 def test_opt_in_diagnostic_flags_by_name():
     # The SGLang form (`srt/layers/logits_processor.py`): an environment field read with `.get()`,
     # whose name says tracing; and the other ways an engine spells an opt-in trace/profile switch.
@@ -1155,6 +1186,53 @@ def test_lazy_initialisation_through_a_local_copy_of_the_state_runs_once():
                 b = self._longest(common.seq_lens)
                 c = self._never_stored(common.seq_lens)  # expect: GPU201
                 return a, b, c, self._mask(8, common.seq_lens)
+    """)
+
+
+def test_lazy_initialisation_through_hasattr_runs_once():
+    # transformers `EsmFoldStructureModule._init_residue_constants` and vLLM's TurboQuant
+    # attention: `if not hasattr(self, "frames"): self.frames = torch.tensor(..., device=...)`,
+    # the state tested by whether the attribute exists. A region that never sets what it tests,
+    # or tests per-step state (the metadata handed in), runs every step.
+    check("""
+        import torch
+        from torch import nn
+
+
+        class Structure(nn.Module):
+            def _init_constants(self, device, lens_gpu):
+                if not hasattr(self, "frames"):
+                    self.frames = torch.tensor([[1.0, 0.0], [0.0, 1.0]], device=device)
+                    self.longest = int(lens_gpu.max().item())
+
+            def _cached_total(self, lens_gpu):
+                if hasattr(self, "_total"):
+                    return self._total
+                total = int(lens_gpu.sum().item())
+                self._total = total
+                return total
+
+            def _never_stored(self, lens_gpu):
+                if not hasattr(self, "_widest"):
+                    return int(lens_gpu.max().item())
+                return self._widest
+
+            def forward(self, x: torch.Tensor, lens_cpu: torch.Tensor) -> torch.Tensor:
+                lens = lens_cpu.to(x.device)  # expect: GPU205
+                self._init_constants(x.device, lens)
+                n = self._cached_total(lens)
+                w = self._never_stored(lens)  # expect: GPU201
+                return x * n * w
+
+
+        class TurboAttentionImpl:
+            def forward(self, layer, query, key, value, kv_cache, attn_metadata):
+                if not hasattr(layer, "_rotation"):
+                    layer._rotation = torch.tensor([1.0, -1.0]).to(query.device)
+                    layer._scale = float(query.abs().max().item())
+                if not hasattr(attn_metadata, "max_len"):
+                    attn_metadata.max_len = int(attn_metadata.seq_lens.max().item())  # expect: GPU201
+                return query * layer._scale
     """)
 
 

@@ -1,4 +1,5 @@
-"""Sync declarations (``with gpu_sync_allowed():``), debug-only regions, run-once regions (lazy
+"""Sync declarations (``with gpu_sync_allowed():``), debug-only and training-only regions, run-once
+regions (lazy
 initialisation: ``OnceRegions``), and the fixes that add or remove a declaration.
 
 A declaration is a call of a context manager named in ``sync-declarations`` (default
@@ -20,12 +21,16 @@ profile: see ``_DIAGNOSTIC_WORDS``), read as a name or attribute (``if envs.VLLM
 (``if envs.SGLANG_TRACE_LOGITS_E2E_SYNC.get():``) or an environment reader
 (``if os.environ.get("X_TRACE"):``, ``get_bool_env_var("SGLANG_DEBUG_X")``).
 Syncs there run only when someone debugs, and are not reported.
+
+Training-only regions, likewise off the serving path: the body of ``if self.training:`` (or
+``if self.training and ...:``), the ``else`` of ``if not self.training:``. vLLM and SGLang serve
+models in eval mode (their model loaders return ``model.eval()``), so such code never runs there.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import libcst as cst
 
@@ -202,13 +207,26 @@ def _mentions_debug_word(node: cst.BaseExpression) -> bool:
     return False
 
 
-def debug_branch(test: cst.BaseExpression) -> str | None:
-    """"body" when the ``if`` body runs only in debug mode, "orelse" for ``if not <debug>:``."""
+def _training_mode(node: cst.BaseExpression) -> bool:
+    """``self.training``: ``nn.Module``'s training switch, which the engines turn off for good
+    before serving (their model loaders return ``model.eval()``). Not ``self.config.training``
+    and the like, whatever they mean."""
+    return isinstance(node, cst.Attribute) and node.attr.value == "training" and (
+        isinstance(node.value, cst.Name) and node.value.value == "self")
+
+
+def _off_path(node: cst.BaseExpression) -> bool:
+    return _mentions_debug(node) or _training_mode(node)
+
+
+def off_path_branch(test: cst.BaseExpression) -> str | None:
+    """"body" when the ``if`` body runs only in debug mode or in training, "orelse" for
+    ``if not <debug>:`` / ``if not self.training:``."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return "body" if debug_branch(test.left) == "body" or debug_branch(test.right) == "body" else None
+        return "body" if off_path_branch(test.left) == "body" or off_path_branch(test.right) == "body" else None
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return "orelse" if _mentions_debug(test.expression) else None
-    return "body" if _mentions_debug(test) else None
+        return "orelse" if _off_path(test.expression) else None
+    return "body" if _off_path(test) else None
 
 
 # -- fixes ---------------------------------------------------------------------------------------
@@ -492,17 +510,35 @@ def _get_call(node: cst.BaseExpression, persistent_names: frozenset[str]) -> tup
 
 def _getattr_call(node: cst.BaseExpression, persistent_names: frozenset[str]) -> str | None:
     """``getattr(owner, "name", None)`` on persistent state: the attribute's key."""
-    if type(node) is not cst.Call or type(node.func) is not cst.Name or node.func.value != "getattr":
+    args = _builtin_args(node, "getattr", 3)
+    if args is None or not (type(args[2].value) is cst.Name and args[2].value.value == "None"):
+        return None
+    return _named_attribute(args, persistent_names)
+
+
+def _hasattr_call(node: cst.BaseExpression, persistent_names: frozenset[str]) -> str | None:
+    """``hasattr(owner, "name")`` on persistent state: the attribute's key."""
+    args = _builtin_args(node, "hasattr", 2)
+    return None if args is None else _named_attribute(args, persistent_names)
+
+
+def _builtin_args(node: cst.BaseExpression, builtin: str, count: int) -> Sequence[cst.Arg] | None:
+    """The arguments of a call of ``builtin`` with ``count`` positional ones; else None."""
+    if type(node) is not cst.Call or type(node.func) is not cst.Name or node.func.value != builtin:
         return None
     args = node.args
-    if len(args) != 3 or any(a.keyword is not None or a.star for a in args):
+    if len(args) != count or any(a.keyword is not None or a.star for a in args):
         return None
+    return args
+
+
+def _named_attribute(args: Sequence[cst.Arg], persistent_names: frozenset[str]) -> str | None:
+    """``owner, "name"`` (the first two arguments of ``getattr`` / ``hasattr``) on persistent
+    state: the attribute's key."""
     attribute = string_value(args[1].value)
-    if attribute is None or not attribute.isidentifier() or not (
-            type(args[2].value) is cst.Name and args[2].value.value == "None"):
-        return None
     owner = args[0].value
-    if type(owner) is not cst.Name or (owner.value not in ("self", "cls") and owner.value not in persistent_names):
+    if attribute is None or not attribute.isidentifier() or type(owner) is not cst.Name or (
+            owner.value not in ("self", "cls") and owner.value not in persistent_names):
         return None
     return f"{owner.value}.{attribute}"
 
@@ -521,7 +557,8 @@ def _attribute_read(node: cst.BaseExpression, persistent_names: frozenset[str]) 
 def _state_test(test: cst.BaseExpression, persistent_names: frozenset[str], gets: dict[str, tuple[str, str]]):
     """What an ``if`` test says about persistent state: ``("unset", state)`` for
     ``self._x is None`` / ``not self._done`` / ``key not in self._seen`` / ``v is None`` after
-    ``v = self._cache.get(key)`` / ``getattr(self, "_x", None) is None``, ``("set", state)`` for
+    ``v = self._cache.get(key)`` / ``getattr(self, "_x", None) is None`` / ``not hasattr(self,
+    "_x")``, ``("set", state)`` for
     the opposite tests; ``state`` is an
     attribute key or ``(container, key text)``. None for any other test."""
     negated = False
@@ -545,6 +582,8 @@ def _state_test(test: cst.BaseExpression, persistent_names: frozenset[str], gets
             return None
     elif type(test) in (cst.Name, cst.Attribute):
         unset, subject = False, test
+    elif (state := _hasattr_call(test, persistent_names)) is not None:
+        return ("unset" if negated else "set", state)
     else:
         return None
     unset = unset != negated
@@ -621,7 +660,8 @@ class OnceRegions:
     ``self`` does not.
     The state is an attribute of ``self`` / ``cls``, a module-level name or an attribute of one,
     or an attribute of the ``layer`` module an attention class is handed (``if
-    layer._o_scale is None:``, ``cached = getattr(layer, "_scale", None)``). Not a run-once
+    layer._o_scale is None:``, ``cached = getattr(layer, "_scale", None)``, ``if not
+    hasattr(layer, "_scale"):``). Not a run-once
     region: a single-entry cache (``if key != self._last_key:``), which runs again whenever the
     key changes, nor a test with more conditions (``if self._buf is None or n > cap:``)."""
 

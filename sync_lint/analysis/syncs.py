@@ -31,7 +31,7 @@ implicit syncs through Python protocols (``int(x)``, ``if x:``) need a known GPU
 ``x`` is then as likely a Python value.
 
 A site in a hot scope (``hot_scopes``) or in a ``torch.cuda.graph`` block is reported unless it is
-inside a sync declaration, a debug-only region or (outside a capture) a run-once lazy
+inside a sync declaration, a debug-only or training-only region or (outside a capture) a run-once lazy
 initialisation (``guards``). Sites in other functions (not cold ones) make up the function's
 summary: ``sync`` (why calling it syncs) and ``sync_calls``; the
 project closes them over the call graph, so a hot call of a helper is reported at the call site.
@@ -92,7 +92,12 @@ from sync_lint.analysis.flags import (
 )
 from sync_lint.analysis.flow import Walker, decided_branch
 from sync_lint.analysis.functions import FunctionInfo
-from sync_lint.analysis.guards import Declarations, OnceRegions, debug_branch, wrap_fix
+from sync_lint.analysis.guards import (
+    Declarations,
+    OnceRegions,
+    off_path_branch,
+    wrap_fix,
+)
 from sync_lint.analysis.hot_scopes import Hotness, HotScopes
 from sync_lint.analysis.modules import LIBRARY_ROOTS
 from sync_lint.analysis.names import dotted
@@ -153,7 +158,7 @@ class Flags:
 
     wrap: cst.CSTNode  # the statement a declaration would wrap (in a block of statements)
     declared: bool = False
-    debug: bool = False
+    off_path: bool = False  # a debug-only or training-only branch (``guards.off_path_branch``)
     once: bool = False  # lazy initialisation: runs once per key (``guards.OnceRegions``)
     loop: bool = False
     graph: bool = False
@@ -178,7 +183,7 @@ class SyncSite:
     scope: str | None  # the hot scope ("hot path `B.build`"), None outside hot code
     in_loop: bool
     declared: bool
-    debug: bool
+    off_path: bool
     callee: str | None = None
     once: bool = False
     through: Through = ()  # a call site: see ``Through``
@@ -192,7 +197,7 @@ class SyncSite:
 
     @property
     def undeclared(self) -> bool:
-        return not self.declared and not self.debug and not self.once
+        return not self.declared and not self.off_path and not self.once
 
 
 @dataclass(frozen=True)
@@ -328,15 +333,15 @@ class _Contexts:
                 self._suite(case.body, flags)
 
     def _if(self, node: cst.If, flags: Flags, gets: dict) -> None:
-        branch = debug_branch(node.test)
-        debugging = replace(flags, debug=True)
-        self._record(node, debugging if branch == "body" else flags)
-        body_flags = debugging if branch == "body" else flags
+        branch = off_path_branch(node.test)
+        off_path = replace(flags, off_path=True)
+        self._record(node, off_path if branch == "body" else flags)
+        body_flags = off_path if branch == "body" else flags
         if not body_flags.once and type(node.test) in _STATE_TEST_KINDS \
                 and self._regions().once_body(node, self._info, self._persistent, gets):
             body_flags = replace(body_flags, once=True)  # ``if self._pool is None: ... self._pool = ...``
         self._suite(node.body, body_flags)
-        orelse_flags = debugging if branch == "orelse" else flags
+        orelse_flags = off_path if branch == "orelse" else flags
         if isinstance(node.orelse, cst.If):
             self._if(node.orelse, orelse_flags, {})
         elif node.orelse is not None:
@@ -958,7 +963,7 @@ UPLOAD_RULE = "GPU205"
 _UPLOAD_KINDS = ("upload", "upload-call")
 
 # The ``if`` tests a run-once region may have (``guards.OnceRegions``): a cheap first filter.
-_STATE_TEST_KINDS = frozenset({cst.Comparison, cst.UnaryOperation, cst.Name, cst.Attribute})
+_STATE_TEST_KINDS = frozenset({cst.Comparison, cst.UnaryOperation, cst.Name, cst.Attribute, cst.Call})
 _LEAVES = frozenset({cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis})
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 _SUSPENSIONS = (cst.Await, cst.Yield)
@@ -996,7 +1001,7 @@ class SyncAnalysis:
 
     # -- queries for the rules ------------------------------------------------------------------
     def hot_sites(self, kinds: tuple[str, ...], undeclared: bool = True) -> list[SyncSite]:
-        return [s for s in self.sites if s.kind in kinds and (s.undeclared if undeclared else not (s.debug or s.once))]
+        return [s for s in self.sites if s.kind in kinds and (s.undeclared if undeclared else not (s.off_path or s.once))]
 
     def describe(self, site: SyncSite) -> str:
         return self._described(site.template, site.subject)
@@ -1102,7 +1107,7 @@ class SyncAnalysis:
                 site = SyncSite(
                     node=hit.node, kind=hit.kind, template=hit.template, subject=hit.subject,
                     statement=flags.wrap, scope=scope,
-                    in_loop=hit.in_loop, declared=flags.declared or decorated, debug=flags.debug, callee=hit.callee,
+                    in_loop=hit.in_loop, declared=flags.declared or decorated, off_path=flags.off_path, callee=hit.callee,
                     once=flags.once and not flags.graph,  # a capture fails on its first sync too
                     through=hit.through, on_device=hit.on_device, device_args=hit.device_args,
                     # What a hot call binds (a summarised one records its own, ``_summarise``).
@@ -1403,7 +1408,7 @@ class SyncAnalysis:
             if own is not None:
                 return
             flags = contexts.flags.get(id(node))
-            if flags is None or flags.declared or flags.debug or (flags.once and not flags.graph):
+            if flags is None or flags.declared or flags.off_path or (flags.once and not flags.graph):
                 return
             for hit in scanner.scan(node, env, flags.loop):
                 if uploads:

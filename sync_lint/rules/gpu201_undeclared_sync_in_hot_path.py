@@ -47,7 +47,9 @@ class UndeclaredSyncInHotPath(HotScopeRule):
         "`with gpu_sync_allowed():` (see `sync-declarations`) or a debug-only branch (`if envs.VLLM_DEBUG:`, "
         "`if self.debug:`, `if __debug__:`, or a flag named for another opt-in diagnostic mode: "
         "`if envs.SGLANG_TRACE_LOGITS_E2E_SYNC.get():`, `if envs.VLLM_X_PROFILE:`, `if self.enable_trace:`; not "
-        "`if self.enable_trace_free_path:`), CPU-side receivers (`*_cpu`, `*_np`, `*_host`, `device=\"cpu\"`, "
+        "`if self.enable_trace_free_path:`) or a training-only branch (`if self.training:`, the `else` of `if not "
+        "self.training:`: vLLM and SGLang serve models in eval mode, their model loaders returning "
+        "`model.eval()`), CPU-side receivers (`*_cpu`, `*_np`, `*_host`, `device=\"cpu\"`, "
         "`pin_memory=True`, results of `.cpu()` / `.numpy()` / `.tolist()`, numpy arrays, Python values, a "
         "tensor where a test says it is on the CPU: `if t.is_cpu:`, `if t.device.type == \"cpu\":`; not `if not "
         "t.is_cuda:`, which another accelerator passes too), "
@@ -61,7 +63,8 @@ class UndeclaredSyncInHotPath(HotScopeRule):
         "attribute it tests: `TRANSPORT.init(group)` after `if TRANSPORT.inited: return True`), where the state "
         "outlives the step (on `self`, a "
         "module-level name, or the `layer` module an attention class is handed: `if layer._o_scale is None:`, "
-        "`cached = getattr(layer, \"_scale\", None)`; not on the step's metadata or batch); not a single-entry cache "
+        "`cached = getattr(layer, \"_scale\", None)`, `if not hasattr(self, \"_frames\"):`; not on the step's "
+        "metadata or batch); not a single-entry cache "
         "(`if key != self._last_key:`, which runs whenever the key changes), a test with more conditions, nor "
         "state another method sets back to `None` or empty (a per-step memo). A receiver of unknown device is "
         "reported in the methods of metadata builders and of those attention classes only (`unknown-device`)."
@@ -127,6 +130,16 @@ class UndeclaredSyncInHotPath(HotScopeRule):
         "    def forward(self, x: torch.Tensor):\n"
         "        x = x.to(self.device)\n"
         "        return x * 2 if supports_fast_path(x.device) else x\n"),
+        # Lazy initialisation through `hasattr`, and a training-only branch (served in eval mode).
+        ("import torch\n\n"
+        "class Embedding(torch.nn.Module):\n"
+        "    def forward(self, x: torch.Tensor):\n"
+        "        if not hasattr(self, 'table'):\n"
+        "            self.table = torch.arange(8, device='cuda')\n"
+        "            self.width = int(self.table.max().item())\n"
+        "        if self.training:\n"
+        "            print(self.table.sum().item())\n"
+        "        return x + self.table[: self.width]\n"),
         # Lazy initialisation: the first launch per group syncs, later ones find the key recorded.
         ("import torch\n\n"
         "class MegaMoEExperts(torch.nn.Module):\n"

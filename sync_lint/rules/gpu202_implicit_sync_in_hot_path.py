@@ -20,7 +20,7 @@ class ImplicitSyncInHotPath(HotScopeRule):
         "on the hot path."
     )
     what = (
-        "In a hot scope (see GPU201), outside a sync declaration or debug-only branch: `int()` / `float()` / "
+        "In a hot scope (see GPU201), outside a sync declaration or a debug-only or training-only branch: `int()` / `float()` / "
         "`bool()` of a tensor; a tensor as an `if` / `while` / `assert` condition, a conditional-expression "
         "test, or an operand of `and` / `or` / `not`; `.any()` / `.all()` in a condition; boolean-mask "
         "indexing `x[mask]`; `torch.nonzero` / `.nonzero()` / `argwhere`, one-argument `torch.where(cond)`, "

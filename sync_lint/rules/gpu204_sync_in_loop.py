@@ -23,7 +23,7 @@ class SyncInLoop(HotScopeRule):
     what = (
         "Any sync GPU201 or GPU202 knows (explicit, implicit, or a call of a function that syncs) inside a "
         "`for` / `while` loop body, a `while` condition, or a comprehension, in a hot scope. Declared syncs "
-        "count too: `gpu_sync_allowed()` makes a sync legal, not cheap. Syncs in debug-only branches and in "
+        "count too: `gpu_sync_allowed()` makes a sync legal, not cheap. Syncs in debug-only or training-only branches and in "
         "run-once lazy initialisation (see GPU201) do not."
     )
     why = (

@@ -17,7 +17,7 @@ class BlockingCopyToGpuInHotPath(HotScopeRule):
     name = "blocking-copy-to-gpu-in-hot-path"
     summary = "A blocking copy of CPU data onto the GPU in a hot scope: the host waits for all queued GPU work."
     what = (
-        "In a hot scope (see GPU201), outside a sync declaration or debug-only branch, a copy from host memory "
+        "In a hot scope (see GPU201), outside a sync declaration or a debug-only or training-only branch, a copy from host memory "
         "to the GPU that does not pass `non_blocking=True`: `x_cpu.to(device)`, `x_cpu.cuda()`, "
         "`gpu_tensor.copy_(x_cpu)`, of a tensor known to be in host memory (`*_cpu` / `*_np` / `*_host` "
         "names, `device=\"cpu\"`, `pin_memory=True`, results of `.cpu()` / `torch.from_numpy`), and "
