@@ -173,6 +173,15 @@ def test_unparsable_file_is_gpu001_with_its_line(run, project, content, line):
     assert_normal_still_checked(result)
 
 
+def test_syntax_error_in_code_no_rule_reads_is_left_to_ruff_and_flake8(run, project):
+    # GPU001's documented scope: a file holding none of the rules' trigger words is not parsed.
+    (project / "broken.py").write_bytes(b"def f(:\n    pass\n")
+    result = run("check", ".", cwd=project)
+    assert_clean_run(result, 1)  # the normal file's finding
+    assert "broken.py" not in out(result)
+    assert_normal_still_checked(result)
+
+
 def test_fix_leaves_an_unparsable_file_byte_identical(run, project):
     content = b"y = t.item()  # noqa: GPU001\ndef f(:\n"
     (project / "broken.py").write_bytes(content)

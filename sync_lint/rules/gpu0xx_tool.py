@@ -7,7 +7,11 @@ class SyntaxErrorRule(Rule):
     code = "GPU001"
     name = "syntax-error"
     summary = "The file does not parse as Python."
-    what = "A file that libcst cannot parse (a syntax error, a null byte)."
+    what = (
+        "A file that libcst cannot parse (a syntax error, a null byte), in code sync-lint reads: a file, or a "
+        "function, that holds none of the rules' trigger words is skipped unparsed, and a syntax error there "
+        "is left to ruff or flake8, which report every one."
+    )
     why = "Nothing in the file can be checked; the other files still are."
     example = "def broken(:\n    pass"
     fix_safety = "No fix."
