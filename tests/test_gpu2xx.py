@@ -348,6 +348,11 @@ def test_debug_only_regions():
                     print(common.seq_lens.tolist())
                 if common.verbose:
                     print(common.seq_lens.tolist())  # expect: GPU201
+                # The arms of a conditional expression, as the branches of an `if`.
+                longest = common.seq_lens.max().item() if envs.VLLM_DEBUG_METADATA else 0
+                shown = 0 if not self.debug else common.seq_lens.tolist()
+                lens = common.seq_lens.tolist() if not self.debug else 0  # expect: GPU201
+                return longest, shown, lens
     """)
 
 
@@ -378,7 +383,9 @@ def test_training_only_regions():
                     x = x * lens.max().item()  # expect: GPU201
                 if self.config.training:
                     x = x * lens.min().item()  # expect: GPU201
-                return x
+                noise = lens.max().item() if self.training else 0
+                scale = 1 if self.training else lens.max().item()  # expect: GPU201
+                return x * noise * scale
     """)
 
 

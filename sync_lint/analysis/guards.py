@@ -23,7 +23,8 @@ profile: see ``_DIAGNOSTIC_WORDS``), read as a name or attribute (``if envs.VLLM
 Syncs there run only when someone debugs, and are not reported.
 
 Training-only regions, likewise off the serving path: the body of ``if self.training:`` (or
-``if self.training and ...:``), the ``else`` of ``if not self.training:``. vLLM and SGLang serve
+``if self.training and ...:``), the ``else`` of ``if not self.training:``. Either kind of region
+may also be an arm of a conditional expression (``t.item() if self.debug else 0``). vLLM and SGLang serve
 models in eval mode (their model loaders return ``model.eval()``), so such code never runs there.
 """
 

@@ -506,8 +506,11 @@ class _Scanner:
                 self.visit(branch, env, condition, loop)
                 return
             then_env, else_env = self.domain.branch_envs(node.test, env)  # ``x.tolist() if x.is_cpu else ...``
-            self.visit(node.body, then_env, condition, loop)
-            self.visit(node.orelse, else_env, condition, loop)
+            off_path = off_path_branch(node.test)  # ``t.item() if self.debug else 0``: as an ``if`` statement's
+            if off_path != "body":
+                self.visit(node.body, then_env, condition, loop)
+            if off_path != "orelse":
+                self.visit(node.orelse, else_env, condition, loop)
             return
         if kind in _COMPREHENSIONS:
             self._comprehension(node, env, loop)
