@@ -1,6 +1,5 @@
 """Sync declarations (``with gpu_sync_allowed():``), debug-only and training-only regions, run-once
-regions (lazy
-initialisation: ``OnceRegions``), and the fixes that add or remove a declaration.
+regions (lazy initialisation: ``OnceRegions``), and the fixes that add or remove a declaration.
 
 A declaration is a call of a context manager named in ``sync-declarations`` (default
 ``gpu_sync_allowed``; a bare name matches that name imported from any module, a dotted name must
@@ -23,9 +22,10 @@ profile: see ``_DIAGNOSTIC_WORDS``), read as a name or attribute (``if envs.VLLM
 Syncs there run only when someone debugs, and are not reported.
 
 Training-only regions, likewise off the serving path: the body of ``if self.training:`` (or
-``if self.training and ...:``), the ``else`` of ``if not self.training:``. Either kind of region
-may also be an arm of a conditional expression (``t.item() if self.debug else 0``). vLLM and SGLang serve
+``if self.training and ...:``), the ``else`` of ``if not self.training:``. vLLM and SGLang serve
 models in eval mode (their model loaders return ``model.eval()``), so such code never runs there.
+Either kind of region may also be an arm of a conditional expression (``t.item() if self.debug
+else 0``).
 """
 
 from __future__ import annotations
