@@ -578,6 +578,15 @@ def truthy(cu_seqlens, max_seqlen=None):
     if not max_seqlen:
         max_seqlen = int(cu_seqlens.max().item())
     return max_seqlen
+
+
+def relay(cu_seqlens, device, max_seqlen=None):
+    return prepare(cu_seqlens, device, max_seqlen=max_seqlen)
+
+
+def relay_rebound(cu_seqlens, device, max_seqlen=None):
+    max_seqlen = max_seqlen or None
+    return prepare(cu_seqlens, device, max_seqlen=max_seqlen)
 """
 
 
@@ -599,11 +608,17 @@ def truthy(cu_seqlens, max_seqlen=None):
     ("inline(cu)", True),
     ("rebound(cu, 5)", True),  # rebound before the test: the call's value no longer decides it
     ("truthy(cu, 5)", True),  # `if not max_seqlen:` is no `None` test (0 takes the branch too)
+    # A wrapper that hands its own `None`-defaulting parameter on: its callers decide.
+    ("relay(cu, x.device, max_seqlen=4096)", False),
+    ("relay(cu, x.device, host_max)", False),
+    ("relay(cu, x.device)", True),
+    ("relay(cu, x.device, max_seqlen=maybe)", True),
+    ("relay_rebound(cu, x.device, 4096)", True),  # rebound before it is handed on
 ])  # fmt: skip
 def test_a_sync_only_a_none_argument_reaches(tmp_path: Path, call, flagged):
     package = engine_package(tmp_path, helpers=NONE_TESTED_HELPERS, model=f"""
         import torch
-        from engine.helpers import inline, prepare, rebound, resolve, truthy
+        from engine.helpers import inline, prepare, rebound, relay, relay_rebound, resolve, truthy
 
 
         class Model(torch.nn.Module):

@@ -482,6 +482,17 @@ def flag_params(node: cst.FunctionDef) -> frozenset[str]:
     )
 
 
+def none_params(node: cst.FunctionDef) -> frozenset[str]:
+    """The parameters that default to ``None``: a wrapper hands them on to a callee that syncs
+    only where one is ``None`` (``if max_seqlen is None: ...``), and its own callers decide
+    (``call_flags`` records them as handed, as it does ``flag_params``)."""
+    params = node.params
+    return frozenset(
+        param.name.value for param in (*params.posonly_params, *params.params, *params.kwonly_params)
+        if type(param.default) is cst.Name and param.default.value == "None"
+    )
+
+
 def flag_defaults(node: cst.FunctionDef) -> dict[str, bool]:
     """The parameters that default to a literal ``True`` or ``False``."""
     params = node.params

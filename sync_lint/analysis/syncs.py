@@ -88,6 +88,7 @@ from sync_lint.analysis.flags import (
     flag_defaults,
     flag_params,
     flag_tests,
+    none_params,
     not_none,
 )
 from sync_lint.analysis.flow import Walker, decided_branch
@@ -1165,7 +1166,7 @@ class SyncAnalysis:
             summary.record_sync(self._calling(site.callee, self.line(info, site.node), site.on_device))
         elif site.kind == "call":
             if site.callee != info.qualname:
-                flags = self._call_flags(info, site.node, flag_params(info.node))
+                flags = self._call_flags(info, site.node, flag_params(info.node) | none_params(info.node))
                 summary.sync_calls.append(SyncCall(site.callee, self.line(info, site.node), flags=flags,
                                                    through=site.through, device_args=site.device_args))
         elif summary.sync is None:
