@@ -149,6 +149,22 @@ def test_plain_module_entry_point_agrees_on_a_normal_file(project):
     assert_normal_still_checked(result)
 
 
+def test_module_entry_point_in_a_project_that_shadows_the_standard_library(project):
+    # `python -m` puts the working directory first on sys.path: torch's own source tree has a
+    # top-level `random.py` and `signal/`, which the standard library's `tempfile` and
+    # `subprocess` would have imported instead of their own.
+    shadow = "raise ImportError('the checked project shadowed the standard library')\n"
+    (project / "random.py").write_text(shadow)
+    (project / "signal").mkdir()
+    (project / "signal" / "__init__.py").write_text(shadow)
+    result = subprocess.run(
+        [sys.executable, "-m", "sync_lint", "check", ".", "--isolated", "--no-cache"], check=False,
+        cwd=project, capture_output=True, timeout=60,
+    )
+    assert_clean_run(result, 1)
+    assert_normal_still_checked(result)
+
+
 # -- unparsable input -----------------------------------------------------------------------------
 
 
