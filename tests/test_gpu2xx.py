@@ -2033,7 +2033,7 @@ def test_a_helper_copies_onto_the_gpu_only_where_it_is_handed_a_gpu_device(tmp_p
         import numpy as np
         import torch
 
-        def make_padded(rows, pad, device=None):
+        def make_padded(rows, pad, device=None, dtype=None):
             return torch.from_numpy(np.array(rows)).to(device)
 
         def to_tensors(rows, vocab_size, device):
@@ -2055,7 +2055,9 @@ def test_a_helper_copies_onto_the_gpu_only_where_it_is_handed_a_gpu_device(tmp_p
                 d = padded_on(rows, "cpu")
                 e = make_padded(rows, 0, device=logits.device)  # expect: GPU205
                 f = padded_on(rows, logits.device)  # expect: GPU205
-                return a, b, c, d, e, f
+                # After `*args` the positions are not known: `device` may be `logits.device` here.
+                g = make_padded(*rows[:1], 0, logits.device, "cpu")  # expect: GPU205
+                return a, b, c, d, e, f, g
     """
     root = _project(tmp_path, {"helpers.py": helpers, "sampler.py": sampler})
     expected = {("sampler.py", line, code) for line, code in expected_in_text((root / "sampler.py").read_text())}

@@ -80,6 +80,7 @@ from sync_lint.analysis.device_words import (
 )
 from sync_lint.analysis.flags import (
     NOT_CONSTANT,
+    call_arguments,
     call_flags,
     constant,
     decides_any,
@@ -680,14 +681,12 @@ class _Scanner:
     def _devices(self, call: cst.Call, env) -> DeviceArgs:
         """What a call hands as devices, by position or keyword (``UploadCall.devices``)."""
         found: list[tuple[ArgKey, str | None]] = []
-        index = 0
-        for arg in call.args:
+        for arg, key in call_arguments(call):
             if arg.star:
                 found.append((arg.star, None))
                 continue
-            key: ArgKey = arg.keyword.value if arg.keyword is not None else index
-            if arg.keyword is None:
-                index += 1
+            if key is None:
+                continue  # a position after ``*args``: the marker above says "unknown"
             named = self.domain.device_value(arg.value, env)
             if named is not None and named.is_host:
                 found.append((key, HOST_DEVICE_ARG))

@@ -112,7 +112,7 @@ class ProjectIndex:
                     if summary.sync is not None and not summary.sync_unless:
                         break  # syncs whatever a call binds: nothing more to learn
                     if call.through:
-                        why = self._sync_through(call.through, summary)
+                        why = self._through(call.through, "sync", summary)
                         if why is not None:
                             short = call.callee.rsplit(".", 1)[-1]
                             changed |= summary.record_sync(f"calls `{short}` (line {call.line}), which {why}", call.unless)
@@ -157,24 +157,19 @@ class ProjectIndex:
                 changed = True
         return changed
 
-    def _upload_through(self, through: Through) -> str | None:
-        """Why a call makes a blocking copy onto the GPU that its arguments keep from making one
-        by itself: the first of the calls it still makes whose callee does, whatever it is
-        handed (what those calls hand on is not known here)."""
+    def _through(self, through: Through, kind: str, caller: FunctionSummary | None = None) -> str | None:
+        """Why a call that its arguments keep from syncing (kind "sync") or from making a blocking
+        copy onto the GPU ("upload") by itself still does (``Through``): the first of the calls
+        it still makes whose callee does. What those calls bind is not known here, so a callee
+        that syncs only under a flag counts as syncing, and one that copies only onto a device it
+        is handed as copying nothing."""
         for name, line in through:
             callee = self.lookup(name)
-            if callee is not None and callee.upload is not None:
-                return f"calls `{name.rsplit('.', 1)[-1]}` (line {line}), which {callee.upload}"
-        return None
-
-    def _sync_through(self, through: Through, caller: FunctionSummary | None = None) -> str | None:
-        """Why a call syncs that its arguments keep from syncing by itself (``Through``): the
-        first of the calls it still makes whose callee syncs. Their flags are not known here, so a
-        callee that syncs only under a flag counts as syncing."""
-        for name, line in through:
-            callee = self.lookup(name)
-            if callee is not None and callee is not caller and callee.sync is not None:
-                return f"calls `{name.rsplit('.', 1)[-1]}` (line {line}), which {callee.sync}"
+            if callee is None or callee is caller:
+                continue
+            why = callee.sync if kind == "sync" else callee.upload
+            if why is not None:
+                return f"calls `{name.rsplit('.', 1)[-1]}` (line {line}), which {why}"
         return None
 
     @staticmethod
@@ -268,10 +263,8 @@ class ProjectIndex:
         ``PendingCall.flags``; ``through``: ``PendingCall.through``; ``device_args``: those on
         the GPU; ``devices``: what it hands as devices, ``PendingCall.devices``) is a finding of
         ``kind``; None: it is not."""
-        if kind == "sync" and through:
-            return self._sync_through(through)
-        if kind == "upload" and through:
-            return self._upload_through(through)
+        if kind in ("sync", "upload") and through:
+            return self._through(through, kind)
         callee = self.lookup(callee_name)
         if callee is None:
             return None
