@@ -36,6 +36,11 @@ MATRIX_MULTIPLY_OPS = (
     "torch.ops.*.mm.*", "torch.ops.*.*_mm.*",  # an overload: ``torch.ops._C.cutlass_scaled_mm.default``
 )  # fmt: skip
 
+# flash-linear-attention's guards (``fla.utils.input_guard``, and ``contiguous``, its alias without
+# arguments), vendored by vLLM and SGLang under other module names, so matched by their last name:
+# each calls ``.contiguous()`` on every tensor argument before the wrapped function runs.
+CONTIGUOUS_INPUT_DECORATORS = ("input_guard", "*.input_guard", "contiguous", "*.contiguous")
+
 OPTIONS: dict[str, Option] = {
     # Rule selection (ruff's names and meaning).
     "select": Option(list, ["GPU"], "Rule codes or prefixes to enable (`GPU`, `GPU1`, `GPU201`, `ALL`)."),
@@ -68,6 +73,17 @@ OPTIONS: dict[str, Option] = {
         "(`gemm`, `matmul`, `bmm`, `mm` in the op's name), whose operand order is op-specific and checked.",
     ),
     "extend-strided-sinks": Option(list, [], "Names or globs added to `strided-sinks`."),
+    "contiguous-input-decorators": Option(
+        list,
+        list(CONTIGUOUS_INPUT_DECORATORS),
+        "Dotted names or fnmatch globs of decorators that make every tensor argument of the function they wrap "
+        "contiguous before it runs: its parameters are read as contiguous, so a cast of one is no contiguity "
+        "fix relied on (GPU101), and a view a caller hands it is not reported. A call of one with "
+        "`no_guard_contiguous=` (fla's way to exempt parameters) exempts the parameters a literal list names; "
+        "any other argument leaves the function unguarded. The default names fla's `input_guard` and "
+        "`contiguous`, which vLLM and SGLang vendor.",
+    ),
+    "extend-contiguous-input-decorators": Option(list, [], "Names or globs added to `contiguous-input-decorators`."),
     "hot-class-patterns": Option(list, ["*MetadataBuilder"], "Classes whose methods are hot (fnmatch globs)."),
     "hot-method-patterns": Option(
         list,
@@ -267,6 +283,14 @@ def is_strided_sink(settings: Settings, name: str) -> bool:
     """Does ``strided-sinks`` (with ``extend-strided-sinks``) name this dotted callee?"""
     return any(
         fnmatch.fnmatchcase(name, glob) for glob in (*settings["strided-sinks"], *settings["extend-strided-sinks"])
+    )
+
+
+def is_contiguous_input_decorator(settings: Settings, name: str) -> bool:
+    """Does ``contiguous-input-decorators`` (with its ``extend-`` list) name this decorator?"""
+    return any(
+        fnmatch.fnmatchcase(name, glob)
+        for glob in (*settings["contiguous-input-decorators"], *settings["extend-contiguous-input-decorators"])
     )
 
 

@@ -1568,3 +1568,114 @@ def pack(n):
     _scales[(n,)](packed[:, 32 * 256 :].view(torch.float32))
 """
     assert [code for _, code in codes(source)] == (["GPU102"] if reported else [])
+
+
+# -- decorators that make a function's tensor arguments contiguous (fla's ``input_guard``) -------
+
+GUARDED_KERNEL = """
+import torch
+import triton
+import triton.language as tl
+
+from fla.utils import contiguous, input_guard
+
+
+@triton.jit
+def _cumsum(g_ptr, o_ptr, T: tl.constexpr):
+    offs = tl.arange(0, T)
+    tl.store(o_ptr + offs, tl.cumsum(tl.load(g_ptr + offs), 0))
+
+
+def local_cumsum(g):
+    out = torch.empty_like(g)
+    _cumsum[(1,)](g, out, g.shape[-1])
+    return out
+"""
+
+
+@pytest.mark.parametrize(("decorators", "body", "reported"), [
+    # The guard copies a strided argument before the body runs: a cast of it is no fix relied on.
+    (["@input_guard"], "local_cumsum(g.float())", False),
+    (["@input_guard()"], "local_cumsum(g.float())", False),
+    (["@contiguous"], "local_cumsum(g.to(torch.float32))", False),
+    (["@staticmethod", "@input_guard"], "local_cumsum(g.float())", False),
+    (["@staticmethod"], "local_cumsum(g.float())", True),
+    (["@input_guard(no_guard_contiguous=False)"], "local_cumsum(g.float())", False),
+    (["@input_guard(no_guard_contiguous=['h'])"], "local_cumsum(g.float())", False),
+    # Exempted, or a guard whose arguments are not understood: the parameter is as passed.
+    (["@input_guard(no_guard_contiguous=['g'])"], "local_cumsum(g.float())", True),
+    (["@input_guard(no_guard_contiguous=('g', 'h'))"], "local_cumsum(g.float())", True),
+    (["@input_guard(no_guard_contiguous=True)"], "local_cumsum(g.float())", True),
+    (["@input_guard(no_guard_contiguous=EXEMPT)"], "local_cumsum(g.float())", True),
+    (["@input_guard(strict=True)"], "local_cumsum(g.float())", True),
+    ([], "local_cumsum(g.float())", True),
+    (["@torch.compile"], "local_cumsum(g.float())", True),
+    # A view taken inside the guarded function is still a view.
+    (["@input_guard"], "local_cumsum(g[:, 0])", True),
+    (["@input_guard"], "local_cumsum(g.t().float())", True),
+])  # fmt: skip
+def test_a_contiguity_guard_decorator_makes_the_parameters_contiguous(decorators, body, reported):
+    if decorators[:1] == ["@staticmethod"]:  # an autograd Function's ``forward(ctx, ...)``
+        source = GUARDED_KERNEL + "\n\nclass Op(torch.autograd.Function):\n" + "".join(f"    {d}\n" for d in decorators)
+        source += f"    def forward(ctx, g, h=None):\n        return {body}\n"
+    else:
+        source = GUARDED_KERNEL + "\n\n" + "".join(f"{d}\n" for d in decorators) + f"def run(g, h=None):\n    return {body}\n"
+    assert bool(codes(source)) == reported, codes(source)
+
+
+GUARDED_WRAPPERS = """
+from engine.kernels import input_guard, local_cumsum
+
+
+@input_guard
+def guarded(g):
+    assert g.is_contiguous()
+    return local_cumsum(g)
+
+
+def unguarded(g):
+    return local_cumsum(g)
+"""
+
+
+def test_a_view_handed_to_a_guarded_function_is_copied_by_the_guard(tmp_path: Path):
+    """Across files, and on the fast and the plain path: the guarded function's summary needs
+    nothing of its callers, its assert included; the unguarded one's does."""
+    package = tmp_path / "engine"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "kernels.py").write_text(
+        textwrap.dedent(GUARDED_KERNEL).replace("from fla.utils import contiguous, input_guard\n", "")
+        + "\n\ndef input_guard(fn):\n    return fn\n"
+    )
+    (package / "wrappers.py").write_text(textwrap.dedent(GUARDED_WRAPPERS))
+    (package / "model.py").write_text(textwrap.dedent(
+        """
+        from engine.wrappers import guarded, unguarded
+
+
+        def step(x):
+            guarded(x[:, 0])
+            unguarded(x[:, 0])
+        """
+    ))
+    for fast in (True, False):
+        linter = Linter(make_settings(), fast=fast)
+        found = [(Path(d.path).name, d.line, d.code)
+                 for d in linter.run([str(p) for p in sorted(package.glob("*.py"))], jobs=1).diagnostics]  # fmt: skip
+        assert found == [("model.py", 7, "GPU102")]
+
+
+def test_contiguous_input_decorators_setting(tmp_path: Path):
+    from sync_lint import config
+
+    source = GUARDED_KERNEL.replace("from fla.utils import contiguous, input_guard", "from engine.guards import tensors_on")
+    source += "\n\n@tensors_on\ndef run(g):\n    return local_cumsum(g.float())\n"
+    assert codes(source) != []
+    assert codes(source, extend_contiguous_input_decorators=["engine.guards.tensors_on"]) == []
+    assert codes(source, contiguous_input_decorators=["engine.*.tensors_on"]) == []
+    # Replacing the default drops fla's names.
+    assert codes(GUARDED_KERNEL + "\n\n@input_guard\ndef run(g):\n    return local_cumsum(g.float())\n",
+                 contiguous_input_decorators=[]) != []  # fmt: skip
+    with pytest.raises(config.ConfigError, match="`contiguous-input-decorators` must be a list of strings"):
+        config.validate({"contiguous-input-decorators": "input_guard"}, "<test>")

@@ -50,6 +50,7 @@ from sync_lint.analysis.flags import (
 from sync_lint.analysis.flow import Walker, decided_branch, target_key
 from sync_lint.analysis.functions import FunctionInfo
 from sync_lint.analysis.layout import (
+    FRESH,
     PERMUTING_ATTRIBUTES,
     SCALAR,
     UNKNOWN,
@@ -66,7 +67,7 @@ from sync_lint.analysis.names import dotted
 from sync_lint.analysis.nodes import children, one_line
 from sync_lint.analysis.summaries import ArgKey, CallFlags, Forward, FunctionSummary
 from sync_lint.analysis.triton_names import is_triton_decorator
-from sync_lint.config import is_strided_sink
+from sync_lint.config import is_contiguous_input_decorator, is_strided_sink
 from sync_lint.patterns import definition_of
 from sync_lint.pipeline.profile import span
 
@@ -614,8 +615,12 @@ class ContiguityAnalysis:
         parameter's truth), into ``scratch`` only, for ``_flag_conditions``."""
         domain = self._domain(info)
         env: dict[str, Layout] = dict(class_env)
+        guarded = self._contiguous_inputs(info)
         for param in info.params:
-            env[param] = Layout(UNKNOWN, params=frozenset({param}), source="param")
+            # A guarded parameter is still the parameter as passed (``_as_passed``), but of a
+            # known layout: no need of its own is recorded for the callers (``_record_param``).
+            kind = FRESH if param in guarded else UNKNOWN
+            env[param] = Layout(kind, params=frozenset({param}), source="param")
         facts = _FunctionFacts(self, info, domain, scratch)
         # A flag is assumed while it still holds the parameter as passed (``flags.deciding``).
         decide = deciding({assume[0]: assume[1]}, dict(env)) if assume is not None else None
@@ -632,6 +637,19 @@ class ContiguityAnalysis:
         finally:
             domain.conditions = ()
         return facts
+
+    def _contiguous_inputs(self, info: FunctionInfo) -> frozenset[str]:
+        """The parameters a decorator of ``contiguous-input-decorators`` makes contiguous before
+        the function runs (``*args`` and ``**kwargs`` are left unknown: tuples, not tensors)."""
+        guarded: set[str] = set()
+        named = info.node.params
+        every = [param.name.value for param in (*named.posonly_params, *named.params, *named.kwonly_params)]
+        for decorator, name in zip(info.node.decorators, info.decorators):
+            if is_contiguous_input_decorator(self.ctx.settings, name):
+                exempt = _exempted_by_guard(decorator.decorator)
+                if exempt is not None:
+                    guarded.update(param for param in every if param not in exempt)
+        return frozenset(guarded)
 
     def _flag_conditions(self, info: FunctionInfo, class_env: dict[str, Layout], summary: FunctionSummary,
                          need_sites: set[int]) -> None:
@@ -762,6 +780,29 @@ def _name_uses(root: cst.CSTNode, names: set[str]) -> Iterator[tuple[cst.Name, c
                 yield node, parent, grandparent
             continue
         stack += [(child, node, parent) for child in children(node)]
+
+
+def _exempted_by_guard(decorator: cst.BaseExpression) -> frozenset[str] | None:
+    """The parameters a contiguity guard leaves as passed: none for ``@guard`` or ``@guard()``,
+    those a literal ``no_guard_contiguous=[...]`` names (False: none), and None (every one)
+    for ``no_guard_contiguous=True`` or any argument whose meaning is not known."""
+    if not isinstance(decorator, cst.Call):
+        return frozenset()
+    exempt: frozenset[str] = frozenset()
+    for arg in decorator.args:
+        if arg.keyword is None or arg.keyword.value != "no_guard_contiguous":
+            return None
+        value = arg.value
+        if isinstance(value, cst.Name) and value.value == "False":
+            continue
+        if not isinstance(value, (cst.List, cst.Tuple, cst.Set)):
+            return None
+        names = [element.value.evaluated_value if isinstance(element.value, cst.SimpleString) else None
+                 for element in value.elements]  # fmt: skip
+        if any(not isinstance(name, str) for name in names) or any(isinstance(e, cst.StarredElement) for e in value.elements):
+            return None
+        exempt |= frozenset(names)
+    return exempt
 
 
 def _forward_key(forward: Forward) -> tuple:
@@ -916,8 +957,8 @@ class _FunctionFacts:
             return
         for param, (check, unit_stride) in _layout_needs(test, passes=not negated).items():
             layout = env.get(param)
-            if layout is None or layout.cast is not None:
-                continue
+            if layout is None or layout.cast is not None or layout.kind == FRESH:
+                continue  # a guarded parameter (``_contiguous_inputs``) passes whatever is handed
             if negated:
                 otherwise = "unless its last dim has stride 1" if unit_stride else "otherwise"
                 how = f"checked with `{check}` in `{self.info.name}`, which raises {otherwise}"

@@ -36,7 +36,9 @@ class CastAsContiguityFix(SinkRule):
         "another path skips (`x.to(torch.int32) if x.dtype != torch.int32 else x`: the parameter itself reaches "
         "the sink there), a cast followed by `.view(dtype)` to a dtype of the cast's element size "
         "(`x.to(torch.float8_e4m3fn).view(torch.uint8)` reinterprets each element in place, whatever the "
-        "strides), and a launch that also passes the tensor's strides are not reported."
+        "strides), a launch that also passes the tensor's strides, and a cast of a parameter of a function "
+        "decorated with one of `contiguous-input-decorators` (fla's `@input_guard`, which calls `.contiguous()` "
+        "on every tensor argument) are not reported."
     )
     why = (
         "A cast returns its input itself when there is nothing to convert (`x.to(torch.int32)` of an int32 "

@@ -59,6 +59,8 @@ class NonContiguousViewToKernel(SinkRule):
         "the path (`if t.element_size() != 1: raise ...`), while `t` is not rebound); of an unknown dtype it "
         "is one.\n\n"
         "Not reported:\n"
+        "- a view handed to a function decorated with one of `contiguous-input-decorators` (fla's "
+        "`@input_guard`, which calls `.contiguous()` on every tensor argument before the body runs);\n"
         "- launches that also pass the strides: the argument's, those of the parameter a local stands for "
         "(`ptr = x` then `x.stride()`), or those of a tensor a check says strides alike (`assert q.stride(1) "
         "== k.stride(1)` then `k` launched with `q.stride(1)`);\n"
