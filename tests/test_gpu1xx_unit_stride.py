@@ -485,6 +485,8 @@ DTYPE_VIEWS = [
     ("", "x.t().view(torch.uint8)", True),
     ("", "x.t().view(torch.float32)", True),
     ("", "x.to(torch.float32).t().view(torch.uint8)", True),
+    ("w = torch.empty(n, m, dtype=torch.bfloat16)", "w.t().view(torch.float4_e2m1fn_x2)", True),
+    ("", "x.to(torch.float32).t().view(torch.float4_e2m1fn_x2)", True),
     ("w = torch.empty(n, m, dtype=torch.float8_e4m3fn) if flag else torch.empty(n, m, dtype=torch.float32)",
      "w.t().view(torch.uint8)", True),  # fp8 on one path only
     # results whose dtype is not the receiver's
@@ -547,6 +549,22 @@ def test_dtype_view_expectations_match_torch(setup: str, expression: str, flagge
 def test_dtype_view_needs_a_unit_last_stride_only_across_element_sizes(setup: str, expression: str, flagged: bool):
     source = _dtype_view_source(setup, expression)
     assert findings(source) == ([(source.count("\n"), "GPU102")] if flagged else [])
+
+
+@pytest.mark.parametrize("expression", [
+    "x.t().view(torch.float4_e2m1fn_x2)",
+    "x.permute(1, 0)[:, ::2].view(torch.float4_e2m1fn_x2)",
+    "x[:, 1:].t().view(torch.float4_e2m1fn_x2)",
+])  # fmt: skip
+def test_a_view_as_packed_fp4_is_of_bytes_whatever_the_strides(expression: str):
+    """Torch copies nothing into packed FP4 (``.to()`` raises), so a tensor of unknown dtype viewed
+    as it holds bytes already (fp4 weights stored as ``uint8``, the CuTe DSL's permuted operands):
+    the view reinterprets in place. Checked against torch for the 1-byte dtypes."""
+    with pytest.raises(NotImplementedError):
+        torch.zeros(2, 2).to(torch.float4_e2m1fn_x2)
+    for dtype in ("uint8", "int8", "float8_e4m3fn", "float8_e5m2"):
+        eval(expression, {"torch": torch, "x": torch.zeros(4, 8, dtype=getattr(torch, dtype))})
+    assert findings(_dtype_view_source("", expression)) == []
 
 
 def test_same_size_view_in_a_wrapper_needs_nothing_of_its_parameter():

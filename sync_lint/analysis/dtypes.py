@@ -20,6 +20,11 @@ ELEMENT_SIZES = {
     "complex128": 16,
 }  # fmt: skip
 DTYPES = frozenset({*ELEMENT_SIZES, *DTYPE_ALIASES})
+# Dtypes no tensor is converted to: torch implements no copy into packed FP4 (``.to(...)`` raises
+# "copy_ not implemented"), so its data is written as bytes (``uint8``, or another 1-byte dtype)
+# and viewed as it. A tensor of unknown dtype viewed as one holds bytes already: the view
+# reinterprets each element in place, whatever the strides.
+VIEWED_FROM_BYTES = frozenset({"torch.float4_e2m1fn_x2"})
 # Real floating dtypes: a sum or a mean of one keeps its dtype (an integer sum widens to int64).
 FLOATING = frozenset({"torch.float16", "torch.bfloat16", "torch.float32", "torch.float64"})
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from sync_lint.analysis.context import FileContext
-from sync_lint.analysis.dtypes import element_size
+from sync_lint.analysis.dtypes import VIEWED_FROM_BYTES, element_size
 from sync_lint.analysis.flags import (
     call_arguments,
     call_flags,
@@ -985,6 +985,8 @@ class _FunctionFacts:
             return False
         if layout.dtype is not None:
             return element_size(layout.dtype) == size
+        if target in VIEWED_FROM_BYTES:
+            return True
         if any(_sizes_guarded(test, receiver, self.domain) == {size} for test in _tests_taking(header, call)):
             return True
         key = target_key(receiver)
