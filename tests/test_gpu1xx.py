@@ -30,11 +30,15 @@ VIEW_EXPRESSIONS = [
     "x.t()", "x.T", "x.mT", "x.transpose(0, 1)", "x.permute(1, 0)", "x.movedim(0, 1)", "x.swapaxes(0, 1)",
     "x.expand(2, 4, 8)", "torch.broadcast_to(x[0], (4, 8))", "x.diagonal()", "x[0].unfold(0, 4, 2)",
     "y[:, 0]", "y[:, :, 1]", "y.permute(2, 0, 1)",
+    "x[:, ::2][0]", "x[1:, ::2][0]", "y[:, :, 1:3][0]", "y[:, 1:][:, 0]", "x.t()[0]", "x[:, 1:3][:, 0]",
     # contiguous ones
     "x[0]", "x[1:3]", "x[:2]", "x[2, 1:5]", "x[:1, 0]", "x[:1, 2:6]", "x[0:1, 3]", "x.select(0, 2)",
     "x.narrow(0, 1, 2)", "x.permute(0, 1)", "x.transpose(1, 1)", "x[:, 0] + 1", "x[:, 0].clone()",
     "x.t().contiguous()", "x[:, 0].sum()", "torch.cat([x[:, 0], x[:, 1]])", "x[[0, 2]]", "y[1]", "y[1, 2]",
     "x[None]", "x[0, None]",
+    # a second index that selects the gap of the first away (``x[:, 1:3][0]`` is ``x[0, 1:3]``)
+    "x[:, 1:3][0]", "x[:, 2:6][1, 1:3]", "x[:, 1:3][0:1]", "y[:, 1:][0]", "y[:, :2, :][1]", "y[:1, 1:][0]",
+    "y[:, 0][0]", "y[:, 1:3][1][0]",
     # as_strided: contiguous exactly when the explicit strides are the row-major ones of the size
     "x.as_strided((32,), (1,))", "x.as_strided((4, 8), (8, 1))", "torch.as_strided(x, (2, 4), (4, 1), 3)",
     "x.as_strided(size=(2, 2, 4), stride=(2 * 4, 4, 1))", "torch.as_strided(y, (6, 4), (4, 1))",
@@ -57,6 +61,27 @@ def test_view_model_matches_torch(expression: str):
     """
     found = [code for _, code in codes(source)]
     assert ("GPU102" in found or "GPU101" in found) == strided, (expression, found, value.stride())
+
+
+def test_an_index_that_selects_a_gap_away_is_followed_through_names_only_as_made():
+    source = """
+    import torch
+
+
+    def f(x, y, buffers, flag, i):
+        rows = x[:2, :3, :]
+        torch.ops._C.op(rows[i])  # x[i, :3, :]: contiguous
+        torch.ops._C.op(rows[(i - 1) % 2])
+        torch.ops._C.op(rows[0][1])
+        cols = x[:, :, :3]
+        torch.ops._C.op(cols[0])  # x[0, :, :3]: strided
+        cast = rows.float()
+        torch.ops._C.op(cast[0])  # not the view the index made: not followed
+        either = rows if flag else y[:, 1:]
+        torch.ops._C.op(either[0])  # a view of two indices: not followed
+        torch.ops._C.op(rows[i:])
+    """
+    assert codes(source) == [(11, "GPU102"), (13, "GPU102"), (15, "GPU102"), (16, "GPU102")]
 
 
 # A cast of an int32 column: a no-op (still strided) unless the dtype certainly changes.

@@ -360,12 +360,19 @@ BROADCASTS = [
     ("col.expand_as(bt)", False),
     ("torch.broadcast_to(col, (4, 8))", False),
     ("bt.t().expand(2, -1, -1)", False),  # keeps the transpose's last stride
+    # the last size of a view written alike (a rope table broadcast over the heads)
+    ("bt.view(4, 1, 8).expand(4, n, 8)", True),
+    ("bt.reshape(4, 1, d).expand(4, n, d)", True),
+    ("bt.view((4, 1, d)).expand((4, n, d))", True),
+    ("col.view(4, 1, 1).expand(4, n, 1)", True),
+    ("col.view(4, 1).expand(4, d)", False),
+    ("col.view(4, 1).expand(4, 8)", False),
 ]
 
 
 @pytest.mark.parametrize(("argument", "kept"), BROADCASTS)
 def test_broadcast_expectations_match_torch(argument: str, kept: bool):
-    value = eval(argument, {"bt": torch.zeros(4, 8), "col": torch.zeros(4, 1), "n": 3, "torch": torch})
+    value = eval(argument, {"bt": torch.zeros(4, 8), "col": torch.zeros(4, 1), "n": 3, "d": 8, "torch": torch})
     assert (value.stride(-1) == 1) == kept
     assert not value.is_contiguous()
 
@@ -373,14 +380,15 @@ def test_broadcast_expectations_match_torch(argument: str, kept: bool):
 @pytest.mark.parametrize(("argument", "kept"), BROADCASTS)
 def test_broadcast_to_a_unit_stride_callee(argument: str, kept: bool):
     source = "import torch\n\n\ndef wrapper(x):\n    assert x.stride(-1) == 1\n    return x\n\n\n"
-    source += f"def caller(bt, col, n):\n    return wrapper({argument})\n"
+    source += f"def caller(bt, col, n, d):\n    return wrapper({argument})\n"
     assert findings(source) == ([] if kept else [(source.count("\n"), "GPU102")])
     dense = source.replace("x.stride(-1) == 1", "x.is_contiguous()")
     assert findings(dense) == [(dense.count("\n"), "GPU102")]  # a broadcast is never contiguous
 
 
 @pytest.mark.parametrize("argument", ["bt[0].expand(n, d)", "bt[0].expand(shape)", "bt[0].expand(*shape)",
-                                      "bt[0].expand(-1, *shape)"])  # fmt: skip
+                                      "bt[0].expand(-1, *shape)", "bt.view(4, 1, -1).expand(4, n, d)",
+                                      "bt.view(4, 1, d()).expand(4, n, d())"])  # fmt: skip
 def test_a_written_out_last_size_may_expand_a_size1_dim(argument: str):
     # Fine when ``bt[0]`` has ``d`` elements, stride 0 when it has one: not known, so reported.
     source = "import torch\n\n\ndef wrapper(x):\n    assert x.stride(-1) == 1\n    return x\n\n\n"

@@ -525,6 +525,10 @@ class LayoutDomain:
         # whether it holds) while a walker evaluates with this domain; none otherwise.
         self.conditions: list[tuple[cst.BaseExpression, dict, bool]] | tuple = ()
         self.decide: Decide | None = None  # the oracle of a walk under an assumed flag (``flow``)
+        # Each gapped view this domain made by an index, by identity: (the view, the layout it was
+        # indexed from, the index's classes), so that a later index may undo the gap
+        # (``_undone_gap``). Any other layout derived from the view is another object: not here.
+        self._indexed: dict[int, tuple[Layout, Layout, tuple[str, ...]]] = {}
 
     # -- flow.Domain -------------------------------------------------------------------------
     def unknown(self) -> Layout:
@@ -727,6 +731,9 @@ class LayoutDomain:
         if base.kind in (SCALAR, OTHER, NONE):
             return UNKNOWN_LAYOUT if base.kind == OTHER else base
         effect = self._index_effect(node.slice, env, base.ndim)
+        undone = self._undone_gap(base, effect)
+        if undone is not None:
+            base, effect = undone
         if effect.kind == "fresh":
             return Layout(FRESH, dtype=base.dtype)
         if effect.kind == "unknown":
@@ -736,8 +743,11 @@ class LayoutDomain:
             # A range or a full slice first leaves dim 0's stride as it was (``[:, k:]``).
             first = node.slice[0].slice
             keeps_rows = isinstance(first, cst.Slice) and first.step is None and base.ndim == 2
-            return self._view(base, GAPPED, what, node, value, inner_unit=effect.inner_unit and base.inner_unit,
+            view = self._view(base, GAPPED, what, node, value, inner_unit=effect.inner_unit and base.inner_unit,
                               vector=effect.vector, ndim=effect.ndim, row_stride=base.row_stride if keeps_rows else None)
+            if effect.classes is not None:
+                self._indexed[id(view)] = (view, base, effect.classes)
+            return view
         # Contiguity-preserving: the base's layout carries over (a parameter stays the parameter
         # layout-wise, but it is no longer *the* parameter: a cast of it is not flagged).
         if base.kind == FRESH or base.is_view:
@@ -745,6 +755,26 @@ class LayoutDomain:
                            row_stride=None)
         return Layout(UNKNOWN, params=base.params if base.cast is None else frozenset(), size1=effect.size1,
                       ndim=effect.ndim)
+
+    def _undone_gap(self, view: Layout, effect: _IndexEffect) -> tuple[Layout, _IndexEffect] | None:
+        """Where an index of a gapped view this domain made by an index selects the gap away, the
+        layout that view was indexed from and the effect of both indices as one (``x[:, :k][i]``
+        is ``x[i, :k]``: contiguous); None where it does not, or is not known to."""
+        made = self._indexed.get(id(view))
+        if made is None or made[0] is not view or effect.classes is None or "unk" in made[2]:
+            return None
+        _, indexed, first = made
+        # An element of unknown kind in the second index is an int or an index tensor: the one
+        # selects, the other copies (advanced indexing), so the gap is gone if an int's would be.
+        second = tuple("int" if cls == "unk" else cls for cls in effect.classes)
+        both = _composed_index(first, second)
+        if both is None:
+            return None
+        composed = _classify(list(both))
+        if composed.kind != "keep":
+            return None
+        ndim = indexed.ndim - both.count("int") if indexed.ndim is not None and len(both) == indexed.ndim else None
+        return indexed, replace(composed, ndim=ndim)
 
     def _index_effect(self, elements, env, ndim: int | None = None) -> _IndexEffect:
         """The effect of an index on a contiguous tensor of ``ndim`` dims (None: unknown).
@@ -787,10 +817,10 @@ class LayoutDomain:
                     classes.append("unk")
         reached = len(classes) - classes.count("ellipsis")
         if ndim is None or reached > ndim or "adv" in classes or "unk" in classes:
-            return _classify(classes)
+            return replace(_classify(classes), classes=_composable(classes, added))
         if "ellipsis" not in classes:
             classes += ["full"] * (ndim - reached)
-        return replace(_classify(classes), ndim=ndim - classes.count("int") + added)
+        return replace(_classify(classes), ndim=ndim - classes.count("int") + added, classes=_composable(classes, added))
 
     @staticmethod
     def _is_size1_slice(piece: cst.Slice) -> bool:
@@ -1050,9 +1080,19 @@ class LayoutDomain:
 
     @staticmethod
     def _same_last_size(size: cst.BaseExpression, receiver: cst.BaseExpression) -> bool:
-        """``-1``, ``receiver.shape[-1]`` or ``receiver.size(-1)``: the last size left unchanged."""
+        """``-1``, ``receiver.shape[-1]`` or ``receiver.size(-1)``, or the last size of a
+        ``view`` / ``reshape`` receiver written alike (``x.view(t, 1, d).expand(t, h, d)``, where
+        ``d`` is a name, an attribute or an integer): the last size left unchanged."""
         if _int_literal(size) == -1:
             return True
+        if isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and (
+            receiver.func.attr.value in ("view", "reshape")
+        ):
+            shape = [arg.value for arg in receiver.args if arg.keyword is None and not arg.star]
+            if len(shape) == 1 and isinstance(shape[0], (cst.Tuple, cst.List)):
+                shape = [element.value for element in shape[0].elements]
+            if len(shape) > 1 and _same_every_time(size) and shape[-1].deep_equals(size):
+                return True
         if isinstance(size, cst.Subscript) and len(size.slice) == 1 and isinstance(size.slice[0].slice, cst.Index):
             owner, index = size.value, size.slice[0].slice.value
             return (isinstance(owner, cst.Attribute) and owner.attr.value == "shape" and _int_literal(index) == -1
@@ -1196,6 +1236,13 @@ def factors(node: cst.BaseExpression) -> tuple[int, tuple[str, ...]] | None:
     return None
 
 
+def _same_every_time(node: cst.BaseExpression) -> bool:
+    """An integer, a name or a dotted name: read twice in one expression, the same value."""
+    if isinstance(node, cst.Attribute):
+        return _same_every_time(node.value)
+    return isinstance(node, (cst.Name, cst.Integer))
+
+
 def _row_major(size: cst.BaseExpression | None, stride: cst.BaseExpression | None) -> bool:
     """Are the ``stride`` elements, as written, the row-major (C-contiguous) strides of ``size``:
     the last stride 1 and each other one the product of the sizes after it (``(n,), (1,)``;
@@ -1226,6 +1273,44 @@ class _IndexEffect:
     vector: bool = False
     size1: bool = False
     ndim: int | None = None  # of the result, when the base's is known
+    # The index's classes, one per dim of the indexed tensor from the first, where they say which
+    # dim each element takes (no ``...``, no ``None``, no index tensor): ``_composed_index``.
+    classes: tuple[str, ...] | None = None
+
+
+def _composable(classes: list[str], added: int) -> tuple[str, ...] | None:
+    if added or "ellipsis" in classes or "adv" in classes:
+        return None
+    return tuple(classes)
+
+
+def _composed_index(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The classes of one index that does what ``first`` then ``second`` do: ``second``'s
+    elements take the dims ``first`` left (those it did not select with an int, then the dims
+    past its end), each narrowing what ``first`` kept of that dim."""
+    both = list(first)
+    kept = [dim for dim, cls in enumerate(first) if cls != "int"]
+    for position, cls in enumerate(second):
+        if position >= len(kept):
+            both.append(cls)
+            continue
+        dim = kept[position]
+        narrowed = _narrowed(first[dim], cls)
+        if narrowed is None:
+            return None
+        both[dim] = narrowed
+    return tuple(both)
+
+
+def _narrowed(first: str, second: str) -> str | None:
+    """A dim sliced as ``first``, then as ``second``, in one slice's class."""
+    if second == "full":
+        return first
+    if first == "full" or second == "int":
+        return second
+    if "step" in (first, second):
+        return "step"
+    return "one" if "one" in (first, second) else "part"
 
 
 def _classify(classes: list[str]) -> _IndexEffect:
