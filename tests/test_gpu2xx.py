@@ -356,6 +356,131 @@ def test_debug_only_regions():
     """)
 
 
+def test_checks_switched_on_from_the_environment_are_off_path():
+    # SGLang's `AiterAttnBackend`: `_GFX_ASM_CTX_GATHER_CHECK = os.environ.get(
+    # "SGLANG_GFX_ASM_CTX_GATHER_CHECK", "0") == "1"`, then `torch.equal` under `if
+    # _GFX_ASM_CTX_GATHER_CHECK:`. A check that is on unless switched off, one whose default is not
+    # written in the file, one rebound in a function, or a flag not named for a check still counts.
+    check("""
+        import os
+
+        import torch
+
+        from sglang.srt.environ import envs
+        from sglang.srt.utils import get_bool_env_var
+
+        _GATHER_CHECK = os.environ.get("SGLANG_GATHER_CHECK", "0") == "1"
+        _VALIDATE_TABLES = os.getenv("SGLANG_VALIDATE_TABLES") == "1"
+        _SANITY = os.environ.get("SGLANG_SANITY", "false").lower() in ("1", "true")
+        VERIFY_INDICES = get_bool_env_var("SGLANG_VERIFY_INDICES")
+        _CHECK_PAGES = bool(int(os.getenv("SGLANG_CHECK_PAGES", "0")))
+        _BALANCE_CHECK = os.environ.get("SGLANG_BALANCE_CHECK", "1") == "1"
+        _STRICT_CHECK = get_bool_env_var("SGLANG_STRICT_CHECK", "true")
+        _ENV_CHECK = envs.SGLANG_ENV_CHECK
+        _FAST_GATHER = os.environ.get("SGLANG_FAST_GATHER", "0") == "1"
+        _REBOUND_CHECK = os.environ.get("SGLANG_REBOUND_CHECK", "0") == "1"
+        _NO_CHECK = os.environ.get("SGLANG_NO_CHECK", "0") == "1"
+
+
+        def enable_checks():
+            global _REBOUND_CHECK
+            _REBOUND_CHECK = True
+
+
+        class AiterAttnBackend:
+            def forward_decode(self, q, ref, idx):
+                if _GATHER_CHECK:
+                    assert torch.equal(ref, idx)
+                if _VALIDATE_TABLES and idx.numel():
+                    assert torch.equal(ref, idx)
+                if _SANITY:
+                    assert torch.equal(ref, idx)
+                if VERIFY_INDICES:
+                    assert torch.equal(ref, idx)
+                if not _CHECK_PAGES:
+                    pass
+                else:
+                    assert torch.equal(ref, idx)
+                if _BALANCE_CHECK:
+                    assert torch.equal(ref, idx)  # expect: GPU202
+                if _STRICT_CHECK:
+                    assert torch.equal(ref, idx)  # expect: GPU202
+                if _ENV_CHECK:
+                    assert torch.equal(ref, idx)  # expect: GPU202
+                if _FAST_GATHER:
+                    assert torch.equal(ref, idx)  # expect: GPU202
+                if _REBOUND_CHECK:
+                    assert torch.equal(ref, idx)  # expect: GPU202
+                if _NO_CHECK:
+                    assert torch.equal(ref, idx)  # expect: GPU202
+                checked = idx.tolist() if _GATHER_CHECK else None
+                return q, checked
+    """)
+
+
+def test_a_call_both_off_path_and_on_path_is_quoted_at_its_on_path_line():
+    # SGLang `_asm_context_prefill_indices`: the gather helper is called under the opt-in check
+    # and again in the `else` branch; the finding's reason quoted the first call's line.
+    source = textwrap.dedent("""
+        import os
+
+        import torch
+
+        _GATHER_CHECK = os.environ.get("X_GATHER_CHECK", "0") == "1"
+
+
+        def gather(seq_lens):
+            return seq_lens.sum().item()
+
+
+        def indices(seq_lens, idx, total):
+            if total > 0:
+                if _GATHER_CHECK:
+                    ref = gather(seq_lens)
+                return idx
+            return gather(seq_lens)
+
+
+        class FooMetadataBuilder:
+            def build(self, seq_lens, idx, total):
+                lens = torch.zeros(4, device="cuda")
+                return indices(lens, idx, total)
+    """)
+    (message,) = [d.message for d in lint_text(source, select=["GPU201"])]
+    assert "calls `gather` (line 18)" in message, message
+
+
+def test_a_second_walk_of_a_helper_quotes_lines_of_the_helper():
+    # SGLang `resolve_precomputed_max_seqlen`: the walk with the caller's GPU tensor bound found the
+    # sync's text from where the helper's first walk had stopped, past it: in a later function.
+    source = textwrap.dedent("""
+        import torch
+        from torch import nn
+
+
+        def resolve(cu_seqlens, max_seqlen):
+            if max_seqlen is None:
+                seq_lens = cu_seqlens[1:] - cu_seqlens[:-1]
+                return int(seq_lens.max().item())
+            if isinstance(max_seqlen, torch.Tensor):
+                return int(max_seqlen.item())
+            return max_seqlen
+
+
+        class VisionAttention(nn.Module):
+            def forward(self, q, cu_seqlens, max_seqlen=None):
+                cu_seqlens_gpu = cu_seqlens.to(q.device)
+                return resolve(cu_seqlens_gpu, max_seqlen)
+
+
+        def longest(cu_seqlens):
+            seq_lens = cu_seqlens[1:] - cu_seqlens[:-1]
+            return seq_lens.max().item()
+    """)
+    (message,) = [d.message for d in lint_text(source, select=["GPU201"])]
+    assert "syncs with `.item()` on `seq_lens.max()` (line 9)" in message, message
+
+
 def test_training_only_regions():
     # vLLM and SGLang serve models in eval mode (their loaders return `model.eval()`), so a
     # branch that runs only while training (transformers' `DacResidualVectorQuantizer.forward`:

@@ -19,7 +19,12 @@ profile: see ``_DIAGNOSTIC_WORDS``), read as a name or attribute (``if envs.VLLM
 ``if self.enable_trace:``), through an environment field's ``.get()``
 (``if envs.SGLANG_TRACE_LOGITS_E2E_SYNC.get():``) or an environment reader
 (``if os.environ.get("X_TRACE"):``, ``get_bool_env_var("SGLANG_DEBUG_X")``).
-Syncs there run only when someone debugs, and are not reported.
+Syncs there run only when someone debugs, and are not reported. So does a check someone switches
+on from the environment: a module-level name, bound once, to an environment variable's reading that
+is false while the variable is unset, whose name says it turns a check on
+(``_X_GATHER_CHECK = os.environ.get("SGLANG_X_GATHER_CHECK", "0") == "1"``, then
+``if _X_GATHER_CHECK:``; see ``opt_in_checks``). A check that is on unless switched off, or whose
+default is not written there (``envs.X_CHECK``), runs every step and counts.
 
 Training-only regions, likewise off the serving path: the body of ``if self.training:`` (or
 ``if self.training and ...:``), the ``else`` of ``if not self.training:``. vLLM and SGLang serve
@@ -216,18 +221,135 @@ def _training_mode(node: cst.BaseExpression) -> bool:
         isinstance(node.value, cst.Name) and node.value.value == "self")
 
 
-def _off_path(node: cst.BaseExpression) -> bool:
-    return _mentions_debug(node) or _training_mode(node)
+def _off_path(node: cst.BaseExpression, opt_in: frozenset[str]) -> bool:
+    return _mentions_debug(node) or _training_mode(node) or (isinstance(node, cst.Name) and node.value in opt_in)
 
 
-def off_path_branch(test: cst.BaseExpression) -> str | None:
-    """"body" when the ``if`` body runs only in debug mode or in training, "orelse" for
-    ``if not <debug>:`` / ``if not self.training:``."""
+def off_path_branch(test: cst.BaseExpression, opt_in: frozenset[str] = frozenset()) -> str | None:
+    """"body" when the ``if`` body runs only in debug mode, in training or under a check switched
+    on from the environment (``opt_in``: the file's ``opt_in_checks``), "orelse" for ``if not
+    <debug>:`` / ``if not self.training:``."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return "body" if off_path_branch(test.left) == "body" or off_path_branch(test.right) == "body" else None
+        return "body" if "body" in (off_path_branch(test.left, opt_in), off_path_branch(test.right, opt_in)) else None
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        return "orelse" if _off_path(test.expression) else None
-    return "body" if _off_path(test) else None
+        return "orelse" if _off_path(test.expression, opt_in) else None
+    return "body" if _off_path(test, opt_in) else None
+
+
+# Words of a flag that turns a check on, to catch a bug (``SGLANG_GFX_ASM_CTX_GATHER_CHECK``).
+# Not diagnostic words of their own: a check may run every step (``_DIAGNOSTIC_WORDS``); only one
+# that is off until the environment says otherwise is off the serving path.
+_CHECK_WORDS = frozenset({
+    "check", "checks", "checking", "validate", "validation", "verify", "verification", "sanity", "assert", "asserts",
+})  # fmt: skip
+_TRUE_WORDS = frozenset({"1", "true", "yes", "on", "y", "t"})
+
+
+def opt_in_checks(module: cst.Module) -> frozenset[str]:
+    """The module-level names that switch a check on from the environment, off by default: bound
+    once (at the top level, nowhere else) to an environment variable's reading that is false
+    while the variable is unset (``_env_off_by_default``), and named for a check."""
+    bindings: dict[str, list[cst.BaseExpression | None]] = {}
+    for statement in module.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign):
+                    for target in small.targets:
+                        if isinstance(target.target, cst.Name):
+                            value = small.value if len(small.targets) == 1 else None
+                            bindings.setdefault(target.target.value, []).append(value)
+                elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                    bindings.setdefault(small.target.value, []).append(small.value)
+    found = set()
+    for name, values in bindings.items():
+        words = _words(name)
+        if (len(values) == 1 and values[0] is not None and _CHECK_WORDS.intersection(words)
+                and not _NEGATING_WORDS.intersection(words) and _env_off_by_default(values[0])):  # fmt: skip
+            found.add(name)
+    if found:
+        found -= _rebound_in_functions(module, found)
+    return frozenset(found)
+
+
+def _rebound_in_functions(module: cst.Module, names: set[str]) -> set[str]:
+    """Those of ``names`` a ``global`` statement anywhere may let a function set again."""
+    rebound: set[str] = set()
+
+    class _Globals(cst.CSTVisitor):
+        def visit_Global(self, node: cst.Global) -> None:
+            rebound.update(item.name.value for item in node.names if item.name.value in names)
+
+    module.visit(_Globals())
+    return rebound
+
+
+def _env_off_by_default(value: cst.BaseExpression) -> bool:
+    """Is ``value`` false while the environment variable it reads is unset?
+    ``os.environ.get("X", "0") == "1"``, ``os.getenv("X") == "1"``, ``os.environ.get("X",
+    "false").lower() in ("1", "true")``, ``get_bool_env_var("X")`` (default ``"false"``),
+    ``bool(int(os.getenv("X", "0")))``; anything else is not known to be."""
+    if isinstance(value, cst.Comparison) and len(value.comparisons) == 1:
+        comparison = value.comparisons[0]
+        operator = comparison.operator
+        sides = (value.left, comparison.comparator)
+        if isinstance(operator, cst.Equal):
+            for read, other in (sides, sides[::-1]):
+                unset = _env_default(read)
+                expected = string_value(other)
+                if unset is not _UNREAD and expected is not None:
+                    return unset != expected
+        elif isinstance(operator, cst.In) and isinstance(sides[1], (cst.Tuple, cst.List, cst.Set)):
+            unset = _env_default(sides[0])
+            expected = [string_value(element.value) for element in sides[1].elements]
+            if unset is not _UNREAD and None not in expected:
+                return unset not in expected
+        return False
+    if isinstance(value, cst.Call):
+        name = (dotted(value.func) or "").rsplit(".", 1)[-1]
+        if name == "get_bool_env_var" and value.args and string_value(value.args[0].value) is not None:
+            default = string_value(value.args[1].value) if len(value.args) > 1 else "false"
+            return default is not None and default.lower() not in _TRUE_WORDS
+        if name in ("bool", "int") and len(value.args) == 1:
+            inner = value.args[0].value
+            if name == "bool" and isinstance(inner, cst.Call) and (dotted(inner.func) or "") == "int" and len(inner.args) == 1:
+                inner = inner.args[0].value
+            unset = _env_default(inner)
+            return isinstance(unset, str) and unset.strip().lstrip("-").isdigit() and int(unset) == 0
+    return False
+
+
+_UNREAD = object()  # not an environment read (``_env_default``)
+
+
+def _env_default(node: cst.BaseExpression):
+    """What ``node`` is while the environment variable it reads is unset: the default string of
+    ``os.environ.get("X", "d")`` / ``os.getenv("X", "d")`` (None without one), through
+    ``.lower()`` / ``.strip()``; ``_UNREAD`` for anything else."""
+    folds = []
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in (
+        "lower", "strip", "upper"
+    ) and not node.args:
+        folds.append(node.func.attr.value)
+        node = node.func.value
+    if not isinstance(node, cst.Call):
+        return _UNREAD
+    name = dotted(node.func) or ""
+    if not (name.endswith("environ.get") or name in ("os.getenv", "getenv")):
+        return _UNREAD
+    positional = [arg for arg in node.args if arg.keyword is None]
+    if not positional or string_value(positional[0].value) is None:
+        return _UNREAD
+    default_arg = positional[1] if len(positional) > 1 else next(
+        (arg for arg in node.args if arg.keyword is not None and arg.keyword.value == "default"), None
+    )
+    if default_arg is None:
+        return None
+    default = string_value(default_arg.value)
+    if default is None:
+        return _UNREAD
+    for fold in reversed(folds):
+        default = getattr(default, fold)()
+    return default
 
 
 # -- fixes ---------------------------------------------------------------------------------------

@@ -98,6 +98,7 @@ from sync_lint.analysis.guards import (
     Declarations,
     OnceRegions,
     off_path_branch,
+    opt_in_checks,
     wrap_fix,
 )
 from sync_lint.analysis.hot_scopes import Hotness, HotScopes
@@ -234,9 +235,11 @@ class _Contexts:
     function's declaration blocks."""
 
     def __init__(self, ctx, info: FunctionInfo, declarations: Declarations, hot: HotScopes,
-                 context_names: set[str]) -> None:
+                 context_names: set[str], opt_in: frozenset[str]) -> None:
+        """``opt_in``: the file's checks switched on from the environment (``opt_in_checks``)."""
         self.flags: dict[int, Flags] = {}
         self._ctx = ctx
+        self._opt_in = opt_in
         self._once: OnceRegions | None = None
         self._persistent: frozenset[str] | None = None
         self.blocks: list[DeclarationBlock] = []
@@ -335,7 +338,7 @@ class _Contexts:
                 self._suite(case.body, flags)
 
     def _if(self, node: cst.If, flags: Flags, gets: dict) -> None:
-        branch = off_path_branch(node.test)
+        branch = off_path_branch(node.test, self._opt_in)
         off_path = replace(flags, off_path=True)
         self._record(node, off_path if branch == "body" else flags)
         body_flags = off_path if branch == "body" else flags
@@ -381,6 +384,31 @@ class _Lines:
             return 0
         self._cursor[id(info.node)] = at
         return self.text.count("\n", 0, at) + 1
+
+    def restart(self, info: FunctionInfo) -> None:
+        """A new walk of ``info`` asks for its lines from its ``def`` again."""
+        self._cursor.pop(id(info.node), None)
+
+    def skip(self, info: FunctionInfo, statement: cst.CSTNode) -> None:
+        """A walk that asks for lines passes over ``statement`` without asking for any of its
+        nodes (a debug-only ``if``, a declared ``with``): move the cursor past its lines, or a
+        call written there first would be found for the same call written after it."""
+        leading = getattr(statement, "leading_lines", None)
+        code = self.module.code_for_node(statement.with_changes(leading_lines=()) if leading else statement)
+        lines = code.strip("\n").splitlines()
+        if not lines:
+            return
+        start = self._start.get(id(info.node), 0)
+        at = self.text.find(lines[0].strip(), self._cursor.get(id(info.node), start))
+        if at < 0:
+            return
+        end = at
+        for _ in range(len(lines)):  # to the start of the line after its last
+            newline = self.text.find("\n", end)
+            if newline < 0:
+                return
+            end = newline + 1
+        self._cursor[id(info.node)] = end
 
 
 class _Scanner:
@@ -508,7 +536,7 @@ class _Scanner:
                 self.visit(branch, env, condition, loop)
                 return
             then_env, else_env = self.domain.branch_envs(node.test, env)  # ``x.tolist() if x.is_cpu else ...``
-            off_path = off_path_branch(node.test)  # ``t.item() if self.debug else 0``: as an ``if`` statement's
+            off_path = off_path_branch(node.test, self.analysis.opt_in)  # ``t.item() if self.debug else 0``: as an ``if`` statement's
             if off_path != "body":
                 self.visit(node.body, then_env, condition, loop)
             if off_path != "orelse":
@@ -979,6 +1007,7 @@ class SyncAnalysis:
         self.ctx = ctx
         self.hot = ctx.get(HotScopes)
         self.declarations = ctx.get(Declarations)
+        self.opt_in = opt_in_checks(ctx.module)  # names of checks off unless the environment sets them
         self.policy = ctx.settings["unknown-device"]
         # Blocking copies onto the GPU are looked for only where the rule that reports them runs.
         self.finds_uploads = ctx.runs(UPLOAD_RULE)
@@ -1024,9 +1053,12 @@ class SyncAnalysis:
         return f"with {shortened(one_line(self.ctx.module, block.node.items[block.item].item))}:"
 
     def line(self, info: FunctionInfo, node: cst.CSTNode) -> int:
+        return self._line_finder().line(info, node)
+
+    def _line_finder(self) -> _Lines:
         if self._lines is None:
             self._lines = _Lines(self.ctx, self.hot.functions)
-        return self._lines.line(info, node)
+        return self._lines
 
     # -- per function ---------------------------------------------------------------------------
     def _class_attributes(self, info: FunctionInfo):
@@ -1042,7 +1074,7 @@ class SyncAnalysis:
             declarations = self.declarations
             context_names = declarations.context_names(info.node) if declarations.mentioned else set()
             found = self._context_cache[id(info.node)] = _Contexts(self.ctx, info, declarations, self.hot,
-                                                                    context_names)
+                                                                    context_names, self.opt_in)
         return found
 
     def _ensure_analysed(self, info: FunctionInfo) -> None:
@@ -1100,6 +1132,8 @@ class SyncAnalysis:
         short = f"{info.class_name}.{info.name}" if info.class_name else info.name
         graph_scope = f"code captured by `torch.cuda.graph` in `{short}`"
         summarised: set[int] = set()
+        lines = self._line_finder()
+        lines.restart(info)
 
         def on_statement(node, env) -> None:
             flags = contexts.flags.get(id(node))
@@ -1107,6 +1141,11 @@ class SyncAnalysis:
                 return
             for hit in scanner.scan(node, env, flags.loop):
                 scope = hot.reason or (graph_scope if flags.graph else None)
+                if scope is None:
+                    # Every site's line in turn, summarised or not: a site's line is found by its
+                    # text after the last one found (``_Lines``), and a declared or debug-only
+                    # call of the same function earlier would be found for it.
+                    lines.line(info, hit.node)
                 site = SyncSite(
                     node=hit.node, kind=hit.kind, template=hit.template, subject=hit.subject,
                     statement=flags.wrap, scope=scope,
@@ -1406,14 +1445,20 @@ class SyncAnalysis:
         own: str | None = None
         through: list[tuple[str, int]] = []
 
+        lines = self._line_finder()
+
         def on_statement(node, env) -> None:
             nonlocal own
             if own is not None:
                 return
             flags = contexts.flags.get(id(node))
-            if flags is None or flags.declared or flags.off_path or (flags.once and not flags.graph):
+            if flags is None:
+                return
+            if flags.declared or flags.off_path or (flags.once and not flags.graph):
+                lines.skip(info, node)  # not scanned: its lines are passed over (``_Lines``)
                 return
             for hit in scanner.scan(node, env, flags.loop):
+                lines.line(info, hit.node)  # each in turn, as ``_find_sites``
                 if uploads:
                     if hit.kind in _UPLOAD_KINDS:
                         own = self._uploads_with(info, hit)
@@ -1436,6 +1481,7 @@ class SyncAnalysis:
         env = initial_env(info.node.params)
         env.update(bound)
         domain.decide = deciding(live) if live else None
+        lines.restart(info)
         _walk(Walker(domain, on_statement, domain.decide), info.node, env)
         return own, tuple(dict.fromkeys(through))
 
