@@ -821,6 +821,86 @@ def test_self_helper_and_nested_function_summaries():
 
 # -- GPU203 -------------------------------------------------------------------------------------
 
+HOST_COPY_BUILDER = """
+    from reference_kernels.sync_check import gpu_sync_allowed
+    from proj.backend import Base
+
+
+    class FooMetadataBuilder:
+        def __init__(self, lens_cpu):
+            self.lens_cpu = lens_cpu
+
+        def build(self, common, lens_cpu, use_cpu):
+            with gpu_sync_allowed():
+                seq_lens_cpu = common.seq_lens_cpu
+            with gpu_sync_allowed():
+                positions_np = common.metadata.positions_np[:4]
+            with gpu_sync_allowed():
+                shown = int(lens_cpu.max())
+            with gpu_sync_allowed():
+                mine = self.lens_cpu
+            with gpu_sync_allowed():
+                flag = common.use_cpu and use_cpu
+            return seq_lens_cpu, positions_np, shown, mine, flag
+
+
+    class Inherited(Base):
+        def build(self):
+            with gpu_sync_allowed():
+                return self.seq_lens_cpu
+
+        @property
+        def own_cpu(self):
+            return self.lens.cpu()
+
+        def own(self):
+            with gpu_sync_allowed():
+                return self.own_cpu
+"""
+
+
+@pytest.mark.parametrize(("backend", "stale_lines"), [
+    # `seq_lens_cpu` a property that copies on first read (aphrodite-engine, a vLLM fork, and vLLM
+    # before it made it a field): the declarations around reading it are needed.
+    ("""
+     import torch
+     from typing_extensions import deprecated
+
+     class Base:
+         @property
+         @deprecated(
+             '''
+         Prefer the device seq_lens: this copy syncs.
+         '''
+         )
+         def seq_lens_cpu(self) -> torch.Tensor:
+             if self._seq_lens_cpu is None:
+                 self._seq_lens_cpu = self.seq_lens.to("cpu")
+             return self._seq_lens_cpu
+     """, {13, 15, 17, 19}),
+    # A field: only host data is read, the declarations are stale (`positions_np`, which no file
+    # defines, is in both cases).
+    ("""
+     from dataclasses import dataclass
+
+     import torch
+
+     @dataclass
+     class Base:
+         seq_lens_cpu: torch.Tensor
+     """, {11, 13, 15, 17, 19, 26}),
+])  # fmt: skip
+def test_a_host_copy_read_off_another_object_is_stale_unless_a_property_makes_it(tmp_path, backend, stale_lines):
+    # Removing a needed declaration, as GPU203's fix does, would fail the engine's sync check. A
+    # field the class sets, a host tensor of the function's own, a flag about the host
+    # (`use_cpu`), or a property of the class's own (`own_cpu`: judged as the function it is).
+    root = _project(tmp_path, {"backend.py": backend, "builder.py": HOST_COPY_BUILDER})
+    files = [str(path) for path in sorted(root.glob("*.py"))]
+    for fast in (True, False):
+        found = Linter(make_settings(**OPTIONS), fast=fast).run(files, jobs=1).diagnostics
+        assert {d.line for d in found if d.code == "GPU203"} == stale_lines, fast
+
+
 def test_stale_declaration_judges_same_file_helpers_but_trusts_other_files(tmp_path):
     root = _project(tmp_path, {
         "helpers.py": """
@@ -838,11 +918,11 @@ def test_stale_declaration_judges_same_file_helpers_but_trusts_other_files(tmp_p
                 return x.cuda().tolist()
 
             class FooMetadataBuilder:
-                def build(self, common):
+                def build(self, common, lens_cpu):
                     with gpu_sync_allowed():
-                        a = pure(common.seq_lens_cpu)
+                        a = pure(lens_cpu)
                     with gpu_sync_allowed():
-                        b = local_pure(common.seq_lens_cpu)
+                        b = local_pure(lens_cpu)
                     with gpu_sync_allowed():
                         c = local_sync(common.seq_lens)
                     with gpu_sync_allowed():
@@ -1755,9 +1835,9 @@ def test_a_declaration_around_a_host_comparison_is_stale():
         from reference_kernels.sync_check import gpu_sync_allowed
 
         class FooMetadataBuilder:
-            def build(self, common):
+            def build(self, common, seq_lens_cpu):
                 with gpu_sync_allowed():  # expect: GPU203
-                    unchanged = torch.equal(common.seq_lens_cpu, self.prev_seq_lens_cpu)
+                    unchanged = torch.equal(seq_lens_cpu, self.prev_seq_lens_cpu)
                 with gpu_sync_allowed():
                     tied = torch.equal(common.seq_lens.cuda(), self.prev_seq_lens)
                 return unchanged, tied

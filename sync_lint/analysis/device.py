@@ -31,7 +31,9 @@ import libcst as cst
 
 from sync_lint.analysis.device_words import (
     ELEMENT_BUILTINS,
+    FLAG_PREFIXES,
     HOST_ATTRIBUTES,
+    HOST_NAME_PARTS,
     HOST_RESULT_METHODS,
     MASK_METHODS,
     TORCH_MASK_FUNCTIONS,
@@ -100,10 +102,6 @@ def as_tensor(place: Place) -> Place:
     return UNKNOWN_TENSOR
 
 
-# Name parts that mark a host-side value (``seq_lens_cpu``, ``positions_np``, ``cpu_buf``).
-_HOST_PARTS = frozenset({"cpu", "np", "numpy", "host"})
-# Boolean-valued prefixes: ``is_gpu`` / ``use_gpu`` / ``num_gpu`` are flags and counts, not tensors.
-_FLAG_PREFIXES = ("is_", "use_", "has_", "num_", "n_", "enable_", "should_")
 
 # Methods only arrays / tensors have (not lists, dicts or strings): an unknown receiver is then a
 # tensor (or a numpy array, which in engine code is named ``*_np``).
@@ -219,9 +217,9 @@ def name_hint(name: str) -> Place | None:
     if lowered == "gpu":
         return DEVICE
     parts = lowered.split("_")
-    if _HOST_PARTS.intersection(parts):
+    if HOST_NAME_PARTS.intersection(parts):
         return HOST_TENSOR
-    if lowered.endswith("_gpu") and not lowered.startswith(_FLAG_PREFIXES):
+    if lowered.endswith("_gpu") and not lowered.startswith(FLAG_PREFIXES):
         return DEVICE
     if name == "__debug__":
         return HOST

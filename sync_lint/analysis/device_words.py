@@ -52,3 +52,19 @@ MEMOIZERS = frozenset({"functools.lru_cache", "functools.cache"})
 # Builtins whose result holds their argument's elements (``DeviceDomain._builtin_call``), which
 # may be on a device; every other builtin's result is a host value.
 ELEMENT_BUILTINS = frozenset({"enumerate", "zip", "list", "tuple", "sorted", "reversed"})
+
+
+# Name parts that mark a host-side value (``seq_lens_cpu``, ``positions_np``, ``cpu_buf``).
+HOST_NAME_PARTS = frozenset({"cpu", "np", "numpy", "host"})
+# Boolean-valued prefixes: ``is_gpu`` / ``use_gpu`` / ``num_gpu`` are flags and counts, not tensors.
+FLAG_PREFIXES = ("is_", "use_", "has_", "num_", "n_", "enable_", "should_")
+
+
+def names_host_copy(name: str) -> bool:
+    """Does a name say its value is a host copy (``seq_lens_cpu``, ``positions_np``), as
+    ``device.name_hint`` reads it, and is no flag or count about the host (``use_cpu``,
+    ``num_cpu_blocks``)?"""
+    lowered = name.lower().lstrip("_")
+    return (lowered in ("cpu", "np", "numpy") or not HOST_NAME_PARTS.isdisjoint(lowered.split("_"))) and (
+        not lowered.startswith(FLAG_PREFIXES)
+    )

@@ -77,6 +77,7 @@ from sync_lint.analysis.device_words import (
     PROTOCOL_BUILTINS,
     SIZE_FUNCTIONS,
     VALUE_READS,
+    names_host_copy,
 )
 from sync_lint.analysis.flags import (
     NOT_CONSTANT,
@@ -104,7 +105,13 @@ from sync_lint.analysis.guards import (
 from sync_lint.analysis.hot_scopes import Hotness, HotScopes
 from sync_lint.analysis.modules import LIBRARY_ROOTS
 from sync_lint.analysis.names import dotted
-from sync_lint.analysis.nodes import block_statements, inner_blocks, one_line, shortened
+from sync_lint.analysis.nodes import (
+    block_statements,
+    children,
+    inner_blocks,
+    one_line,
+    shortened,
+)
 from sync_lint.analysis.summaries import (
     HOST_DEVICE_ARG,
     NOT_NONE,
@@ -453,6 +460,10 @@ class _Scanner:
 
     def may_sync(self, node: cst.CSTNode, env) -> bool:
         return bool(self.scan(node, env, False))
+
+    def roots(self, node: cst.CSTNode) -> list[cst.BaseExpression]:
+        """The expressions a statement evaluates (``_roots``), store targets left out."""
+        return [expression for expression, _, store in self._roots(node) if not store]
 
     def _roots(self, node: cst.CSTNode):
         """(expression, condition label, is-a-store-target) for what a statement evaluates."""
@@ -1013,6 +1024,10 @@ class SyncAnalysis:
         self.finds_uploads = ctx.runs(UPLOAD_RULE)
         self.sites: list[SyncSite] = []
         self.stale: list[DeclarationBlock] = []
+        # A stale block (by ``id`` of its node) -> the host copies it reads of objects whose class
+        # is not seen here: stale only if the project defines no property of those names
+        # (``_host_copies_read``).
+        self.stale_unless: dict[int, frozenset[str]] = {}
         self.functions = {info.qualname: info for info in self.hot.functions}
         self.module_functions = {s.name.value for s in ctx.module.body if isinstance(s, cst.FunctionDef)}
         self.module_classes = {s.name.value for s in ctx.module.body if isinstance(s, cst.ClassDef)}
@@ -1247,15 +1262,66 @@ class SyncAnalysis:
         domain = DeviceDomain(self.ctx.names, self._class_attributes(info))
         scanner = _Scanner(self, info, domain, report_unknown=True, broad=True)
 
+        read: dict[int, set[str]] = {}  # block -> the host copies it reads that may be properties
+
         def on_statement(node, env) -> None:
             flags = contexts.flags.get(id(node))
             if flags is None or not flags.blocks or all(id(b) in live for b in flags.blocks):
                 return
             if scanner.may_sync(node, env):
                 live.update(id(b) for b in flags.blocks)
+                return
+            copies = self._host_copies_read(info, scanner.roots(node))
+            if copies is None:
+                live.update(id(b) for b in flags.blocks)
+            elif copies:
+                for block in flags.blocks:
+                    read.setdefault(id(block), set()).update(copies)
 
         _walk(Walker(domain, on_statement), info.node, initial_env(info.node.params))
-        self.stale.extend(block for block in contexts.blocks if id(block.node) not in live)
+        for block in contexts.blocks:
+            if id(block.node) not in live:
+                self.stale.append(block)
+                if id(block.node) in read:
+                    self.stale_unless[id(block.node)] = frozenset(read[id(block.node)])
+
+    def _host_copies_read(self, info: FunctionInfo, expressions: list[cst.BaseExpression]) -> set[str] | None:
+        """The attributes named for a host copy (``common.seq_lens_cpu``, ``batch.positions_np``:
+        ``device_words.names_host_copy``) that ``expressions`` read and that may be properties of a
+        class not seen here; None where one is a property of this file's own class. A property
+        that makes the copy on first read syncs there (vLLM's ``CommonAttentionMetadata.
+        seq_lens_cpu`` was one: ``self.seq_lens.to("cpu")``), so a sync declaration around the
+        read is stale only if no such property exists (``ProjectIndex.reason``, kind
+        "host-copy"). ``self.``'s own fields are no properties. Calls and nested functions
+        aside: the scanner judges those."""
+        names: set[str] = set()
+        todo = list(expressions)
+        while todo:
+            node = todo.pop()
+            if isinstance(node, (cst.Lambda, cst.FunctionDef)):
+                continue
+            if isinstance(node, cst.Call):
+                todo.extend(arg.value for arg in node.args)
+                func = node.func
+                todo.append(func.value if isinstance(func, cst.Attribute) else func)  # a method is a call
+                continue
+            if isinstance(node, cst.Attribute) and names_host_copy(node.attr.value):
+                owner, name = node.value, node.attr.value
+                if not (isinstance(owner, cst.Name) and owner.value == "self"):
+                    names.add(name)
+                elif info.class_node is not None and _defines(info.class_node, name):
+                    return None
+                elif self._has_unseen_base(info):
+                    names.add(name)
+            todo.extend(children(node))
+        return names
+
+    def _has_unseen_base(self, info: FunctionInfo) -> bool:
+        """Has the function's class a base of another file (whose properties are not seen here)?"""
+        if info.class_node is None:
+            return True
+        return any(self.hot._classes.get(self.ctx.names.resolve_dotted(base_class_name(arg.value))) is None
+                   for arg in info.class_node.bases if arg.keyword is None)  # fmt: skip
 
     def clean_with_arguments(self, bound: BoundCall | None) -> bool | Through:
         """Is a call of a function of this file sync-free with the arguments this call passes?

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from sync_lint.analysis.device_words import names_host_copy
 from sync_lint.analysis.modules import is_package_init
 from sync_lint.analysis.summaries import FunctionSummary, PendingCall
 from sync_lint.config import Settings
@@ -49,6 +50,9 @@ class FileFacts:
     functions: frozenset[str] = frozenset()
     suppressions: Suppressions = field(default_factory=Suppressions)
     parsed: bool = False
+    # The properties it defines that are named for a host copy (``host_copy_properties``), for
+    # GPU203's findings on reads of such attributes (``rules.base.HOST_COPY``).
+    host_properties: frozenset[str] = frozenset()
     # Parsed with some units masked (``pipeline.units``), and the fix of a finding needs the
     # whole file (``fixes.NeedsWholeFile``): it has none here, and the runner lints the file
     # whole if one of its findings is reported.
@@ -151,7 +155,7 @@ def _lint_source(
     """Lint one file, parsing only the units a plan keeps (``alone`` or ``kept``, see
     ``lint_source``); the rest are masked (``units``), which keeps the lines and columns of
     what is parsed."""
-    facts = FileFacts(path=source.path, suppressions=suppressions)
+    facts = FileFacts(path=source.path, suppressions=suppressions, host_properties=host_copy_properties(source.text))
     if facts.suppressions.file_is_off():
         return facts
     outlined = kept is not None and kept.fingerprint == _fingerprint(source)
@@ -187,6 +191,26 @@ def _lint_source(
         facts.diagnostics.append(tool_diagnostic(source.path, "GPU001", *too_long))
         return facts
     return _parse_and_check(source, text, settings, rules, active, facts, alone is not None, hidden, not_at_sinks)
+
+
+# A property decorator (``@property``, ``@functools.cached_property``) at the start of a line.
+_PROPERTY_DECORATOR = re.compile(r"^([ \t]*)@(?:[\w.]+\.)?(?:cached_)?property\b", re.MULTILINE)
+
+
+def host_copy_properties(text: str) -> frozenset[str]:
+    """The properties a file defines whose names say they are host copies (``seq_lens_cpu``):
+    read from its text, parsed or not, the same on every path of a run. A decorated ``def`` is
+    the first one after the decorator at its indentation (other decorators, of any number of
+    lines, may come between)."""
+    if "property" not in text:
+        return frozenset()
+    found = set()
+    for decorator in _PROPERTY_DECORATOR.finditer(text):
+        indent = re.escape(decorator.group(1))
+        definition = re.compile(rf"^{indent}(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE).search(text, decorator.end())
+        if definition is not None and names_host_copy(definition.group(1)):
+            found.add(definition.group(1))
+    return frozenset(found)
 
 
 def _not_at_sinks(plan: MaskPlan, at_sinks: tuple[int, ...]) -> frozenset[tuple[str | None, str | None]]:

@@ -23,6 +23,7 @@ from sync_lint.analysis.summaries import (
 from sync_lint.diagnostics import Diagnostic
 from sync_lint.pipeline.lint_file import FileFacts, module_name_for
 from sync_lint.pipeline.unread import UnreadModules
+from sync_lint.rules.base import HOST_COPY
 
 _MAX_ALIAS_HOPS = 8
 
@@ -35,10 +36,12 @@ class ProjectIndex:
         self.functions: dict[str, FunctionSummary] = {}
         self.module_imports: dict[str, dict[str, str]] = {}
         self.defined: set[str] = set()  # every function of a parsed file, summarised or not
+        self.host_properties: set[str] = set()  # ``FileFacts.host_properties`` of every file
         unread: dict[str, str] = {}  # module -> path
         for facts in all_facts:
             self.functions.update(facts.summaries)
             self.defined.update(facts.functions)
+            self.host_properties.update(facts.host_properties)
             if facts.module_name:
                 self.module_imports[facts.module_name] = facts.imports
             elif follow_unread:
@@ -263,6 +266,8 @@ class ProjectIndex:
         ``PendingCall.flags``; ``through``: ``PendingCall.through``; ``device_args``: those on
         the GPU; ``devices``: what it hands as devices, ``PendingCall.devices``) is a finding of
         ``kind``; None: it is not."""
+        if kind == HOST_COPY:  # GPU203: stale unless one of the host copies read is a property
+            return None if self.host_properties.intersection(callee_name.split("|")) else ""
         if kind in ("sync", "upload") and through:
             return self._through(through, kind)
         callee = self.lookup(callee_name)

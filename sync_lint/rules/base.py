@@ -36,7 +36,8 @@ class CalleeCondition:
     """Emit the finding only if ``callee`` (a dotted name) needs argument ``arg`` contiguous
     (kind "contiguity"), needs it to have a unit last stride or more (kind "unit-stride": the
     argument's last dim is not unit-strided), syncs (kind "sync"), or makes a blocking copy onto
-    the GPU (kind "upload")."""
+    the GPU (kind "upload"); or (kind ``HOST_COPY``) only if no file of the run defines a
+    property named as one of ``callee``'s ``|``-separated names (``FileFacts.host_properties``)."""
 
     kind: str
     callee: str
@@ -49,6 +50,9 @@ class CalleeCondition:
     through: tuple[tuple[str, int], ...] = ()  # see ``PendingCall``
     device_args: tuple[int | str, ...] = ()  # see ``PendingCall``
     devices: tuple[tuple[int | str, str | None], ...] = ()  # see ``PendingCall``
+
+
+HOST_COPY = "host-copy"
 
 
 @dataclass

@@ -5,7 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from sync_lint.rules.base import BLOCK_CALLEES, Finding, Rule
+from sync_lint.rules.base import (
+    BLOCK_CALLEES,
+    HOST_COPY,
+    CalleeCondition,
+    Finding,
+    Rule,
+)
 from sync_lint.rules.triggers import DECLARATION_TRIGGERS
 
 if TYPE_CHECKING:
@@ -24,7 +30,12 @@ class StaleSyncDeclaration(Rule):
         "known to be CPU-side counts (whatever `unknown-device` says), and so does any call that is not known "
         "to be sync-free: a call of a function of another file always keeps the block alive (its code is not "
         "seen here), a function of the same file is looked into, a `torch.ops` custom op counts, `await` and "
-        "`yield` count."
+        "`yield` count. Reading an attribute named for a host copy (`common.seq_lens_cpu`, "
+        "`batch.positions_np`) of another object may run a property that makes the copy on first read, and "
+        "syncs there (vLLM's `CommonAttentionMetadata.seq_lens_cpu` was one, and is in forks of it): such a "
+        "block is reported only if no file of the run defines a property of that name (`@property`, "
+        "`@cached_property`); a property of the function's own class is judged as the function it is, and a "
+        "field the class sets is no property."
     )
     why = (
         "The sync it declared is gone (the code now reads a host copy), but the exemption stays: the next sync "
@@ -32,10 +43,11 @@ class StaleSyncDeclaration(Rule):
         "the per-step stall it causes goes unnoticed. A declaration should mark exactly the syncs that remain."
     )
     example = (
+        "seq_lens_cpu = common.seq_lens_cpu\n"
         "with gpu_sync_allowed():                                   # GPU203\n"
-        "    max_seq_len = int(common.seq_lens_cpu.max())          # a host copy: no sync\n"
+        "    max_seq_len = int(seq_lens_cpu.max())                 # a host tensor: no sync\n"
         "# fixed:\n"
-        "max_seq_len = int(common.seq_lens_cpu.max())"
+        "max_seq_len = int(seq_lens_cpu.max())"
     )
     fix_safety = (
         "Unsafe: removes the declaration (dedents the block, or drops the item from a `with` of several) and "
@@ -60,8 +72,9 @@ class StaleSyncDeclaration(Rule):
         ("from vllm.utils.gpu_sync_debug import gpu_sync_allowed\n\n"
         "class FlashAttentionMetadataBuilder:\n"
         "    def build(self, common):\n"
+        "        seq_lens_cpu = common.seq_lens_cpu\n"
         "        with gpu_sync_allowed():  # expect: GPU203\n"
-        "            max_seq_len = int(common.seq_lens_cpu.max())\n"
+        "            max_seq_len = int(seq_lens_cpu.max())\n"
         "        return max_seq_len\n"),
     )
 
@@ -73,9 +86,13 @@ class StaleSyncDeclaration(Rule):
         for block in analysis.stale:
             name = analysis.describe_declaration(block)
             fix = None if block.conditional else unwrap_fix(ctx, block.node, block.item, f"Remove the stale `{name}`")
+            copies = analysis.stale_unless.get(id(block.node))
+            # A host copy read off another object: stale unless some file defines it as a property.
+            unless = CalleeCondition(HOST_COPY, "|".join(sorted(copies))) if copies else None
             yield Finding(
                 block.node,
                 f"stale sync declaration: nothing in this `{name}` block can sync; it would hide the next sync "
                 "added here",
                 fix,
+                unless,
             )
