@@ -356,12 +356,27 @@ def test_debug_only_regions():
     """)
 
 
-def test_checks_switched_on_from_the_environment_are_off_path():
+@pytest.mark.parametrize(("binding", "test", "off_path"), [
+    ('_GATHER_CHECK = os.environ.get("SGLANG_GATHER_CHECK", "0") == "1"', "_GATHER_CHECK", True),
+    ('_VALIDATE_TABLES = os.getenv("SGLANG_VALIDATE_TABLES") == "1"', "_VALIDATE_TABLES and idx.numel()", True),
+    ('_SANITY = os.environ.get("SGLANG_SANITY", "false").lower() in ("1", "true")', "_SANITY", True),
+    ('VERIFY_INDICES = get_bool_env_var("SGLANG_VERIFY_INDICES")', "VERIFY_INDICES", True),
+    ('_CHECK_PAGES = bool(int(os.getenv("SGLANG_CHECK_PAGES", "0")))', "_CHECK_PAGES", True),
+    # On unless switched off, a default not written here, a rebinding, or not named for a check.
+    ('_BALANCE_CHECK = os.environ.get("SGLANG_BALANCE_CHECK", "1") == "1"', "_BALANCE_CHECK", False),
+    ('_STRICT_CHECK = get_bool_env_var("SGLANG_STRICT_CHECK", "true")', "_STRICT_CHECK", False),
+    ("_ENV_CHECK = envs.SGLANG_ENV_CHECK", "_ENV_CHECK", False),
+    ('_FAST_GATHER = os.environ.get("SGLANG_FAST_GATHER", "0") == "1"', "_FAST_GATHER", False),
+    ('_NO_CHECK = os.environ.get("SGLANG_NO_CHECK", "0") == "1"', "_NO_CHECK", False),
+    (('_REBOUND_CHECK = os.environ.get("SGLANG_REBOUND_CHECK", "0") == "1"\n\n\n'
+      "def enable_checks():\n    global _REBOUND_CHECK\n    _REBOUND_CHECK = True"), "_REBOUND_CHECK", False),
+])  # fmt: skip
+def test_checks_switched_on_from_the_environment_are_off_path(binding, test, off_path):
     # SGLang's `AiterAttnBackend`: `_GFX_ASM_CTX_GATHER_CHECK = os.environ.get(
     # "SGLANG_GFX_ASM_CTX_GATHER_CHECK", "0") == "1"`, then `torch.equal` under `if
-    # _GFX_ASM_CTX_GATHER_CHECK:`. A check that is on unless switched off, one whose default is not
-    # written in the file, one rebound in a function, or a flag not named for a check still counts.
-    check("""
+    # _GFX_ASM_CTX_GATHER_CHECK:`, and as a conditional expression's test.
+    name = binding.partition(" ")[0]
+    source = textwrap.dedent("""
         import os
 
         import torch
@@ -369,53 +384,25 @@ def test_checks_switched_on_from_the_environment_are_off_path():
         from sglang.srt.environ import envs
         from sglang.srt.utils import get_bool_env_var
 
-        _GATHER_CHECK = os.environ.get("SGLANG_GATHER_CHECK", "0") == "1"
-        _VALIDATE_TABLES = os.getenv("SGLANG_VALIDATE_TABLES") == "1"
-        _SANITY = os.environ.get("SGLANG_SANITY", "false").lower() in ("1", "true")
-        VERIFY_INDICES = get_bool_env_var("SGLANG_VERIFY_INDICES")
-        _CHECK_PAGES = bool(int(os.getenv("SGLANG_CHECK_PAGES", "0")))
-        _BALANCE_CHECK = os.environ.get("SGLANG_BALANCE_CHECK", "1") == "1"
-        _STRICT_CHECK = get_bool_env_var("SGLANG_STRICT_CHECK", "true")
-        _ENV_CHECK = envs.SGLANG_ENV_CHECK
-        _FAST_GATHER = os.environ.get("SGLANG_FAST_GATHER", "0") == "1"
-        _REBOUND_CHECK = os.environ.get("SGLANG_REBOUND_CHECK", "0") == "1"
-        _NO_CHECK = os.environ.get("SGLANG_NO_CHECK", "0") == "1"
-
-
-        def enable_checks():
-            global _REBOUND_CHECK
-            _REBOUND_CHECK = True
+        {binding}
 
 
         class AiterAttnBackend:
             def forward_decode(self, q, ref, idx):
-                if _GATHER_CHECK:
+                if {test}:
                     assert torch.equal(ref, idx)
-                if _VALIDATE_TABLES and idx.numel():
-                    assert torch.equal(ref, idx)
-                if _SANITY:
-                    assert torch.equal(ref, idx)
-                if VERIFY_INDICES:
-                    assert torch.equal(ref, idx)
-                if not _CHECK_PAGES:
+                if not {name}:
                     pass
                 else:
                     assert torch.equal(ref, idx)
-                if _BALANCE_CHECK:
-                    assert torch.equal(ref, idx)  # expect: GPU202
-                if _STRICT_CHECK:
-                    assert torch.equal(ref, idx)  # expect: GPU202
-                if _ENV_CHECK:
-                    assert torch.equal(ref, idx)  # expect: GPU202
-                if _FAST_GATHER:
-                    assert torch.equal(ref, idx)  # expect: GPU202
-                if _REBOUND_CHECK:
-                    assert torch.equal(ref, idx)  # expect: GPU202
-                if _NO_CHECK:
-                    assert torch.equal(ref, idx)  # expect: GPU202
-                checked = idx.tolist() if _GATHER_CHECK else None
+                checked = idx.tolist() if {name} else None
                 return q, checked
-    """)
+    """).format(binding=binding, test=test, name=name)
+    lines = source.splitlines()
+    syncs = {(number, "GPU202") for number, line in enumerate(lines, 1) if "torch.equal" in line}
+    syncs |= {(number, "GPU201") for number, line in enumerate(lines, 1) if "tolist" in line}
+    assert len(syncs) == 3
+    assert findings(source) == (set() if off_path else syncs)
 
 
 def test_a_call_both_off_path_and_on_path_is_quoted_at_its_on_path_line():
