@@ -2141,8 +2141,8 @@ def test_a_hot_call_of_a_helper_that_copies_onto_the_gpu_is_reported_at_the_call
                 return staged(common.num_reqs, self.device)
     """)
     assert told == [("blocking copy onto the GPU in hot path `FlashMetadataBuilder.build`: `staged()` calls "
-                     "`positions_on` (line 10), which copies onto the GPU with `torch.tensor()` of host data made "
-                     "on the GPU (a blocking copy) (line 6)")]
+                     "`positions_on` (line 10), which copies onto the GPU with `torch.tensor()` made on the GPU "
+                     "from host data (a blocking copy) (line 6)")]
 
 
 def test_a_helper_in_another_file_that_copies_onto_the_gpu_is_reported_at_the_hot_call(tmp_path):

@@ -856,7 +856,7 @@ class _Scanner:
             target = self.domain.device_argument(node, env)
             if self.uploads and data is not None and target is not None and target.is_device \
                     and self.domain.evaluate(data, env).is_host:
-                self._hit(node, "upload", f"`torch.{short}()` of host data made on the GPU (a blocking copy)", None, loop)
+                self._hit(node, "upload", f"`torch.{short}()` made on the GPU from host data (a blocking copy)", None, loop)
             return
         # ``num_classes`` left out (or -1): the largest value, read on the host, sizes the output.
         wide_one_hot = short == "one_hot" and not _counts_classes(args[1] if len(args) > 1 else keyword(node, "num_classes"))
