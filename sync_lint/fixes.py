@@ -62,11 +62,38 @@ class Editor:
         )
 
     def insert_after(self, node: cst.BaseExpression, text: str) -> Edit:
-        """Append ``text`` (``.contiguous()``) to an expression, parenthesising it if needed."""
+        """Append ``text`` (``.contiguous()``) to an expression, parenthesising it if needed.
+        A node's span leaves out its own parentheses: an atomic one takes ``text`` inside them
+        (``(x[:, 0].contiguous())``), another after them (``(a if c else b).contiguous()``, not
+        ``(a if c else b.contiguous())``)."""
         start, end = self.span(node)
-        if isinstance(node, _ATOMIC) or _is_parenthesized(node):
+        if isinstance(node, _ATOMIC):
             return Edit(end, end, text)
+        if _is_parenthesized(node):
+            after = self._after_parentheses(node, end)
+            if after is not None:
+                return Edit(after, after, text)
         return Edit(start, end, f"({self.text[start:end]}){text}")
+
+    def _after_parentheses(self, node: cst.BaseExpression, end: int) -> int | None:
+        """The offset just past ``node``'s closing parentheses: inside them only blanks, line
+        breaks and comments may come between its span and each ``)``; None if anything else
+        does (the caller then wraps the node in parentheses of its own)."""
+        text = self.text
+        for _ in node.rpar:
+            while end < len(text) and text[end] != ")":
+                if text[end] == "#":
+                    end = text.find("\n", end)
+                    if end < 0:
+                        return None
+                elif text[end] in " \t\r\n\\\f":
+                    end += 1
+                else:
+                    return None
+            if end >= len(text):
+                return None
+            end += 1
+        return end
 
     def replace(self, node: cst.CSTNode, text: str) -> Edit:
         start, end = self.span(node)

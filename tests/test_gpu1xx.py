@@ -871,6 +871,23 @@ def test_fixed_code_lints_clean():
         assert [d for d in lint_text(fixed, path=str(path)) if d.code in ("GPU101", "GPU102")] == [], path
 
 
+@pytest.mark.parametrize(("receiver", "fixed"), [
+    # flashinfer's `cake_gated_act_mxfp8_backend`: the fix went before the `)`, onto the `else`
+    # arm, and the finding stayed, so `fix` appended `.contiguous()` there ten times.
+    ("(col.t() if colwise else col)", "(col.t() if colwise else col).contiguous()"),
+    ("(\n        col.t() if colwise else col  # stored transposed\n    )",
+     "(\n        col.t() if colwise else col  # stored transposed\n    ).contiguous()"),
+    ("((col.t() if colwise else col))", "((col.t() if colwise else col)).contiguous()"),
+    ("(col.t())", "(col.t().contiguous())"),  # atomic: inside its parentheses is the same
+])  # fmt: skip
+def test_the_fix_of_a_parenthesised_expression_goes_after_its_parentheses(receiver, fixed):
+    source = f"import torch\n\n\ndef f(col, colwise):\n    return {receiver}.view(torch.uint8)\n"
+    once = fix_text(source, unsafe=True)
+    assert once == source.replace(receiver, fixed)
+    assert [d for d in lint_text(once) if d.code.startswith("GPU1")] == []
+    assert fix_text(once, unsafe=True) == once
+
+
 def test_fast_path_agrees_with_plain_path():
     files = sorted(str(p) for p in (ROOT / "fixtures" / "gpu1xx").rglob("*.py"))
     settings = make_settings(preview=True)
