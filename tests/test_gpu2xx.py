@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -370,12 +371,16 @@ def test_debug_only_regions():
     ('_NO_CHECK = os.environ.get("SGLANG_NO_CHECK", "0") == "1"', "_NO_CHECK", False),
     (('_REBOUND_CHECK = os.environ.get("SGLANG_REBOUND_CHECK", "0") == "1"\n\n\n'
       "def enable_checks():\n    global _REBOUND_CHECK\n    _REBOUND_CHECK = True"), "_REBOUND_CHECK", False),
+    (('_HIP_CHECK = os.environ.get("SGLANG_HIP_CHECK", "0") == "1"\n'
+      "if torch.version.hip:\n    _HIP_CHECK = True"), "_HIP_CHECK", False),
+    ('_OR_CHECK = os.environ.get("SGLANG_OR_CHECK", "0") == "1"\n_OR_CHECK |= envs.X', "_OR_CHECK", False),
+    ('_TYPED_CHECK: bool\n_TYPED_CHECK = os.environ.get("SGLANG_TYPED_CHECK", "0") == "1"', "_TYPED_CHECK", True),
 ])  # fmt: skip
 def test_checks_switched_on_from_the_environment_are_off_path(binding, test, off_path):
     # SGLang's `AiterAttnBackend`: `_GFX_ASM_CTX_GATHER_CHECK = os.environ.get(
     # "SGLANG_GFX_ASM_CTX_GATHER_CHECK", "0") == "1"`, then `torch.equal` under `if
     # _GFX_ASM_CTX_GATHER_CHECK:`, and as a conditional expression's test.
-    name = binding.partition(" ")[0]
+    name = re.match(r"\w+", binding).group()
     source = textwrap.dedent("""
         import os
 
@@ -402,6 +407,7 @@ def test_checks_switched_on_from_the_environment_are_off_path(binding, test, off
     syncs = {(number, "GPU202") for number, line in enumerate(lines, 1) if "torch.equal" in line}
     syncs |= {(number, "GPU201") for number, line in enumerate(lines, 1) if "tolist" in line}
     assert len(syncs) == 3
+    compile(source, "example.py", "exec")  # a source that does not parse would have no finding
     assert findings(source) == (set() if off_path else syncs)
 
 

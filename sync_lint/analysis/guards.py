@@ -42,6 +42,7 @@ import libcst as cst
 
 from sync_lint.analysis.device import string_value
 from sync_lint.analysis.names import dotted
+from sync_lint.analysis.nodes import block_statements, inner_blocks
 from sync_lint.diagnostics import Edit
 from sync_lint.fixes import make_fix
 
@@ -247,10 +248,13 @@ _TRUE_WORDS = frozenset({"1", "true", "yes", "on", "y", "t"})
 
 def opt_in_checks(module: cst.Module) -> frozenset[str]:
     """The module-level names that switch a check on from the environment, off by default: bound
-    once (at the top level, nowhere else) to an environment variable's reading that is false
-    while the variable is unset (``_env_off_by_default``), and named for a check."""
+    once (in module code, nowhere else, an annotation without a value aside) to an environment
+    variable's reading that is false while the variable is unset (``_env_off_by_default``), and
+    named for a check."""
     bindings: dict[str, list[cst.BaseExpression | None]] = {}
-    for statement in module.body:
+    todo = list(module.body)  # module code, in its blocks too (``if is_hip(): _X_CHECK = True``)
+    while todo:
+        statement = todo.pop()
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
                 if isinstance(small, cst.Assign):
@@ -259,7 +263,13 @@ def opt_in_checks(module: cst.Module) -> frozenset[str]:
                             value = small.value if len(small.targets) == 1 else None
                             bindings.setdefault(target.target.value, []).append(value)
                 elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
-                    bindings.setdefault(small.target.value, []).append(small.value)
+                    if small.value is not None:  # ``X: bool`` binds nothing
+                        bindings.setdefault(small.target.value, []).append(small.value)
+                elif isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name):
+                    bindings.setdefault(small.target.value, []).append(None)
+        else:
+            for block in inner_blocks(statement):
+                todo.extend(block_statements(block))
     found = set()
     for name, values in bindings.items():
         words = _words(name)
