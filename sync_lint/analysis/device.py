@@ -33,11 +33,11 @@ from sync_lint.analysis.device_words import (
     ELEMENT_BUILTINS,
     FLAG_PREFIXES,
     HOST_ATTRIBUTES,
-    HOST_NAME_PARTS,
     HOST_RESULT_METHODS,
     MASK_METHODS,
     TORCH_MASK_FUNCTIONS,
     VALUE_READS,
+    names_host,
 )
 from sync_lint.analysis.flow import (
     Decide,
@@ -212,13 +212,10 @@ def _cpu_test(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool] | Non
 def name_hint(name: str) -> Place | None:
     """What a variable or attribute name says about where its value lives."""
     lowered = name.lower().lstrip("_")
-    if lowered in ("cpu", "np", "numpy"):
+    if names_host(lowered):
         return HOST_TENSOR
     if lowered == "gpu":
         return DEVICE
-    parts = lowered.split("_")
-    if HOST_NAME_PARTS.intersection(parts):
-        return HOST_TENSOR
     if lowered.endswith("_gpu") and not lowered.startswith(FLAG_PREFIXES):
         return DEVICE
     if name == "__debug__":

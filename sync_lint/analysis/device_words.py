@@ -60,11 +60,14 @@ HOST_NAME_PARTS = frozenset({"cpu", "np", "numpy", "host"})
 FLAG_PREFIXES = ("is_", "use_", "has_", "num_", "n_", "enable_", "should_")
 
 
+def names_host(lowered: str) -> bool:
+    """Does a lowercase name, leading underscores stripped, have a part that marks a host-side
+    value (``seq_lens_cpu``, ``cpu_buf``, ``np``)?"""
+    return not HOST_NAME_PARTS.isdisjoint(lowered.split("_"))
+
+
 def names_host_copy(name: str) -> bool:
-    """Does a name say its value is a host copy (``seq_lens_cpu``, ``positions_np``), as
-    ``device.name_hint`` reads it, and is no flag or count about the host (``use_cpu``,
-    ``num_cpu_blocks``)?"""
+    """Does a name say its value is a host copy (``seq_lens_cpu``, ``positions_np``), and is no
+    flag or count about the host (``use_cpu``, ``num_cpu_blocks``)?"""
     lowered = name.lower().lstrip("_")
-    return (lowered in ("cpu", "np", "numpy") or not HOST_NAME_PARTS.isdisjoint(lowered.split("_"))) and (
-        not lowered.startswith(FLAG_PREFIXES)
-    )
+    return names_host(lowered) and not lowered.startswith(FLAG_PREFIXES)

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from sync_lint.analysis.context import FileContext
+from sync_lint.analysis.device import string_value
 from sync_lint.analysis.dtypes import VIEWED_FROM_BYTES, element_size
 from sync_lint.analysis.flags import (
     call_arguments,
@@ -797,9 +798,8 @@ def _exempted_by_guard(decorator: cst.BaseExpression) -> frozenset[str] | None:
             continue
         if not isinstance(value, (cst.List, cst.Tuple, cst.Set)):
             return None
-        names = [element.value.evaluated_value if isinstance(element.value, cst.SimpleString) else None
-                 for element in value.elements]  # fmt: skip
-        if any(not isinstance(name, str) for name in names) or any(isinstance(e, cst.StarredElement) for e in value.elements):
+        names = [string_value(element.value) for element in value.elements]
+        if None in names or any(isinstance(element, cst.StarredElement) for element in value.elements):
             return None
         exempt |= frozenset(names)
     return exempt

@@ -100,6 +100,13 @@ class CastAsContiguityFix(SinkRule):
         ("import torch\n\n"
         "def scale_bits(scale):\n"
         "    return scale.to(torch.float32).view(torch.int32) >> 23\n"),
+        # A decorator of `contiguous-input-decorators` (fla's `input_guard`) copies every tensor
+        # argument contiguous before the body runs.
+        ("import torch\n"
+        "from fla.utils import input_guard\n\n"
+        "@input_guard\n"
+        "def cumsum(g, out):\n"
+        "    torch.ops._C.chunk_cumsum(out, g.float())\n"),
     )
     invalid = (
         ("import torch\n"

@@ -67,6 +67,18 @@ class StaleSyncDeclaration(Rule):
         "        with gpu_sync_allowed(first_only=True):\n"
         "            self.fill_cache(common)  # may sync: it is not known here\n"
         "        return n\n"),
+        # A host copy that a property of the run makes on first read: reading it may sync.
+        ("import torch\n"
+        "from vllm.utils.gpu_sync_debug import gpu_sync_allowed\n\n"
+        "class CommonAttentionMetadata:\n"
+        "    @property\n"
+        "    def seq_lens_cpu(self) -> torch.Tensor:\n"
+        "        return self.seq_lens.to(\"cpu\")\n\n"
+        "class FlashAttentionMetadataBuilder:\n"
+        "    def build(self, common: CommonAttentionMetadata):\n"
+        "        with gpu_sync_allowed():\n"
+        "            seq_lens_cpu = common.seq_lens_cpu\n"
+        "        return int(seq_lens_cpu.max())\n"),
     )
     invalid = (
         ("from vllm.utils.gpu_sync_debug import gpu_sync_allowed\n\n"
