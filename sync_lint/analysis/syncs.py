@@ -47,6 +47,8 @@ is not known here; a function of the same file is looked into).
 
 from __future__ import annotations
 
+import bisect
+import re
 from collections import Counter
 from dataclasses import dataclass, replace
 
@@ -360,6 +362,9 @@ class _Contexts:
             self._suite(node.orelse, orelse_flags)
 
 
+_NEWLINE = re.compile("\n")
+
+
 class _Lines:
     """Line numbers for summaries without position metadata (which costs about two parses, and
     most files with summaries have no finding): a node's line is where its text first occurs
@@ -368,6 +373,7 @@ class _Lines:
     def __init__(self, ctx, functions: list[FunctionInfo]) -> None:
         self.text = ctx.source.text
         self.module = ctx.module
+        self._line_starts: list[int] | None = None  # made on the first line asked: most files ask none
         self._start: dict[int, int] = {}
         self._cursor: dict[int, int] = {}
         cursor = 0
@@ -390,7 +396,11 @@ class _Lines:
         if at < 0:
             return 0
         self._cursor[id(info.node)] = at
-        return self.text.count("\n", 0, at) + 1
+        if self._line_starts is None:
+            # Counting newlines up to each site costs a pass over the text per site: a big
+            # file's hot functions ask for hundreds.
+            self._line_starts = [0, *(found.end() for found in _NEWLINE.finditer(self.text))]
+        return bisect.bisect_right(self._line_starts, at)
 
     def restart(self, info: FunctionInfo) -> None:
         """A new walk of ``info`` asks for its lines from its ``def`` again."""

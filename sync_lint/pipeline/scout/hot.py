@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import bisect
 from functools import cached_property
 
 from sync_lint.analysis.hot_words import HotNames, matches
@@ -122,10 +123,21 @@ class HotScout:
         """A method named like ``hot-method-patterns`` in a class that may be a hot class or an
         ``nn.Module`` subclass, or like a ``hot-class-methods`` entry its class may match."""
         sieve = self.hot_names.any_method_patterns
-        with_hot_name = {
-            node: methods for node in self.names.of(ast.ClassDef)
-            if (methods := [f.name for f in ast.walk(node) if type(f) in FUNCTIONS and matches(f.name, sieve)])
-        }
+        named = sorted(
+            ((f.lineno, f.col_offset), f.name) for kind in FUNCTIONS for f in self.names.of(kind)
+            if matches(f.name, sieve)
+        )  # fmt: skip
+        if not named:
+            return False
+        starts = [start for start, _ in named]
+        with_hot_name = {}
+        for node in self.names.of(ast.ClassDef):
+            # Syntax nests: a function that starts inside a class's span is defined in it, at
+            # some depth (what a walk of the class finds, without walking it).
+            first = bisect.bisect_left(starts, (node.lineno, node.col_offset))
+            last = bisect.bisect_right(starts, (node.end_lineno, node.end_col_offset))
+            if first < last:
+                with_hot_name[node] = [name for _, name in named[first:last]]
         if not with_hot_name:
             return False  # the cheap question first: most classes have no method so named
         modules = self._module_classes()
