@@ -23,8 +23,9 @@ def codes(text: str, **options) -> list[tuple[int, str]]:
 
 # -- the layout model predicts what torch does ----------------------------------------------------
 
-# Expressions over ``x`` (a contiguous int32 [4, 8] tensor) and ``y`` (a contiguous [2, 3, 4]
-# tensor); GPU102 must flag exactly the ones torch says are not contiguous.
+# Expressions over ``x`` (a contiguous int32 [4, 8] tensor), ``y`` (a contiguous [2, 3, 4]
+# tensor) and ``z`` (a contiguous [1, 3, 4] tensor, for squeezes that find a size-1 dim); GPU102
+# must flag exactly the ones torch says are not contiguous.
 VIEW_EXPRESSIONS = [
     "x[:, 0]", "x[:, 1:3]", "x[..., 2]", "x[::2]", "x[1:, ::2]", "x.select(1, 0)", "x.narrow(1, 0, 4)",
     "x.t()", "x.T", "x.mT", "x.transpose(0, 1)", "x.permute(1, 0)", "x.movedim(0, 1)", "x.swapaxes(0, 1)",
@@ -39,6 +40,9 @@ VIEW_EXPRESSIONS = [
     # a second index that selects the gap of the first away (``x[:, 1:3][0]`` is ``x[0, 1:3]``)
     "x[:, 1:3][0]", "x[:, 2:6][1, 1:3]", "x[:, 1:3][0:1]", "y[:, 1:][0]", "y[:, :2, :][1]", "y[:1, 1:][0]",
     "y[:, 0][0]", "y[:, 1:3][1][0]",
+    # a squeeze of a leading dim says its size is 1: the gap it led is gone (``z[0, 1:]``)
+    "z[:, 1:].squeeze(0)", "z[:, 1:, :].squeeze(dim=0)", "z[:, :, 1:3].squeeze(0)", "y[:, 1:2].squeeze(1)",
+    "y[:, :2].squeeze()", "y[:, :2].squeeze(2)",
     # as_strided: contiguous exactly when the explicit strides are the row-major ones of the size
     "x.as_strided((32,), (1,))", "x.as_strided((4, 8), (8, 1))", "torch.as_strided(x, (2, 4), (4, 1), 3)",
     "x.as_strided(size=(2, 2, 4), stride=(2 * 4, 4, 1))", "torch.as_strided(y, (6, 4), (4, 1))",
@@ -51,12 +55,13 @@ VIEW_EXPRESSIONS = [
 def test_view_model_matches_torch(expression: str):
     x = torch.arange(32, dtype=torch.int32).reshape(4, 8)
     y = torch.zeros(2, 3, 4)
-    value = eval(expression, {"torch": torch, "x": x, "y": y})
+    z = torch.zeros(1, 3, 4)
+    value = eval(expression, {"torch": torch, "x": x, "y": y, "z": z})
     strided = not value.is_contiguous()
     source = f"""
     import torch
 
-    def f(x, y):
+    def f(x, y, z):
         torch.ops._C.op({expression})
     """
     found = [code for _, code in codes(source)]

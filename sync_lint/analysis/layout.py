@@ -748,8 +748,13 @@ class LayoutDomain:
             if effect.classes is not None:
                 self._indexed[id(view)] = (view, base, effect.classes)
             return view
-        # Contiguity-preserving: the base's layout carries over (a parameter stays the parameter
-        # layout-wise, but it is no longer *the* parameter: a cast of it is not flagged).
+        return self._kept(base, effect)
+
+    @staticmethod
+    def _kept(base: Layout, effect: _IndexEffect) -> Layout:
+        """An index of ``base`` that keeps its contiguity: the base's layout carries over (a
+        parameter stays the parameter layout-wise, but it is no longer *the* parameter: a cast of
+        it is not flagged)."""
         if base.kind == FRESH or base.is_view:
             return replace(base, size1=base.size1 or effect.size1, made_contiguous=None, cast=None, ndim=effect.ndim,
                            row_stride=None)
@@ -1010,6 +1015,10 @@ class LayoutDomain:
             drops_last = method == "diagonal" or (method == "select" and not _not_last(dim, base.ndim))
             return self._view(base, GAPPED, f"a `.{method}()` view of `{self.text(receiver)}`", node, receiver,
                               inner_unit=base.inner_unit and not drops_last, vector=drops_last, ndim=ndim)
+        if method == "squeeze":
+            squeezed = self._squeezed_index(node, positional, base)
+            if squeezed is not None:
+                return squeezed
         if method in SHAPE_KEEPING:
             if method == "view" and len(positional) == 1 and self.dtype_of(positional[0]) is not None:
                 target = self.dtype_of(positional[0])
@@ -1036,6 +1045,19 @@ class LayoutDomain:
         if method.endswith("_") and not method.endswith("__"):
             return base  # in place: returns the receiver
         return UNKNOWN_LAYOUT
+
+    def _squeezed_index(self, node: cst.Call, positional: list, view: Layout) -> Layout | None:
+        """``x[:, :n].squeeze(0)``: squeezing a dim away says its size is 1 (were it not, the
+        call would do nothing and the caller would get a dim more than it was written for), and
+        a gap that only a size-1 dim leads is no gap: the result is ``x[0, :n]``. Read as that
+        index, where this domain made the view by an index (``_undone_gap``); None otherwise."""
+        dim = positional[0] if len(positional) == 1 else self._keyword(node, "dim")
+        squeezed = _int_literal(dim)
+        if squeezed is None or squeezed < 0:
+            return None  # every size-1 dim, or one counted from the end: which is not known here
+        select = _IndexEffect("keep", classes=(*("full",) * squeezed, "int"))
+        undone = self._undone_gap(view, select)
+        return None if undone is None else self._kept(*undone)
 
     def _fresh_dtype(self, node: cst.Call, method: str, dtype: str | None, positional: list) -> str | None:
         """The dtype of a fresh method's result, where certain (a known dtype decides whether a

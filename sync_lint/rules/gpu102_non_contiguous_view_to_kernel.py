@@ -149,6 +149,11 @@ class NonContiguousViewToKernel(SinkRule):
         "    torch.ops._C.silu(out, x[:n])          # a prefix of rows stays contiguous\n"
         "    torch.ops._C.silu(out, x[:, 0].contiguous())\n"
         "    torch.ops._C.silu(out, x[:, 0] * 2)    # arithmetic gives a fresh tensor\n"),
+        # Squeezing the leading dim away says it has size 1, so the slice after it cuts no gap
+        # (`g[0, :n]`: vllm-ascend's GDN decode, on fla's [1, tokens, heads] layout).
+        ("import torch\n\n"
+        "def decode(g, state, n):\n"
+        "    return torch.ops._C.recurrent(g[:, :n].squeeze(0), state)\n"),
         ("import triton\n"
         "import triton.language as tl\n\n"
         "@triton.jit\n"
