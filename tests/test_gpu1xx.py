@@ -89,6 +89,68 @@ def test_an_index_that_selects_a_gap_away_is_followed_through_names_only_as_made
     assert codes(source) == [(11, "GPU102"), (13, "GPU102"), (15, "GPU102"), (16, "GPU102")]
 
 
+def test_a_call_a_test_expects_to_fail_is_not_reported():
+    source = """
+    import unittest
+
+    import pytest
+    import torch
+    from pytest import raises
+
+    from mylib import checks
+
+
+    def test_refuses_a_transpose(x, out):
+        with pytest.raises(RuntimeError, match="contiguous"):
+            torch.ops._C.rms_norm(out, x.t())
+        with raises(RuntimeError) as info, torch.no_grad():
+            if x.dim() == 2:
+                torch.ops._C.rms_norm(out, x[:, 0].int())
+        torch.ops._C.rms_norm(out, x.t())  # after the block: reported
+        with pytest.warns(UserWarning):  # warns, runs on
+            torch.ops._C.rms_norm(out, x.t())
+        with checks.raises(RuntimeError):  # not pytest's
+            torch.ops._C.rms_norm(out, x.t())
+
+
+    class TestNorm(unittest.TestCase):
+        def test_refuses(self):
+            x = self.inputs
+            with self.assertRaisesRegex(RuntimeError, "contiguous"):
+                torch.ops._C.rms_norm(x, x.t())
+            torch.ops._C.rms_norm(x, x.t())
+    """
+    assert codes(source) == [(17, "GPU102"), (19, "GPU102"), (21, "GPU102"), (29, "GPU102")]
+
+
+def test_past_an_assert_of_contiguity_the_tensor_is_contiguous():
+    """``assert x.is_contiguous()`` after a transpose says the data is stored transposed (torchao's
+    MX tensors); the callee's own assert still asks its callers for a contiguous argument."""
+    source = """
+    import torch
+
+
+    def unpack(data, out, transposed: bool):
+        if transposed:
+            data = data.t()
+            assert data.is_contiguous()
+        torch.ops._C.unpack(out, data)
+        scales = data.t()
+        assert data.is_contiguous()  # of another tensor
+        torch.ops._C.unpack(out, scales)
+
+
+    def needs_contiguous(x):
+        assert x.is_contiguous()
+        return x
+
+
+    def caller(w):
+        return needs_contiguous(w.t())
+    """
+    assert codes(source) == [(12, "GPU102"), (21, "GPU102")]
+
+
 # A cast of an int32 column: a no-op (still strided) unless the dtype certainly changes.
 CASTS = [
     ("torch.zeros(4, 8, dtype=torch.int32)", ".to(torch.int32)"),

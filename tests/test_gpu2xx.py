@@ -700,6 +700,25 @@ def test_a_tensor_tested_to_be_on_the_cpu_is_a_host_tensor_there():
     """)
 
 
+def test_past_an_assert_its_test_holds():
+    check("""
+        import torch
+
+
+        class FooMetadataBuilder:
+            def build(self, common, flag: bool):
+                lens = common.seq_lens
+                assert lens.is_cpu
+                a = lens.tolist()
+                starts = common.query_start_loc
+                assert starts.device.type == "cpu" or flag
+                b = starts.tolist()  # expect: GPU201
+                assert not common.positions.is_cuda  # another accelerator is no CPU
+                c = common.positions.tolist()  # expect: GPU201
+                return a, b, c
+    """)
+
+
 def _fast_and_plain(root: Path, **options) -> tuple[list, list]:
     """The findings of a run of ``root`` with the plans and scouts (fast) and without."""
     settings = api.make_settings(None, **{**OPTIONS, **options})

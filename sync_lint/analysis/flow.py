@@ -36,7 +36,8 @@ attribute) evaluates only the branch it takes (``decided_branch``), and so does 
 
 What a test says of a value narrows it on each branch: ``x is None`` (``none``), and what the
 domain reads in a test (``narrow``: ``x.is_contiguous()``, ``x.is_cpu``; ``narrowing`` reads
-``not`` / ``and`` / ``or``), for an ``if`` here and for a conditional expression in the domain.
+``not`` / ``and`` / ``or``), for an ``if`` and past an ``assert`` here, and for a conditional
+expression in the domain.
 """
 
 from __future__ import annotations
@@ -487,6 +488,9 @@ class Walker(Generic[V]):
             self.bind(node.value.target, self.domain.evaluate(node.value.value, env), env)
         elif kind is cst.Assert and not self._raises(node, env):
             self.conditions.append((node.test, env, True))
+            # Past it, its test holds (``assert x.is_contiguous()`` after ``x = x.t()``: the
+            # author knows the tensor is stored transposed), as on the branch of an ``if``.
+            env, _ = self._narrowed(node.test, env)
         elif kind in _ENDS or self._raises(node, env):
             if not self._dead:
                 for ends in self._tries:

@@ -676,8 +676,12 @@ class LayoutDomain:
             if checked is None or not (checked.is_view or checked.kind == UNKNOWN):
                 return {}
             # Contiguous by torch's measure: a size-1 dim keeps its odd stride (``size1``, GPU103).
+            # A parameter checked as passed is still that parameter (``sinks._as_passed``: what
+            # a summary says of it, that a kernel only reads it, goes on past an ``assert``).
+            as_passed = checked.kind == UNKNOWN and checked.cast is None
             return {key: Layout(FRESH, dtype=checked.dtype, size1=checked.size1, base_root=checked.base_root,
-                                ndim=checked.ndim)}  # and not None: it was called
+                                ndim=checked.ndim, params=checked.params if as_passed else frozenset(),
+                                source=checked.source if as_passed else None)}  # and not None: it was called
 
         return narrowing(test, holds, contiguous_where_checked)
 

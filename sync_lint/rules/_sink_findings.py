@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from sync_lint.analysis.expected_failures import ExpectedFailures
 from sync_lint.analysis.sinks import (
     ContiguityAnalysis,
     SinkUse,
@@ -19,10 +20,14 @@ from sync_lint.rules.base import CalleeCondition, Finding
 
 def reported_uses(analysis: ContiguityAnalysis, verdict: Callable, seen: set[int] | None = None) -> Iterator[SinkUse]:
     """The uses ``verdict`` reports, one per argument node. A call whose argument cannot be
-    matched to a callee parameter (``*args``) is skipped: its summary could not decide."""
+    matched to a callee parameter (``*args``) is skipped: its summary could not decide; so is a
+    call a test makes in order to see it fail (``ExpectedFailures``)."""
     seen = set() if seen is None else seen
+    expected_failures = analysis.ctx.get(ExpectedFailures)
     for use in analysis.uses:
         if use.callee is not None and use.key is None:
+            continue
+        if expected_failures.contains(use.call):
             continue
         if not reported(use, verdict):
             continue

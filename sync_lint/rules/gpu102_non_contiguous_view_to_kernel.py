@@ -149,6 +149,11 @@ class NonContiguousViewToKernel(SinkRule):
         "    torch.ops._C.silu(out, x[:n])          # a prefix of rows stays contiguous\n"
         "    torch.ops._C.silu(out, x[:, 0].contiguous())\n"
         "    torch.ops._C.silu(out, x[:, 0] * 2)    # arithmetic gives a fresh tensor\n"),
+        # A test that hands a kernel a transpose to see it refused.
+        ("import pytest\nimport torch\n\n"
+        "def test_refuses_a_transpose(x, out):\n"
+        "    with pytest.raises(RuntimeError):\n"
+        "        torch.ops._C.rms_norm(out, x.t())\n"),
         # Squeezing the leading dim away says it has size 1, so the slice after it cuts no gap
         # (`g[0, :n]`: vllm-ascend's GDN decode, on fla's [1, tokens, heads] layout).
         ("import torch\n\n"
