@@ -1422,6 +1422,7 @@ FIX_SAFETY = [
     ("read_wrapper(x[:, 0], out)", True),
     ("outer_wrapper(x[:, 0], out)", True),  # two hops
     ("local_wrapper(x[:, 0], out)", True),  # a wrapper of this file
+    ("checked_wrapper(x[:, 0], out)", True),  # past its `assert t.is_contiguous()`, still the parameter
     # ... and wrappers that may write through it, or let it escape
     ("zeroing_wrapper(x[:, 0], out)", False),  # `t.zero_()`
     ("returning_wrapper(x[:, 0], out)", False),  # `return t`: the caller may write into it
@@ -1440,7 +1441,7 @@ import triton
 import triton.language as tl
 
 from ops import (
-    op_wrapper, outer_wrapper, read_wrapper, rebinding_wrapper, returning_wrapper, storing_kernel_wrapper,
+    checked_wrapper, op_wrapper, outer_wrapper, read_wrapper, rebinding_wrapper, returning_wrapper, storing_kernel_wrapper,
     storing_wrapper, viewing_wrapper, wrapper, zeroing_wrapper,
 )
 
@@ -1539,6 +1540,11 @@ FIX_SAFETY_OPS = textwrap.dedent('''
             assert t.stride(-1) == 1 and len(t) == t.shape[0]
             scratch = torch.empty_like(t)
             _sum[(t.size(0),)](t, out if out is not None else scratch)
+
+
+        def checked_wrapper(t, out):
+            assert t.is_contiguous()
+            _sum[(1,)](t, out)
 
 
         def outer_wrapper(t, out):
