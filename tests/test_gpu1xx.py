@@ -151,6 +151,50 @@ def test_past_an_assert_of_contiguity_the_tensor_is_contiguous():
     assert codes(source) == [(12, "GPU102"), (21, "GPU102")]
 
 
+def test_a_launch_handed_a_helpers_dict_of_strides_is_stride_aware():
+    """xformers' ``**_strides(q, "qz", "qm", ...)``: a function of the file whose every return
+    holds its parameter's ``.stride()`` (but where that parameter is None) hands them on whole."""
+    source = """
+    import triton
+    import triton.language as tl
+
+
+    def _strides(x, *names):
+        if x is None:
+            return {f"stride_{n}": None for n in names}
+        return {f"stride_{n}": s for n, s in zip(names, x.stride())}
+
+
+    def _shape(x, *names):
+        return {n: s for n, s in zip(names, x.shape)}
+
+
+    def _sometimes(x, *names, dense=False):
+        if dense:
+            return {}
+        return dict(zip(names, x.stride()))
+
+
+    def _of_a_copy(x, *names):
+        x = x.contiguous()
+        return dict(zip(names, x.stride()))
+
+
+    @triton.jit
+    def _reduce(a_ptr, out_ptr, stride_az, stride_ak):
+        i = tl.program_id(0)
+        tl.store(out_ptr + i, tl.load(a_ptr + i * stride_az))
+
+
+    def launch(a, out):
+        _reduce[(4,)](a.t(), out, **_strides(a.t(), "az", "ak"))
+        _reduce[(4,)](a.t(), out, **_shape(a.t(), "az", "ak"))
+        _reduce[(4,)](a.t(), out, **_sometimes(a.t(), "az", "ak"))
+        _reduce[(4,)](a.t(), out, **_of_a_copy(a.t(), "az", "ak"))
+    """
+    assert codes(source) == [(35, "GPU102"), (36, "GPU102"), (37, "GPU102")]
+
+
 # A cast of an int32 column: a no-op (still strided) unless the dtype certainly changes.
 CASTS = [
     ("torch.zeros(4, 8, dtype=torch.int32)", ".to(torch.int32)"),

@@ -1404,7 +1404,11 @@ class ReturnedStrides:
     """Which elements of the tuple a module-level function of this file returns are strides of
     which of its parameters, on some return path (``return m, n, x.stride(-2)``, or a local
     bound to one). A caller that unpacks the call (``M, N, row_stride = flatten(x)``) then holds
-    strides of the argument it passed, and a kernel launched with them is stride-aware."""
+    strides of the argument it passed, and a kernel launched with them is stride-aware.
+
+    A function whose every return holds a parameter's ``.stride()`` in another shape (xformers'
+    ``_strides(x, *names)``: ``{f"stride_{n}": s for n, s in zip(names, x.stride())}``) returns
+    that parameter's strides whole: a launch handed ``**_strides(q, ...)`` gets ``q``'s."""
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
@@ -1421,6 +1425,10 @@ class ReturnedStrides:
         returned = self._returned(info) if info is not None else {}
         if not returned:
             return UNKNOWN_LAYOUT
+        if WHOLE in returned:
+            argument = _argument_for(call, info.params, returned[WHOLE])
+            root = root_name(argument) if argument is not None else None
+            return Layout(SCALAR, stride_of=root) if root is not None else UNKNOWN_LAYOUT
         elements = [UNKNOWN_LAYOUT] * (max(returned) + 1)
         for index, param in returned.items():
             argument = _argument_for(call, info.params, param)
@@ -1435,18 +1443,53 @@ class ReturnedStrides:
         self._found[info.name] = found = {}  # also what a recursive call sees meanwhile
         domain = LayoutDomain(self.ctx)
         params = set(info.params)
+        # Per return, the parameters whose ``.stride()`` it holds as passed, and those None there.
+        whole: list[tuple[set[str], set[str]]] = []
 
         def on_statement(node: cst.CSTNode, env) -> None:
-            if type(node) is cst.Return and type(node.value) is cst.Tuple:
+            if type(node) is not cst.Return or node.value is None:
+                return
+            if type(node.value) is cst.Tuple:
                 for index, element in enumerate(node.value.elements):
                     value = domain.evaluate(element.value, env)
                     if value.kind == SCALAR and value.stride_of in params:
                         found.setdefault(index, value.stride_of)
+            held = {param for param in _whole_strides_read(node.value) if _is_param_as_passed(env, param)}
+            none = {param for param in params if (layout := env.get(param)) is not None and layout.kind == NONE}
+            whole.append((held, none))
 
         env = {param: Layout(UNKNOWN, params=frozenset({param}), source="param") for param in info.params}
         if isinstance(info.node.body, cst.IndentedBlock):
             Walker(domain, on_statement).walk(info.node.body.body, env)
+        if not found and whole:
+            # Every return holds them, but where the parameter is None (``if x is None: return
+            # {...: None}``: a None tensor has no strides to hand on).
+            held_anywhere = set().union(*(held for held, _ in whole))
+            common = held_anywhere.intersection(*(held | none for held, none in whole))
+            if len(common) == 1:
+                found[WHOLE] = common.pop()
         return found
+
+
+WHOLE = -1  # ``ReturnedStrides``: the whole result holds the strides
+
+
+def _whole_strides_read(node: cst.CSTNode) -> set[str]:
+    """The names ``p`` of the ``p.stride()`` calls (no argument: every stride) in an expression."""
+    found: set[str] = set()
+    todo = [node]
+    while todo:
+        current = todo.pop()
+        if (type(current) is cst.Call and not current.args and type(current.func) is cst.Attribute
+                and current.func.attr.value == "stride" and type(current.func.value) is cst.Name):
+            found.add(current.func.value.value)
+        todo.extend(current.children)
+    return found
+
+
+def _is_param_as_passed(env, name: str) -> bool:
+    layout = env.get(name)
+    return layout is not None and layout.source == "param" and layout.params == frozenset({name})
 
 
 def _argument_for(call: cst.Call, params: tuple[str, ...], param: str) -> cst.BaseExpression | None:

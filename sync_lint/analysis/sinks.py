@@ -1106,11 +1106,14 @@ class _FunctionFacts:
 
     def _strides_carried(self, call: cst.Call, env) -> list[tuple[ArgKey | None, frozenset[str]]]:
         """Each argument of a call with the roots of the tensors whose strides it carries:
-        ``q.stride(0)``, a local holding one (``s0``), ``strides[1]`` of ``strides = q.stride()``."""
+        ``q.stride(0)``, a local holding one (``s0``), ``strides[1]`` of ``strides = q.stride()``,
+        a function of this file's result that holds them (``**_strides(q, ...)``:
+        ``layout.ReturnedStrides``)."""
         found = []
         for arg, key in call_arguments(call):
             roots = _stride_roots(arg.value)
-            if type(arg.value) is cst.Name or type(arg.value) is cst.Subscript:
+            kind = type(arg.value)
+            if kind is cst.Name or kind is cst.Subscript or (kind is cst.Call and type(arg.value.func) is cst.Name):
                 layout = self.domain.evaluate(arg.value, env)
                 if layout.kind == SCALAR and layout.stride_of:
                     roots |= {layout.stride_of}
