@@ -195,6 +195,41 @@ def test_a_launch_handed_a_helpers_dict_of_strides_is_stride_aware():
     assert codes(source) == [(35, "GPU102"), (36, "GPU102"), (37, "GPU102")]
 
 
+def test_a_jit_helper_defined_twice_under_one_name_ends(tmp_path):
+    """unsloth's ``_lut_gather``, defined under ``if hasattr(tl, "gather")`` and again under
+    ``else``: both definitions share one summary, and the kernel's pointer steps once went round
+    for ever, each setting its own. Run as a subprocess, so a hang fails the test."""
+    (tmp_path / "lut.py").write_text(textwrap.dedent("""
+        import triton
+        import triton.language as tl
+
+        if hasattr(tl, "gather"):
+
+            @triton.jit
+            def _lut_gather(lut_ptr, n):
+                table = tl.load(lut_ptr + tl.arange(0, 16))
+                return tl.gather(table, n, 0)
+
+        else:
+
+            @triton.jit
+            def _lut_gather(lut_ptr, n):
+                return tl.load(lut_ptr + n)
+
+
+        @triton.jit
+        def _dequant_kernel(lut_ptr, w_ptr, out_ptr):
+            i = tl.program_id(0)
+            tl.store(out_ptr + i, _lut_gather(lut_ptr, tl.load(w_ptr + i)))
+
+
+        def dequant(lut, w, out):
+            _dequant_kernel[(4,)](lut.float(), w, out)
+    """))
+    result = run("check", "lut.py", "--isolated", "--no-cache", "--output-format", "concise", cwd=tmp_path, timeout=60)
+    assert result.returncode == 1 and "lut.py:26:27: GPU101" in result.stdout, (result.stdout, result.stderr)
+
+
 # A cast of an int32 column: a no-op (still strided) unless the dtype certainly changes.
 CASTS = [
     ("torch.zeros(4, 8, dtype=torch.int32)", ".to(torch.int32)"),

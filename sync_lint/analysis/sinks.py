@@ -535,28 +535,34 @@ class ContiguityAnalysis:
           token_stride)``);
         - ``FunctionSummary.row_strides``: the literal strides it steps by, the helper's own.
         An access through a helper elsewhere counts with none. To a fixpoint: the sets only
-        grow, as the helpers' do."""
+        grow, as the helpers' do. Kernels defined twice under one name (``if hasattr(tl,
+        "gather"): def _lut(...)`` / ``else: def _lut(...)``) share one summary: it gets what
+        the accesses of both have in common (judged one at a time, the two would overwrite
+        each other's sets for ever)."""
         changed = True
         while changed:
             changed = False
+            accesses: dict[tuple[int, str], tuple[FunctionSummary, list, list]] = {}
             for kernel in kernels:
                 summary = kernel.summary
                 if summary is None:
                     continue
                 for param in {*kernel.direct, *(call.param for call in kernel.through_helpers)}:
-                    offsets = list(kernel.direct.get(param, ()))
-                    steps = list(kernel.steps.get(param, ()))
+                    _, offsets, steps = accesses.setdefault((id(summary), param), (summary, [], []))
+                    offsets.extend(kernel.direct.get(param, ()))
+                    steps.extend(kernel.steps.get(param, ()))
                     for call in kernel.through_helpers:
                         if call.param == param:
                             offsets.append(self._helper_offsets(call, summary))
                             helper = self.ctx.summaries.get(call.helper)
                             steps.append(frozenset() if helper is None or helper is summary else
                                          helper.row_strides.get(helper.param_for(call.key) or "", frozenset()))
-                    for known, found in ((summary.offset_params, frozenset.intersection(*offsets)),
-                                         (summary.row_strides, frozenset.intersection(*steps))):
-                        if found != known.get(param, frozenset()):
-                            known[param] = found
-                            changed = True
+            for (_, param), (summary, offsets, steps) in accesses.items():
+                for known, found in ((summary.offset_params, frozenset.intersection(*offsets)),
+                                     (summary.row_strides, frozenset.intersection(*steps))):
+                    if found != known.get(param, frozenset()):
+                        known[param] = found
+                        changed = True
 
     def _helper_offsets(self, call: _HelperCall, caller: FunctionSummary) -> frozenset[str]:
         helper = self.ctx.summaries.get(call.helper)
