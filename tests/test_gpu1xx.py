@@ -230,6 +230,58 @@ def test_a_jit_helper_defined_twice_under_one_name_ends(tmp_path):
     assert result.returncode == 1 and "lut.py:26:27: GPU101" in result.stdout, (result.stdout, result.stderr)
 
 
+def test_a_custom_op_this_file_implements_in_python_is_judged_by_its_body():
+    """``torch.ops.vllm.<name>`` registered here from a Python function (vLLM's and SGLang's
+    ``direct_register_custom_op``, ``@torch.library.custom_op``, SGLang's ``@register_custom_op``)
+    needs what that function needs; an op of unknown code (C++) still needs every tensor dense."""
+    source = """
+    import torch
+    import triton
+    import triton.language as tl
+
+    from vllm.utils.torch_utils import direct_register_custom_op
+    from sglang.srt.utils.custom_op import register_custom_op
+
+
+    @triton.jit
+    def _copy(src_ptr, dst_ptr):
+        tl.store(dst_ptr + tl.arange(0, 4), tl.load(src_ptr + tl.arange(0, 4)))
+
+
+    def _store_ids(ids: torch.Tensor, layer_name: str) -> None:
+        STATE[layer_name] = ids  # kept for later: no kernel reads it here
+
+
+    def _launch(src: torch.Tensor, dst: torch.Tensor) -> None:
+        _copy[(1,)](src, dst)
+
+
+    direct_register_custom_op(op_name="store_ids", op_func=_store_ids, mutates_args=[])
+    direct_register_custom_op("launch_copy", _launch, mutates_args=["dst"])
+
+
+    @torch.library.custom_op("mylib::scale", mutates_args=())
+    def scale(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+
+    if hasattr(torch.ops, "sglang"):
+
+        @register_custom_op(mutates_args=["dst"])
+        def sgl_copy(src: torch.Tensor, dst: torch.Tensor) -> None:
+            _copy[(1,)](src, dst)
+
+
+    def step(ids, x, out, name):
+        torch.ops.vllm.store_ids(ids.to(torch.int32), name)
+        torch.ops.vllm.launch_copy(x[:, 0], out)
+        torch.ops.mylib.scale.default(x.t())
+        torch.ops.mylib.shift(x.t())
+        torch.ops.sglang.sgl_copy(x.t(), out)
+    """
+    assert codes(source) == [(41, "GPU102"), (43, "GPU102"), (44, "GPU102")]
+
+
 # A cast of an int32 column: a no-op (still strided) unless the dtype certainly changes.
 CASTS = [
     ("torch.zeros(4, 8, dtype=torch.int32)", ".to(torch.int32)"),

@@ -66,6 +66,7 @@ from sync_lint.analysis.layout import (
 )  # fmt: skip
 from sync_lint.analysis.names import dotted
 from sync_lint.analysis.nodes import children, one_line
+from sync_lint.analysis.python_ops import PythonOps
 from sync_lint.analysis.summaries import ArgKey, CallFlags, Forward, FunctionSummary
 from sync_lint.analysis.triton_names import is_triton_decorator
 from sync_lint.config import is_contiguous_input_decorator, is_strided_sink
@@ -715,6 +716,9 @@ class ContiguityAnalysis:
         if name.startswith("torch.ops."):
             if name.split(".")[2:3] and name.split(".")[2] in _STRIDED_OP_NAMESPACES:
                 return None, ""
+            implementation = self.ctx.get(PythonOps).implementation(name)
+            if implementation is not None:
+                return implementation, "call"  # an op of this file's, in Python: its summary decides
             return name, "op"
         if any(fnmatch.fnmatchcase(name, pattern) for pattern in self._configured):
             return name, "configured"

@@ -26,7 +26,7 @@ class CastAsContiguityFix(SinkRule):
         "attribute of unknown layout) is cast (`.to(dtype)`, `.to(device)`, `.int()`, `.long()`, `.float()`, "
         "`.half()`, `.bfloat16()`, `.type(...)`, `.cuda()`) and handed to something that needs a contiguous "
         "tensor, with no `.contiguous()` in between: a Triton kernel that reads the argument as `ptr + offset`, "
-        "a `torch.ops` custom op (also through a module-level alias, `_C = torch.ops._C`), a function that checks `is_contiguous()` (in any checked file), "
+        "a `torch.ops` custom op (also through a module-level alias, `_C = torch.ops._C`; one the file implements in Python needs what its function needs, as GPU102 says), a function that checks `is_contiguous()` (in any checked file), "
         "`.view(dtype)`, a raw `.data_ptr()`, or a sink named in `contiguous-sinks`; never a callee named in "
         "`strided-sinks` (by default the matrix-multiply custom ops, such as `torch.ops._C.cutlass_scaled_mm`: a GEMM's operand order is its own, checked at the call). A function that checks only `p.stride(-1) == 1` (or calls `p.view(dtype)`, or hands "
         "`p.data_ptr()` on with `p`'s strides) needs "

@@ -1,0 +1,118 @@
+"""Custom ops a file implements in Python: ``torch.ops.<ns>.<name>`` is then a call of that
+function, whose summary says what it needs of each argument, and no longer an op of unknown
+code that may read every tensor as dense memory.
+
+Registrations read (at module level, and in module-level ``if`` / ``try`` blocks):
+- ``@torch.library.custom_op("ns::name", ...)`` on a ``def``;
+- a call or decorator of a helper named ``*register_custom_op`` (vLLM's and SGLang's
+  ``direct_register_custom_op(op_name="name", op_func=impl, ...)``, SGLang's
+  ``@register_custom_op(op_name="name")``, which defaults to the function's name). Such a helper
+  registers into a library of its project's choosing, so the namespace is not checked there.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from sync_lint.analysis.device import keyword, string_value
+
+if TYPE_CHECKING:
+    from sync_lint.analysis.context import FileContext
+
+_CUSTOM_OP_DECORATOR = "torch.library.custom_op"
+_HELPER_SUFFIX = "register_custom_op"
+_BLOCKS = (cst.If, cst.Try, cst.With)
+
+
+class PythonOps:
+    """Op name -> the dotted name of the function that implements it, for the ops this file
+    registers."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self._names = ctx.names
+        # (namespace or None for any, op name) -> the implementing function's dotted name
+        self._impls: dict[tuple[str | None, str], str] = {}
+        if "custom_op" not in ctx.parsed_text:
+            return  # both spellings hold these words
+        for statement in _module_statements(ctx.module.body):
+            if isinstance(statement, cst.FunctionDef):
+                for decorator in statement.decorators:
+                    self._read_decorator(decorator.decorator, statement.name.value)
+            elif isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                        self._read_helper_call(small.value)
+
+    def implementation(self, op: str) -> str | None:
+        """The function implementing ``op`` (``torch.ops.ns.name`` or ``...name.default``), if this
+        file registers one."""
+        parts = op.split(".")
+        if len(parts) not in (4, 5) or parts[:2] != ["torch", "ops"]:
+            return None
+        namespace, name = parts[2], parts[3]
+        return self._impls.get((namespace, name)) or self._impls.get((None, name))
+
+    def _read_decorator(self, decorator: cst.BaseExpression, function: str) -> None:
+        call = decorator if isinstance(decorator, cst.Call) else None
+        callee = self._names.resolve(call.func if call is not None else decorator) or ""
+        impl = self._names.resolve_dotted(function)
+        if callee == _CUSTOM_OP_DECORATOR and call is not None and call.args:
+            qualified = string_value(call.args[0].value)
+            if qualified is not None and qualified.count("::") == 1:
+                namespace, name = qualified.split("::")
+                self._impls[(namespace, name)] = impl
+        elif callee.rsplit(".", 1)[-1].endswith(_HELPER_SUFFIX):
+            name = _keyword_string(call, "op_name") if call is not None else None
+            self._impls[(None, name or function)] = impl
+
+    def _read_helper_call(self, call: cst.Call) -> None:
+        callee = self._names.resolve(call.func) or ""
+        if not callee.rsplit(".", 1)[-1].endswith(_HELPER_SUFFIX):
+            return
+        name = _keyword_string(call, "op_name")
+        impl = keyword(call, "op_func")
+        positional = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
+        if name is None and positional:
+            name = string_value(positional[0])
+        if impl is None and len(positional) > 1:
+            impl = positional[1]
+        if name is not None and isinstance(impl, (cst.Name, cst.Attribute)):
+            target = self._names.resolve(impl)
+            if target is not None:
+                self._impls[(None, name)] = target
+
+
+def _module_statements(body) -> list[cst.CSTNode]:
+    """The statements of module code, those in its ``if`` / ``try`` / ``with`` blocks too."""
+    found: list[cst.CSTNode] = []
+    todo = list(body)
+    while todo:
+        statement = todo.pop()
+        found.append(statement)
+        if isinstance(statement, _BLOCKS):
+            todo.extend(_block_statements(statement))
+    return found
+
+
+def _block_statements(statement: cst.CSTNode) -> list[cst.CSTNode]:
+    suites = [statement.body]
+    if isinstance(statement, cst.If) and statement.orelse is not None:
+        orelse = statement.orelse
+        suites.append(orelse if isinstance(orelse, cst.If) else orelse.body)
+    if isinstance(statement, cst.Try):
+        suites.extend(handler.body for handler in statement.handlers)
+        suites.extend(part.body for part in (statement.orelse, statement.finalbody) if part is not None)
+    found: list[cst.CSTNode] = []
+    for suite in suites:
+        if isinstance(suite, cst.If):
+            found.append(suite)
+        elif isinstance(suite, cst.IndentedBlock):
+            found.extend(suite.body)
+    return found
+
+
+def _keyword_string(call: cst.Call | None, name: str) -> str | None:
+    value = keyword(call, name) if call is not None else None
+    return string_value(value) if value is not None else None
