@@ -676,12 +676,12 @@ class LayoutDomain:
             if checked is None or not (checked.is_view or checked.kind == UNKNOWN):
                 return {}
             # Contiguous by torch's measure: a size-1 dim keeps its odd stride (``size1``, GPU103).
-            # A parameter checked as passed is still that parameter (``sinks._as_passed``: what
-            # a summary says of it, that a kernel only reads it, goes on past an ``assert``).
-            as_passed = checked.kind == UNKNOWN and checked.cast is None
+            # A parameter checked as passed is still that parameter (``as_passed``: what a
+            # summary says of it, that a kernel only reads it, goes on past an ``assert``).
+            uncast = checked.kind == UNKNOWN and checked.cast is None
             return {key: Layout(FRESH, dtype=checked.dtype, size1=checked.size1, base_root=checked.base_root,
-                                ndim=checked.ndim, params=checked.params if as_passed else frozenset(),
-                                source=checked.source if as_passed else None)}  # and not None: it was called
+                                ndim=checked.ndim, params=checked.params if uncast else frozenset(),
+                                source=checked.source if uncast else None)}  # and not None: it was called
 
         return narrowing(test, holds, contiguous_where_checked)
 
@@ -1454,7 +1454,7 @@ class ReturnedStrides:
                     value = domain.evaluate(element.value, env)
                     if value.kind == SCALAR and value.stride_of in params:
                         found.setdefault(index, value.stride_of)
-            held = {param for param in _whole_strides_read(node.value) if _is_param_as_passed(env, param)}
+            held = {param for param in _whole_strides_read(node.value) if as_passed(env, param)}
             none = {param for param in params if (layout := env.get(param)) is not None and layout.kind == NONE}
             whole.append((held, none))
 
@@ -1487,7 +1487,8 @@ def _whole_strides_read(node: cst.CSTNode) -> set[str]:
     return found
 
 
-def _is_param_as_passed(env, name: str) -> bool:
+def as_passed(env, name: str) -> bool:
+    """Does the parameter ``name`` still hold the tensor as passed (not rebound on the way)?"""
     layout = env.get(name)
     return layout is not None and layout.source == "param" and layout.params == frozenset({name})
 

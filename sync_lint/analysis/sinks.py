@@ -59,6 +59,7 @@ from sync_lint.analysis.layout import (
     VIEWS,
     Layout,
     LayoutDomain,
+    as_passed,
     class_attributes,
     code_of,
     factors,
@@ -625,7 +626,7 @@ class ContiguityAnalysis:
         env: dict[str, Layout] = dict(class_env)
         guarded = self._contiguous_inputs(info)
         for param in info.params:
-            # A guarded parameter is still the parameter as passed (``_as_passed``), but of a
+            # A guarded parameter is still the parameter as passed (``as_passed``), but of a
             # known layout: no need of its own is recorded for the callers (``_record_param``).
             kind = FRESH if param in guarded else UNKNOWN
             env[param] = Layout(kind, params=frozenset({param}), source="param")
@@ -819,12 +820,6 @@ def _forward_key(forward: Forward) -> tuple:
     return forward.param, forward.callee, forward.arg, forward.line
 
 
-def _as_passed(env, name: str) -> bool:
-    """Does the parameter ``name`` still hold the tensor as passed (not rebound on the way)?"""
-    layout = env.get(name)
-    return layout is not None and layout.source == "param" and layout.params == frozenset({name})
-
-
 def _interesting(layout: Layout) -> bool:
     """A value some GPU1xx rule may report at a sink."""
     return layout.kind in VIEWS or layout.cast is not None
@@ -931,7 +926,7 @@ class _FunctionFacts:
         return False
 
     def _note_handed(self, value: cst.BaseExpression, callee: str, key: ArgKey, env) -> None:
-        if type(value) is cst.Name and value.value in self.info.params and _as_passed(env, value.value):
+        if type(value) is cst.Name and value.value in self.info.params and as_passed(env, value.value):
             self._handed.setdefault(value.value, []).append((id(value), callee, key))
 
     def _note_stride_local(self, statement: cst.CSTNode, parts: list[tuple[cst.CSTNode, list[cst.Call]]]) -> None:
@@ -1038,7 +1033,7 @@ class _FunctionFacts:
         else:
             sink, reason = "`{callee}`", ""
         local = kind in ("op", "configured")
-        flags = () if local else call_flags(call, self._flag_params, lambda name: _as_passed(env, name))
+        flags = () if local else call_flags(call, self._flag_params, lambda name: as_passed(env, name))
         for arg, key in call_arguments(call):
             if arg.star:
                 continue
@@ -1147,9 +1142,9 @@ class _FunctionFacts:
                 continue
             (root,) = roots
             layout = env.get(root)
-            as_passed = (layout is not None and layout.kind == UNKNOWN and layout.cast is None
+            unchanged = (layout is not None and layout.kind == UNKNOWN and layout.cast is None
                          and layout.params == frozenset({root}))  # fmt: skip
-            found.append((key, root if as_passed else ""))
+            found.append((key, root if unchanged else ""))
         return tuple(found)
 
     def _equal_strides(self, roots: set[str], env) -> set[str]:
