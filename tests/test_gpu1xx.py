@@ -280,6 +280,8 @@ def test_a_custom_op_this_file_implements_in_python_is_judged_by_its_body():
         torch.ops.sglang.sgl_copy(x.t(), out)
     """
     assert codes(source) == [(41, "GPU102"), (43, "GPU102"), (44, "GPU102")]
+    first = next(d for d in lint_text(textwrap.dedent(source), preview=True) if d.line == 41)
+    assert "so the custom op `torch.ops.vllm.launch_copy` (in Python: `_launch`) receives" in first.message
 
 
 # A cast of an int32 column: a no-op (still strided) unless the dtype certainly changes.

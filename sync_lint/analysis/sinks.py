@@ -686,7 +686,8 @@ class ContiguityAnalysis:
 
     def callee_of(self, call: cst.Call, info: FunctionInfo, env) -> tuple[str | None, str]:
         """(dotted callee for a summary look-up, kind): kind is "launch", "op", "configured",
-        "call" or "" (nothing to look up)."""
+        "call", "python-op" (a call of the function that implements a custom op:
+        ``analysis.python_ops``) or "" (nothing to look up)."""
         callee, kind = self._callee_of(call, info, env)
         if callee is not None and is_strided_sink(self.ctx.settings, callee):
             return None, ""  # ``strided-sinks``: it takes any strides (a column-major GEMM operand)
@@ -719,7 +720,7 @@ class ContiguityAnalysis:
                 return None, ""
             implementation = self.ctx.get(PythonOps).implementation(name)
             if implementation is not None:
-                return implementation, "call"  # an op of this file's, in Python: its summary decides
+                return implementation, "python-op"  # an op of this file's, in Python: its summary decides
             return name, "op"
         if any(fnmatch.fnmatchcase(name, pattern) for pattern in self._configured):
             return name, "configured"
@@ -1030,6 +1031,10 @@ class _FunctionFacts:
         elif kind == "configured":
             sink, reason = f"`{short}`", f"passed to `{callee}`, a configured contiguous sink"
             note = "`contiguous-sinks` names it"
+        elif kind == "python-op":
+            # Named as the caller wrote it, then the function its summary comes from.
+            sink, reason = f"the custom op `{code_of(self.ctx.module, func)}` (in Python: `{{callee}}`)", ""
+            kind = "call"
         else:
             sink, reason = "`{callee}`", ""
         local = kind in ("op", "configured")
