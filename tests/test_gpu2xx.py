@@ -719,6 +719,73 @@ def test_past_an_assert_its_test_holds():
     """)
 
 
+def test_a_subclass_of_any_of_torchs_modules_is_a_module():
+    check("""
+        import torch
+        from torch import nn
+
+
+        class ScaledEmbedding(nn.Embedding):
+            def forward(self, ids):
+                return torch.zeros(3, device="cuda").tolist()  # expect: GPU201
+
+
+        class Head(torch.nn.modules.linear.Linear):
+            def forward(self, x):
+                return torch.zeros(3, device="cuda").tolist()  # expect: GPU201
+
+
+        class Blocks(nn.ModuleList):
+            def forward(self, x):
+                return torch.zeros(3, device="cuda").tolist()  # expect: GPU201
+
+
+        class Scale(nn.Parameter):  # a tensor, not a module
+            def forward(self, x):
+                return torch.zeros(3, device="cuda").tolist()
+
+
+        class Options(nn.utils.rnn.PackedSequence):
+            def forward(self, x):
+                return torch.zeros(3, device="cuda").tolist()
+    """)
+
+
+def test_the_torch_nn_classes_that_are_no_modules_are_those_torch_has():
+    torch = pytest.importorskip("torch")
+    import inspect
+
+    from sync_lint.analysis.hot_words import is_torch_module_class
+
+    for name in dir(torch.nn):
+        value = getattr(torch.nn, name)
+        if name[:1].isupper() and inspect.isclass(value):
+            assert is_torch_module_class(f"torch.nn.{name}") == issubclass(value, torch.nn.Module), name
+
+
+def test_a_memo_test_that_asks_more_besides_still_runs_once_per_key():
+    """unsloth's ``if call is not None and key not in _FAST_CHECKED:`` checks a fast path once per
+    key and records it; an ``or`` may hold with the key recorded, and runs again."""
+    check("""
+        import torch
+
+        _CHECKED = {}
+
+
+        class Packed(torch.nn.Linear):
+            def forward(self, x, call):
+                probe = torch.zeros(4, device="cuda")
+                key = (x.shape, x.dtype)
+                if call is not None and key not in _CHECKED:
+                    _CHECKED[key] = bool((probe.abs().max() < 1).item())
+                if call is not None or key not in _CHECKED:
+                    _CHECKED[key] = bool((probe.abs().max() < 1).item())  # expect: GPU201
+                if call is not None and key not in _CHECKED:
+                    ok = bool((probe.abs().max() < 1).item())  # expect: GPU201
+                return x
+    """)
+
+
 def _fast_and_plain(root: Path, **options) -> tuple[list, list]:
     """The findings of a run of ``root`` with the plans and scouts (fast) and without."""
     settings = api.make_settings(None, **{**OPTIONS, **options})

@@ -726,6 +726,13 @@ def _state_test(test: cst.BaseExpression, persistent_names: frozenset[str], gets
     return ("unset" if unset else "set", state) if state is not None else None
 
 
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The tests that must all hold for ``test`` to hold (``a and b and c``), or ``test`` alone."""
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
+        return [*_conjuncts(test.left), *_conjuncts(test.right)]
+    return [test]
+
+
 def _records(statements, state) -> bool:
     """Does one of ``statements`` (at their top level, or inside a ``with`` / ``try`` body there:
     code that runs whenever the block does) store ``state``?"""
@@ -796,7 +803,8 @@ class OnceRegions:
     layer._o_scale is None:``, ``cached = getattr(layer, "_scale", None)``, ``if not
     hasattr(layer, "_scale"):``). Not a run-once
     region: a single-entry cache (``if key != self._last_key:``), which runs again whenever the
-    key changes, nor a test with more conditions (``if self._buf is None or n > cap:``)."""
+    key changes, nor a test that may hold with the state set (``if self._buf is None or n > cap:``);
+    one that asks more besides does not (``if ready and key not in self._cache:``)."""
 
     def __init__(self, ctx) -> None:
         names: set[str] = set()
@@ -835,10 +843,15 @@ class OnceRegions:
         return (small.targets[0].target.value, found) if found is not None else None
 
     def once_body(self, node: cst.If, function, persistent_names: frozenset[str], gets: dict) -> bool:
-        """Does the body of ``node`` run once per key (it sets the state its test finds unset)?"""
-        found = _state_test(node.test, persistent_names, gets)
-        return found is not None and found[0] == "unset" and _records(statements_of(node.body), found[1]) \
-            and not self._reset_elsewhere(found[1], function)
+        """Does the body of ``node`` run once per key (it sets the state its test finds unset)?
+        A test that also asks more (``if call is not None and key not in _CHECKED:``) runs the
+        body only while the state is unset too, so once at most."""
+        for conjunct in _conjuncts(node.test):
+            found = _state_test(conjunct, persistent_names, gets)
+            if found is not None and found[0] == "unset" and _records(statements_of(node.body), found[1]) \
+                    and not self._reset_elsewhere(found[1], function):
+                return True
+        return False
 
     def once_after(self, node: cst.If, rest, function, persistent_names: frozenset[str], gets: dict) -> bool:
         """Do the statements ``rest`` after ``node`` in its block run once per key (``node``

@@ -13,6 +13,21 @@ from functools import lru_cache
 
 from sync_lint.config import hot_class_methods
 
+# The classes ``torch.nn`` exports that are no ``nn.Module`` (every other capitalised name there is
+# one: ``nn.Linear``, ``nn.Embedding``, ``nn.LayerNorm``, ``nn.ModuleList``; checked in the tests).
+_TORCH_NN_NON_MODULES = frozenset(
+    {"Buffer", "LinearCrossEntropyOptions", "Parameter", "UninitializedBuffer", "UninitializedParameter"}
+)
+
+
+def is_torch_module_class(name: str) -> bool:
+    """Does a resolved base name (``torch.nn.Embedding``, ``torch.nn.modules.linear.Linear``) name
+    one of torch's ``nn.Module`` classes? A class derived from one is a module too."""
+    parts = name.split(".")
+    if parts[:2] != ["torch", "nn"] or not parts[-1][:1].isupper() or parts[-1] in _TORCH_NN_NON_MODULES:
+        return False
+    return len(parts) == 3 or (len(parts) == 5 and parts[2] == "modules")
+
 
 def matches(name: str, patterns: Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)

@@ -1015,7 +1015,7 @@ UPLOAD_RULE = "GPU205"
 _UPLOAD_KINDS = ("upload", "upload-call")
 
 # The ``if`` tests a run-once region may have (``guards.OnceRegions``): a cheap first filter.
-_STATE_TEST_KINDS = frozenset({cst.Comparison, cst.UnaryOperation, cst.Name, cst.Attribute, cst.Call})
+_STATE_TEST_KINDS = frozenset({cst.Comparison, cst.UnaryOperation, cst.Name, cst.Attribute, cst.Call, cst.BooleanOperation})
 _LEAVES = frozenset({cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis})
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 _SUSPENSIONS = (cst.Await, cst.Yield)

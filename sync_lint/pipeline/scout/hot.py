@@ -6,7 +6,7 @@ import ast
 import bisect
 from functools import cached_property
 
-from sync_lint.analysis.hot_words import HotNames, matches
+from sync_lint.analysis.hot_words import HotNames, is_torch_module_class, matches
 from sync_lint.config import Settings
 from sync_lint.pipeline.scout.syntax import (
     BLOCK_FIELDS,
@@ -165,7 +165,8 @@ class HotScout:
 
     def _module_classes(self) -> set[str]:
         """Names of the classes that may be ``nn.Module`` subclasses: a base whose meaning ends in
-        ``Module``, a class of this file that may be one, or ``@support_torch_compile``."""
+        ``Module`` or may be another of torch's modules (``nn.Embedding``), a class of this file
+        that may be one, or ``@support_torch_compile``."""
         found: set[str] = set()
         classes = self.names.of(ast.ClassDef)
         changed = True
@@ -179,7 +180,10 @@ class HotScout:
                     name.endswith("support_torch_compile")
                     for decorator in node.decorator_list for name in self.names.meanings(decorator_callee(decorator))
                 )
-                if decorated or any(part.endswith("Module") or part in found for part in parts):
+                if decorated or any(part.endswith("Module") or part in found for part in parts) or any(
+                    is_torch_module_class(meaning) for base in node.bases
+                    for meaning in self.names.meanings(base.value if type(base) is ast.Subscript else base)
+                ):  # fmt: skip
                     found.add(node.name)
                     changed = True
         return found
