@@ -40,6 +40,9 @@ VIEW_EXPRESSIONS = [
     # a second index that selects the gap of the first away (``x[:, 1:3][0]`` is ``x[0, 1:3]``)
     "x[:, 1:3][0]", "x[:, 2:6][1, 1:3]", "x[:, 1:3][0:1]", "y[:, 1:][0]", "y[:, :2, :][1]", "y[:1, 1:][0]",
     "y[:, 0][0]", "y[:, 1:3][1][0]",
+    # a mask (a comparison, or a logical combination of comparisons) as an index copies
+    "y[:, :, 1:3][z[0, 0, :2] > 0]", "y[:, 1:][(z[0, 0, :2] >= 0) & (z[0, 0, :2] < 1)]",
+    "x[:, 1:3][~(z[0, 0, :4] > 0)]", "x[:, 1:3][x[:, 0] > 0]",
     # a squeeze of a leading dim says its size is 1: the gap it led is gone (``z[0, 1:]``)
     "z[:, 1:].squeeze(0)", "z[:, 1:, :].squeeze(dim=0)", "z[:, :, 1:3].squeeze(0)", "y[:, 1:2].squeeze(1)",
     "y[:, :2].squeeze()", "y[:, :2].squeeze(2)",
@@ -282,6 +285,25 @@ def test_a_custom_op_this_file_implements_in_python_is_judged_by_its_body():
     assert codes(source) == [(41, "GPU102"), (43, "GPU102"), (44, "GPU102")]
     first = next(d for d in lint_text(textwrap.dedent(source), preview=True) if d.line == 41)
     assert "so the custom op `torch.ops.vllm.launch_copy` (in Python: `_launch`) receives" in first.message
+
+
+def test_a_mask_bound_to_a_name_indexes_by_copy():
+    """flashinfer's trace check: ``valid = torch.arange(m) < rows.unsqueeze(1)``, then
+    ``q[valid].view(torch.uint8)`` of a permuted, sliced ``q``: a mask index copies."""
+    source = """
+    import torch
+
+
+    def check(q, rows, m, k, i):
+        q = q.permute(2, 0, 1)[:, :, :k]
+        valid = torch.arange(m, device=q.device) < rows.unsqueeze(1)
+        either = (rows >= 0) | ~valid
+        a = q[valid].view(torch.uint8)
+        b = q[either].view(torch.uint8)
+        c = q[i].view(torch.uint8)
+        return a, b, c
+    """
+    assert codes(source) == [(11, "GPU102")]
 
 
 # A cast of an int32 column: a no-op (still strided) unless the dtype certainly changes.

@@ -115,6 +115,10 @@ class Layout:
     elements: tuple[Layout, ...] | None = None  # for TUPLE
     # A buffer just allocated (``torch.empty``, ``zeros``, ``*_like``, ``x.new_empty``).
     allocated: bool = False
+    # Of unknown kind, but the result of an elementwise comparison (``torch.arange(m) < lens``)
+    # or a logical combination of such: a bool tensor, or a bool. Either as an index leaves no
+    # gap (a tensor mask copies; a bool adds a dim).
+    mask: bool = False
     # A permutation of such a buffer: a layout chosen on purpose (``torch.empty(k, m).t()`` is
     # how a column-major buffer is made for a consumer that wants one), not a view handed on by
     # mistake. Still strided: ``.view(dtype)`` judges it; the kernels and ops it is made for do not.
@@ -132,6 +136,8 @@ class Layout:
 
 
 UNKNOWN_LAYOUT = Layout(UNKNOWN)
+MASK_LAYOUT = Layout(UNKNOWN, mask=True)
+_LOGICAL_OPERATORS = (cst.BitAnd, cst.BitOr, cst.BitXor)
 FRESH_LAYOUT = Layout(FRESH)
 SCALAR_LAYOUT = Layout(SCALAR)
 OTHER_LAYOUT = Layout(OTHER)
@@ -820,8 +826,8 @@ class LayoutDomain:
                 layout = self.evaluate(value, env)
                 if layout.kind == SCALAR or (isinstance(value, cst.Name) and value.value in self.int_params):
                     classes.append("int")
-                elif layout.kind in (FRESH, *VIEWS):
-                    classes.append("adv")
+                elif layout.kind in (FRESH, *VIEWS) or layout.mask:
+                    classes.append("adv")  # an index tensor, or a mask (``x[torch.arange(m) < lens]``): a copy
                 else:
                     classes.append("unk")
         reached = len(classes) - classes.count("ellipsis")
@@ -850,18 +856,26 @@ class LayoutDomain:
         )
 
     def _eval_BinaryOperation(self, node: cst.BinaryOperation, env) -> Layout:
-        return self._elementwise(self.evaluate(node.left, env), self.evaluate(node.right, env))
+        left, right = self.evaluate(node.left, env), self.evaluate(node.right, env)
+        result = self._elementwise(left, right)
+        if type(node.operator) in _LOGICAL_OPERATORS and result.kind == UNKNOWN and (left.mask or right.mask):
+            return MASK_LAYOUT  # ``(a >= 0) & (a < n)``
+        return result
 
     def _eval_UnaryOperation(self, node: cst.UnaryOperation, env) -> Layout:
         if isinstance(node.operator, cst.Not):
             return OTHER_LAYOUT
-        return self._elementwise(self.evaluate(node.expression, env))
+        operand = self.evaluate(node.expression, env)
+        if isinstance(node.operator, cst.BitInvert) and operand.mask:
+            return MASK_LAYOUT
+        return self._elementwise(operand)
 
     def _eval_Comparison(self, node: cst.Comparison, env) -> Layout:
         layouts = [self.evaluate(node.left, env)] + [self.evaluate(c.comparator, env) for c in node.comparisons]
         if any(isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) for c in node.comparisons):
             return OTHER_LAYOUT
-        return self._elementwise(*layouts)
+        result = self._elementwise(*layouts)
+        return MASK_LAYOUT if result.kind == UNKNOWN else result
 
     @staticmethod
     def _elementwise(*layouts: Layout) -> Layout:
