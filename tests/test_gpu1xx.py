@@ -274,6 +274,16 @@ def test_a_custom_op_this_file_implements_in_python_is_judged_by_its_body():
         def sgl_copy(src: torch.Tensor, dst: torch.Tensor) -> None:
             _copy[(1,)](src, dst)
 
+    if torch.version.hip:
+        _register = torch.library.custom_op
+    else:
+        _register = torch.library.triton_op
+
+
+    @_register("unsloth::rope", mutates_args=())
+    def _rope(q: torch.Tensor) -> torch.Tensor:
+        return q * 2  # any strides
+
 
     def step(ids, x, out, name):
         torch.ops.vllm.store_ids(ids.to(torch.int32), name)
@@ -281,9 +291,10 @@ def test_a_custom_op_this_file_implements_in_python_is_judged_by_its_body():
         torch.ops.mylib.scale.default(x.t())
         torch.ops.mylib.shift(x.t())
         torch.ops.sglang.sgl_copy(x.t(), out)
+        torch.ops.unsloth.rope(x.t())
     """
-    assert codes(source) == [(41, "GPU102"), (43, "GPU102"), (44, "GPU102")]
-    first = next(d for d in lint_text(textwrap.dedent(source), preview=True) if d.line == 41)
+    assert codes(source) == [(51, "GPU102"), (53, "GPU102"), (54, "GPU102")]
+    first = next(d for d in lint_text(textwrap.dedent(source), preview=True) if d.line == 51)
     assert "so the custom op `torch.ops.vllm.launch_copy` (in Python: `_launch`) receives" in first.message
 
 

@@ -3,7 +3,9 @@ function, whose summary says what it needs of each argument, and no longer an op
 code that may read every tensor as dense memory.
 
 Registrations read (at module level, and in module-level ``if`` / ``try`` blocks):
-- ``@torch.library.custom_op("ns::name", ...)`` on a ``def``;
+- ``@torch.library.custom_op("ns::name", ...)`` or ``@torch.library.triton_op(...)`` on a
+  ``def``, also through a module-level name bound to either (unsloth's ``_register =
+  torch.library.triton_op``, or ``custom_op`` on another platform);
 - a call or decorator of a helper named ``*register_custom_op`` (vLLM's and SGLang's
   ``direct_register_custom_op(op_name="name", op_func=impl, ...)``, SGLang's
   ``@register_custom_op(op_name="name")``, which defaults to the function's name). Such a helper
@@ -21,7 +23,7 @@ from sync_lint.analysis.device import keyword, string_value
 if TYPE_CHECKING:
     from sync_lint.analysis.context import FileContext
 
-_CUSTOM_OP_DECORATOR = "torch.library.custom_op"
+_OP_DECORATORS = frozenset({"torch.library.custom_op", "torch.library.triton_op"})
 _HELPER_SUFFIX = "register_custom_op"
 _BLOCKS = (cst.If, cst.Try, cst.With)
 
@@ -34,9 +36,20 @@ class PythonOps:
         self._names = ctx.names
         # (namespace or None for any, op name) -> the implementing function's dotted name
         self._impls: dict[tuple[str | None, str], str] = {}
-        if "custom_op" not in ctx.parsed_text:
-            return  # both spellings hold these words
-        for statement in _module_statements(ctx.module.body):
+        if "custom_op" not in ctx.parsed_text and "triton_op" not in ctx.parsed_text:
+            return  # every spelling holds one of these words
+        statements = _module_statements(ctx.module.body)
+        # Module-level names bound to a registering decorator (``_register = torch.library.custom_op``).
+        self._decorators = set(_OP_DECORATORS)
+        for statement in statements:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    if isinstance(small, cst.Assign) and self._names.resolve(small.value) in _OP_DECORATORS:
+                        self._decorators.update(
+                            self._names.resolve(target.target) for target in small.targets
+                            if isinstance(target.target, cst.Name)
+                        )  # fmt: skip
+        for statement in statements:
             if isinstance(statement, cst.FunctionDef):
                 for decorator in statement.decorators:
                     self._read_decorator(decorator.decorator, statement.name.value)
@@ -58,7 +71,7 @@ class PythonOps:
         call = decorator if isinstance(decorator, cst.Call) else None
         callee = self._names.resolve(call.func if call is not None else decorator) or ""
         impl = self._names.resolve_dotted(function)
-        if callee == _CUSTOM_OP_DECORATOR and call is not None and call.args:
+        if callee in self._decorators and call is not None and call.args:
             qualified = string_value(call.args[0].value)
             if qualified is not None and qualified.count("::") == 1:
                 namespace, name = qualified.split("::")

@@ -51,7 +51,7 @@ class NonContiguousViewToKernel(SinkRule):
         "size of a `view` / `reshape` written alike: `cos.view(t, 1, d).expand(t, h, d)`).\n\n"
         "Sinks: a Triton kernel that reads it as `ptr + offset`; a `torch.ops` custom op (also through a "
         "module-level alias: `_C = torch.ops._C`, then `_C.op(...)`), unless the same file implements it in "
-        "Python (`@torch.library.custom_op(\"ns::op\")`, or a `*register_custom_op` helper such as vLLM's "
+        "Python (`@torch.library.custom_op(\"ns::op\")` or `triton_op`, also through a module-level name bound to either, or a `*register_custom_op` helper such as vLLM's "
         "`direct_register_custom_op(op_name=\"op\", op_func=impl)`): that function then needs what its body "
         "needs; a function that checks "
         "`is_contiguous()` or passes it on to such a sink (in any checked file); `.view(dtype)`; a raw "
