@@ -1129,6 +1129,36 @@ def test_fast_path_agrees_with_plain_path():
     assert fast == plain and fast
 
 
+def test_a_python_op_whose_function_is_masked_is_known_on_every_path(tmp_path):
+    """xformers' ``@torch.library.custom_op("xformers_python::..._impl", ...)`` on a top-level
+    ``def`` no finding needs: the plan masks it out of the parse, decorator and all, yet the op
+    it registers must be read as on the plain path."""
+    (tmp_path / "ops.py").write_text(textwrap.dedent("""
+        import torch
+
+
+        @torch.library.custom_op(
+            "mylib::_scale_impl",
+            mutates_args=(),
+        )
+        def _scale_custom_op(x: torch.Tensor) -> torch.Tensor:
+            return x * 2
+
+
+        def scale(weight):
+            return torch.ops.mylib._scale_impl(weight.t())
+
+
+        def shift(weight):
+            return torch.ops.mylib.shift(weight.t())
+    """))
+    settings = make_settings(preview=True)
+    files = [str(tmp_path / "ops.py")]
+    fast = Linter(settings, fast=True).run(files, jobs=1).diagnostics
+    plain = Linter(settings, fast=False).run(files, jobs=1).diagnostics
+    assert [(d.line, d.code) for d in fast] == [(d.line, d.code) for d in plain] == [(18, "GPU102")]
+
+
 def test_transpose_trigger_is_the_attribute_not_a_prefix():
     # `.T` in `torch.Tensor` is not a transpose: a file with only annotations is not parsed
     # for GPU102, while `x.T`, even as the file's last token, is.

@@ -10,10 +10,13 @@ Registrations read (at module level, and in module-level ``if`` / ``try`` blocks
   ``direct_register_custom_op(op_name="name", op_func=impl, ...)``, SGLang's
   ``@register_custom_op(op_name="name")``, which defaults to the function's name). Such a helper
   registers into a library of its project's choosing, so the namespace is not checked there.
+Decorators are read from the file's text (a ``def`` the project plan masks keeps its
+registration), calls and aliases from the parse of module code (never masked).
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -26,6 +29,15 @@ if TYPE_CHECKING:
 _OP_DECORATORS = frozenset({"torch.library.custom_op", "torch.library.triton_op"})
 _HELPER_SUFFIX = "register_custom_op"
 _BLOCKS = (cst.If, cst.Try, cst.With)
+# ``@callee`` or ``@callee(arguments)`` (one level of inner parentheses, over lines), then any
+# one-line decorators, then ``def function``.
+_DECORATED = re.compile(
+    r"^[ \t]*@[ \t]*(?P<callee>[A-Za-z_][\w.]*)[ \t]*(?P<arguments>\((?:[^()]|\([^()]*\))*\))?[ \t]*(?:#[^\n]*)?\n"
+    r"(?:[ \t]*@[^\n]*\n)*[ \t]*(?:async[ \t]+)?def[ \t]+(?P<function>[A-Za-z_]\w*)",
+    re.MULTILINE,
+)
+_QUALIFIED_OP = re.compile(r"\(\s*[rbuRBU]?[\"'](?P<namespace>\w+)::(?P<name>\w+)[\"']")
+_OP_NAME_KEYWORD = re.compile(r"\bop_name\s*=\s*[\"'](?P<name>\w+)[\"']")
 
 
 class PythonOps:
@@ -36,7 +48,8 @@ class PythonOps:
         self._names = ctx.names
         # (namespace or None for any, op name) -> the implementing function's dotted name
         self._impls: dict[tuple[str | None, str], str] = {}
-        if "custom_op" not in ctx.parsed_text and "triton_op" not in ctx.parsed_text:
+        text = ctx.source.text
+        if "custom_op" not in text and "triton_op" not in text:
             return  # every spelling holds one of these words
         statements = _module_statements(ctx.module.body)
         # Module-level names bound to a registering decorator (``_register = torch.library.custom_op``).
@@ -50,13 +63,15 @@ class PythonOps:
                             if isinstance(target.target, cst.Name)
                         )  # fmt: skip
         for statement in statements:
-            if isinstance(statement, cst.FunctionDef):
-                for decorator in statement.decorators:
-                    self._read_decorator(decorator.decorator, statement.name.value)
-            elif isinstance(statement, cst.SimpleStatementLine):
+            if isinstance(statement, cst.SimpleStatementLine):
                 for small in statement.body:
                     if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
                         self._read_helper_call(small.value)
+        # Decorated functions are read from the source text: a top-level ``def`` the plan does
+        # not need is masked out of the parse, its decorator with it, and the ops it registers
+        # must be known alike on every path (``pipeline.units``' contract).
+        for found in _DECORATED.finditer(text):
+            self._read_decorator(found["callee"], found["arguments"] or "", found["function"])
 
     def implementation(self, op: str) -> str | None:
         """The function implementing ``op`` (``torch.ops.ns.name`` or ``...name.default``), if this
@@ -67,18 +82,17 @@ class PythonOps:
         namespace, name = parts[2], parts[3]
         return self._impls.get((namespace, name)) or self._impls.get((None, name))
 
-    def _read_decorator(self, decorator: cst.BaseExpression, function: str) -> None:
-        call = decorator if isinstance(decorator, cst.Call) else None
-        callee = self._names.resolve(call.func if call is not None else decorator) or ""
+    def _read_decorator(self, written: str, arguments: str, function: str) -> None:
+        """``@written(arguments)`` on ``def function``."""
+        callee = self._names.resolve_dotted(written)
         impl = self._names.resolve_dotted(function)
-        if callee in self._decorators and call is not None and call.args:
-            qualified = string_value(call.args[0].value)
-            if qualified is not None and qualified.count("::") == 1:
-                namespace, name = qualified.split("::")
-                self._impls[(namespace, name)] = impl
+        if callee in self._decorators:
+            qualified = _QUALIFIED_OP.match(arguments)
+            if qualified is not None:
+                self._impls[(qualified["namespace"], qualified["name"])] = impl
         elif callee.rsplit(".", 1)[-1].endswith(_HELPER_SUFFIX):
-            name = _keyword_string(call, "op_name") if call is not None else None
-            self._impls[(None, name or function)] = impl
+            named = _OP_NAME_KEYWORD.search(arguments)
+            self._impls[(None, named["name"] if named is not None else function)] = impl
 
     def _read_helper_call(self, call: cst.Call) -> None:
         callee = self._names.resolve(call.func) or ""
