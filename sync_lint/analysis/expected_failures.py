@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from sync_lint.analysis.nodes import children
+
 if TYPE_CHECKING:
     from sync_lint.analysis.context import FileContext
 
@@ -63,5 +65,5 @@ def _node_ids(root: cst.CSTNode) -> set[int]:
     while todo:
         node = todo.pop()
         found.add(id(node))
-        todo.extend(node.children)
+        todo.extend(children(node))
     return found

@@ -55,7 +55,7 @@ from sync_lint.analysis.layout_words import (
     VIEW_MAKING,
 )
 from sync_lint.analysis.names import dotted
-from sync_lint.analysis.nodes import one_line, shortened
+from sync_lint.analysis.nodes import children, one_line, shortened
 
 if TYPE_CHECKING:
     from sync_lint.analysis.context import FileContext
@@ -1497,7 +1497,7 @@ def _whole_strides_read(node: cst.CSTNode) -> set[str]:
         if (type(current) is cst.Call and not current.args and type(current.func) is cst.Attribute
                 and current.func.attr.value == "stride" and type(current.func.value) is cst.Name):
             found.add(current.func.value.value)
-        todo.extend(current.children)
+        todo.extend(children(current))
     return found
 
 

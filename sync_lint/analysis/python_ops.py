@@ -2,7 +2,7 @@
 function, whose summary says what it needs of each argument, and no longer an op of unknown
 code that may read every tensor as dense memory.
 
-Registrations read (at module level, and in module-level ``if`` / ``try`` blocks):
+Registrations read (in module code and its blocks):
 - ``@torch.library.custom_op("ns::name", ...)`` or ``@torch.library.triton_op(...)`` on a
   ``def``, also through a module-level name bound to either (unsloth's ``_register =
   torch.library.triton_op``, or ``custom_op`` on another platform);
@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from sync_lint.analysis.device import keyword, string_value
+from sync_lint.analysis.nodes import block_statements, inner_blocks
 
 if TYPE_CHECKING:
     from sync_lint.analysis.context import FileContext
 
 _OP_DECORATORS = frozenset({"torch.library.custom_op", "torch.library.triton_op"})
 _HELPER_SUFFIX = "register_custom_op"
-_BLOCKS = (cst.If, cst.Try, cst.With)
 # ``@callee`` or ``@callee(arguments)`` (one level of inner parentheses, over lines), then any
 # one-line decorators, then ``def function``.
 _DECORATED = re.compile(
@@ -51,22 +51,27 @@ class PythonOps:
         text = ctx.source.text
         if "custom_op" not in text and "triton_op" not in text:
             return  # every spelling holds one of these words
-        statements = _module_statements(ctx.module.body)
-        # Module-level names bound to a registering decorator (``_register = torch.library.custom_op``).
+        # Module code (its blocks too): the names bound to a registering decorator
+        # (``_register = torch.library.custom_op``), and the helper calls that register an op.
         self._decorators = set(_OP_DECORATORS)
-        for statement in statements:
+        todo = list(ctx.module.body)
+        while todo:
+            statement = todo.pop()
             if isinstance(statement, cst.SimpleStatementLine):
-                for small in statement.body:
-                    if isinstance(small, cst.Assign) and self._names.resolve(small.value) in _OP_DECORATORS:
-                        self._decorators.update(
-                            self._names.resolve(target.target) for target in small.targets
-                            if isinstance(target.target, cst.Name)
-                        )  # fmt: skip
-        for statement in statements:
-            if isinstance(statement, cst.SimpleStatementLine):
-                for small in statement.body:
-                    if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-                        self._read_helper_call(small.value)
+                smalls = statement.body
+            elif isinstance(statement, cst.BaseSmallStatement):
+                smalls = (statement,)  # of a one-line suite (``if hip: _register = ...``)
+            else:
+                for block in inner_blocks(statement):
+                    todo.extend(block_statements(block))
+                continue
+            for small in smalls:
+                if isinstance(small, cst.Assign) and self._names.resolve(small.value) in _OP_DECORATORS:
+                    self._decorators.update(
+                        self._names.resolve(target.target) for target in small.targets if isinstance(target.target, cst.Name)
+                    )
+                elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                    self._read_helper_call(small.value)
         # Decorated functions are read from the source text: a top-level ``def`` the plan does
         # not need is masked out of the parse, its decorator with it, and the ops it registers
         # must be known alike on every path (``pipeline.units``' contract).
@@ -109,35 +114,6 @@ class PythonOps:
             target = self._names.resolve(impl)
             if target is not None:
                 self._impls[(None, name)] = target
-
-
-def _module_statements(body) -> list[cst.CSTNode]:
-    """The statements of module code, those in its ``if`` / ``try`` / ``with`` blocks too."""
-    found: list[cst.CSTNode] = []
-    todo = list(body)
-    while todo:
-        statement = todo.pop()
-        found.append(statement)
-        if isinstance(statement, _BLOCKS):
-            todo.extend(_block_statements(statement))
-    return found
-
-
-def _block_statements(statement: cst.CSTNode) -> list[cst.CSTNode]:
-    suites = [statement.body]
-    if isinstance(statement, cst.If) and statement.orelse is not None:
-        orelse = statement.orelse
-        suites.append(orelse if isinstance(orelse, cst.If) else orelse.body)
-    if isinstance(statement, cst.Try):
-        suites.extend(handler.body for handler in statement.handlers)
-        suites.extend(part.body for part in (statement.orelse, statement.finalbody) if part is not None)
-    found: list[cst.CSTNode] = []
-    for suite in suites:
-        if isinstance(suite, cst.If):
-            found.append(suite)
-        elif isinstance(suite, cst.IndentedBlock):
-            found.extend(suite.body)
-    return found
 
 
 def _keyword_string(call: cst.Call | None, name: str) -> str | None:

@@ -168,23 +168,26 @@ class HotScout:
         ``Module`` or may be another of torch's modules (``nn.Embedding``), a class of this file
         that may be one, or ``@support_torch_compile``."""
         found: set[str] = set()
-        classes = self.names.of(ast.ClassDef)
+        pending: list[tuple[str, set[str]]] = []  # a class not known to be one, and its bases' last parts
+        for node in self.names.of(ast.ClassDef):
+            parts = {part for base in node.bases for part in self._base_last_parts(base)}
+            decorated = any(
+                name.endswith("support_torch_compile")
+                for decorator in node.decorator_list for name in self.names.meanings(decorator_callee(decorator))
+            )
+            if decorated or any(part.endswith("Module") for part in parts) or any(
+                is_torch_module_class(meaning) for base in node.bases
+                for meaning in self.names.meanings(base.value if type(base) is ast.Subscript else base)
+            ):  # fmt: skip
+                found.add(node.name)
+            else:
+                pending.append((node.name, parts))
         changed = True
-        while changed:
+        while changed:  # a class of this file that may be one makes its subclasses so
             changed = False
-            for node in classes:
-                if node.name in found:
-                    continue
-                parts = {part for base in node.bases for part in self._base_last_parts(base)}
-                decorated = any(
-                    name.endswith("support_torch_compile")
-                    for decorator in node.decorator_list for name in self.names.meanings(decorator_callee(decorator))
-                )
-                if decorated or any(part.endswith("Module") or part in found for part in parts) or any(
-                    is_torch_module_class(meaning) for base in node.bases
-                    for meaning in self.names.meanings(base.value if type(base) is ast.Subscript else base)
-                ):  # fmt: skip
-                    found.add(node.name)
+            for name, parts in pending:
+                if name not in found and not parts.isdisjoint(found):
+                    found.add(name)
                     changed = True
         return found
 
