@@ -373,6 +373,42 @@ class Plain{i}:
 '''
 
 
+# ``nn.Module`` subclasses by way of another file (``project_plan.ModuleClasses``): ``Layer{i}``'s
+# base is a module in ``layer_base.py``, ``Sub{i}``'s is ``Layer{i}``; both forwards are hot in a
+# run of many files. ``Layer{i}.refresh`` overrides the base's syncing ``refresh`` and syncs on
+# nothing, so the plan masks it: the call must still go to it, not to the base's.
+LAYER_BASE = '''\
+import torch
+from torch import nn
+
+
+class LayerBase(nn.Module):
+    def refresh(self, x):
+        return torch.ones(4, device="cuda").tolist()
+'''
+
+LAYERS = '''\
+import torch
+
+from gen.helpers_{j} import host_read_{j}
+from gen.layer_base import LayerBase
+
+
+class Layer{i}(LayerBase):
+    def forward(self, x):
+        torch.cuda.synchronize()
+        return self.refresh(x)
+
+    def refresh(self, x):
+        return x + 1
+
+
+class Sub{i}(Layer{i}):
+    def forward(self, x):
+        return host_read_{j}(x.cuda())
+'''
+
+
 def generated_module(rng: random.Random, i: int, helpers: int) -> str:
     j = rng.randrange(helpers)
     parts = [PLAIN_PART] + [part for part in USER_PARTS if rng.random() < 0.7]
@@ -407,6 +443,9 @@ def corpus(tmp_path_factory) -> Path:
     for i in range(len(VIEW_CALLS) + 1):
         extra = VIEW_CALLS[i] if i < len(VIEW_CALLS) else "return out"
         (gen / f"views_{i}.py").write_text(VIEWS.format(i=i, extra=extra))
+    (gen / "layer_base.py").write_text(LAYER_BASE)
+    for i in range(3):
+        (gen / f"layers_{i}.py").write_text(LAYERS.format(i=i, j=i % helpers))
     for i in range(4):
         (gen / f"lookalike_{i}.py").write_text(LOOKALIKE.format(i=i) + (LOOKALIKE_MODULE.format(i=i) if i % 2 else ""))
     files = python_files(root)
@@ -474,6 +513,10 @@ def test_corpus_is_not_vacuous(corpus_plain):
     hot = {entry[6].split("`")[1] for entry in corpus_plain if entry[5] == "GPU201" and "user_" in entry[0]}
     assert any(scope.endswith("AttentionImpl.forward") for scope in hot), hot
     assert any(scope.endswith("AttnBackend.init_forward_metadata_in_graph") for scope in hot), hot
+    # hot by way of another file: a module base there, and a class of the file derived from one
+    layers = {entry[6].split("`")[1] for entry in corpus_plain if "layers_" in entry[0] and entry[5] == "GPU201"}
+    assert {"Layer0.forward", "Sub0.forward"} <= layers, layers
+    assert not any("refresh" in entry[6] for entry in corpus_plain if "layers_" in entry[0]), "refresh is overridden"
     views = {entry[0].rsplit("views_", 1)[1] for entry in corpus_plain if "views_" in entry[0] and entry[5].startswith("GPU1")}
     assert views == {"0.py", "2.py", "3.py", "4.py"}, sorted(views)
     real = {code for code in codes if code not in ("GPU991", "GPU992")}
@@ -498,6 +541,23 @@ def test_prefilter_off_equals_on(corpus_files, corpus_plain, monkeypatch):
 def test_masking_off_equals_on(corpus_files, corpus_plain):
     linter = runner.Linter(make_settings(**OPTIONS), fast=False)
     assert key(linter.run(corpus_files, jobs=1).diagnostics) == corpus_plain
+
+
+def test_a_masked_override_is_the_method_called(tmp_path, monkeypatch):
+    """``Layer0.refresh`` syncs on nothing, so the plan masks it; ``self.refresh(x)`` must still
+    call it, not the base's syncing ``refresh``. Without a sync guard: a finding with a fix
+    makes the runner lint its file again whole, which would hide a wrong masked finding."""
+    monkeypatch.setattr(runner, "all_rules", all_rules)  # undo ``with_probes``
+    gen = tmp_path / "gen"
+    gen.mkdir()
+    (gen / "__init__.py").write_text("")
+    (gen / "helpers_0.py").write_text(HELPER.format(i=0))
+    (gen / "layer_base.py").write_text(LAYER_BASE)
+    (gen / "layers_0.py").write_text(LAYERS.format(i=0, j=0))
+    files = python_files(tmp_path)
+    expected = plain(files, monkeypatch, {})
+    assert [entry[6].split("`")[1] for entry in expected] == ["Layer0.forward", "Sub0.forward"], expected
+    assert fast(files, options={}) == expected
 
 
 def test_masking_is_actually_used(corpus_files, monkeypatch):

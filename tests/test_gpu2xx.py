@@ -2375,3 +2375,76 @@ def test_module_parameters_are_on_the_modules_device():
                 joined = torch.cat([features, self.separator])
                 return self.proj(joined.to(device))
     """)
+
+
+# ``CustomOp`` is a module in its own file; ``SiluAndMul`` derives from it in another, and
+# ``Fused`` from ``SiluAndMul`` in the same file: both ``forward`` methods are hot in a run of
+# the package, as the plan and the plain path both see (``project_plan.ModuleClasses``).
+CUSTOM_OP = """\
+from torch import nn
+
+
+class CustomOp(nn.Module):
+    def forward(self, *args):
+        return self.forward_native(*args)
+"""
+ACTIVATIONS = """\
+import torch
+
+from pkg.custom_op import CustomOp
+from pkg.helpers import Options
+
+
+class SiluAndMul(CustomOp):
+    def forward(self, x: torch.Tensor):
+        torch.cuda.synchronize()
+        return x
+
+
+class Fused(SiluAndMul):
+    def forward(self, x: torch.Tensor):
+        torch.cuda.synchronize()
+        return x
+
+
+class Config(Options):
+    def forward(self, x: torch.Tensor):
+        torch.cuda.synchronize()
+        return x
+"""
+HELPERS = """\
+class Options:
+    def forward(self, x):
+        return x
+"""
+
+
+def _module_package(root: Path) -> Path:
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "custom_op.py").write_text(CUSTOM_OP)
+    (root / "pkg" / "activations.py").write_text(ACTIVATIONS)
+    (root / "pkg" / "helpers.py").write_text(HELPERS)
+    return root / "pkg" / "activations.py"
+
+
+def test_a_module_by_way_of_another_file_is_hot(tmp_path):
+    from cli_runner import run
+
+    activations = _module_package(tmp_path)
+    (tmp_path / "pyproject.toml").write_text(f'[tool.sync-lint]\nsync-guard = "{OPTIONS["sync_guard"]}"\n')
+    sync = "GPU201 undeclared GPU->CPU sync in model forward"
+    expected = [
+        f"pkg/activations.py:9:9: {sync} `SiluAndMul.forward`: `torch.cuda.synchronize()`",
+        f"pkg/activations.py:15:9: {sync} `Fused.forward`: `torch.cuda.synchronize()`",
+    ]  # not ``Config.forward``: ``Options`` is no module
+    for paths in (["pkg"], ["pkg", "--parse-whole-files"]):
+        result = run("check", *paths, "--no-cache", "--output-format", "concise", cwd=tmp_path)
+        assert result.stdout.splitlines() == expected, result
+    # Checked alone, the file cannot tell what ``CustomOp`` is.
+    alone = run("check", "pkg/activations.py", "--no-cache", "--output-format", "concise", cwd=tmp_path)
+    assert alone.stdout == "" and alone.returncode == 0, alone
+    # The fix loop lints the file again as the run did.
+    fixed = run("fix", "pkg", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
+    assert fixed.returncode == 0, fixed
+    assert activations.read_text().count("with gpu_sync_allowed():") == 2

@@ -24,7 +24,8 @@ class FileContext:
     def __init__(
         self, source: SourceFile, module: cst.Module, module_name: str, settings: Settings, parsed_text: str | None = None,
         not_at_sinks: frozenset[tuple[str | None, str | None]] = frozenset(),
-        codes: frozenset[str] | None = None,
+        codes: frozenset[str] | None = None, module_bases: tuple[str, ...] = (),
+        masked: frozenset[tuple[str | None, str | None]] = frozenset(),
     ) -> None:
         self.source = source
         self.path = source.path
@@ -48,6 +49,12 @@ class FileContext:
         # The codes of the rules run on this file (None: any), for an analysis that finds what
         # only one rule reads (``runs``).
         self.codes = codes
+        # The dotted names of its classes' bases that other files of the run define as
+        # ``nn.Module`` subclasses (``project_plan.module_bases``); none for a file checked alone.
+        self.module_bases = frozenset(module_bases)
+        # The top-level functions and methods masked out of the parse, as ``(class or None,
+        # name)``: the file defines them all the same (``defines_method``).
+        self.masked = masked
 
     def runs(self, code: str) -> bool:
         """Is the rule ``code`` run on this file?"""
@@ -68,6 +75,13 @@ class FileContext:
         if self._functions is None:
             self._functions = module_functions(self.module, self.names)
         return self._functions
+
+    def masks_method(self, class_node: cst.ClassDef, class_qualname: str, method: str) -> bool:
+        """Does the class define ``method`` in a unit masked out of the parse? Only methods of
+        top-level classes are units (``pipeline.units``)."""
+        name = class_node.name.value
+        top_level = class_qualname == (f"{self.module_name}.{name}" if self.module_name else name)
+        return top_level and (name, method) in self.masked
 
     def summary(self, info: FunctionInfo) -> FunctionSummary:
         """The (shared) summary of a function in this file, created on first use."""

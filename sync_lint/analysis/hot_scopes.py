@@ -5,8 +5,10 @@ A function is hot when it is
 - a method matching ``hot-method-patterns`` (``build``, ``_build_*``, ``build_for_cudagraph_capture``,
   ``forward``) of a class matching ``hot-class-patterns`` (``*MetadataBuilder``, by its own name or
   a base's), or of an ``nn.Module`` subclass (bases resolving to ``torch.nn.Module`` or another of
-  torch's modules, ``nn.Linear``, ``nn.Embedding``: ``hot_words.is_torch_module_class``; or a class
-  of the same file that is one; classes decorated with ``support_torch_compile`` count too);
+  torch's modules, ``nn.Linear``, ``nn.Embedding``: ``hot_words.is_module_base``; a class of the
+  same file that is one; in a run of many files, a class another file defines that is one, as
+  vLLM's ``CustomOp`` or SGLang's ``BaseLayerWithLoRA``; classes decorated with
+  ``support_torch_compile`` count too);
 - a method of its class's own per-step contract (``hot-class-methods``: vLLM's attention
   implementations' ``forward`` / ``forward_mqa`` / ``forward_mha``, SGLang's attention backends'
   ``forward_decode`` / ``forward_extend`` / ``init_forward_metadata_in_graph``), which the model's
@@ -31,10 +33,9 @@ import libcst as cst
 from sync_lint.analysis.device import base_class_name
 from sync_lint.analysis.device_words import MEMOIZERS
 from sync_lint.analysis.functions import FunctionInfo
-from sync_lint.analysis.hot_words import HotNames, is_torch_module_class, matches
+from sync_lint.analysis.hot_words import HotNames, is_module_base, matches
 from sync_lint.analysis.names import dotted
 
-_MODULE_BASES = ("torch.nn.Module", "torch.nn.modules.module.Module")
 _COMPILE = ("torch.compile", "torch.compiler.compile")
 _GRAPH_BLOCKS = ("torch.cuda.graph", "torch.cuda.graphs.graph")
 _CPU_PARTS = frozenset({"cpu", "amx"})
@@ -90,6 +91,10 @@ class HotScopes:
         return bases
 
     def _nn_module_classes(self) -> set[str]:
+        """The classes of this file that are ``nn.Module`` subclasses: by a base of torch's, a
+        class of this file that is one, or a base another file of the run defines as one
+        (``FileContext.module_bases``, from the project's outlines: ``project_plan.ModuleClasses``)."""
+        project_modules = self.ctx.module_bases
         found: set[str] = set()
         changed = True
         while changed:
@@ -103,9 +108,7 @@ class HotScopes:
                     .endswith("support_torch_compile")
                     for d in node.decorators
                 )
-                if compiled or any(
-                    b in _MODULE_BASES or b.endswith("nn.Module") or is_torch_module_class(b) or b in found for b in bases
-                ):
+                if compiled or any(is_module_base(b) or b in found or b in project_modules for b in bases):
                     found.add(qualname)
                     changed = True
         return found

@@ -20,6 +20,12 @@ _TORCH_NN_NON_MODULES = frozenset(
 )
 
 
+def is_module_base(name: str) -> bool:
+    """Does a resolved base name make a class an ``nn.Module`` by itself: ``torch.nn.Module``
+    (under any prefix that ends so: ``nn.Module`` re-exported) or another of torch's modules?"""
+    return name.endswith("nn.Module") or name == "torch.nn.modules.module.Module" or is_torch_module_class(name)
+
+
 def is_torch_module_class(name: str) -> bool:
     """Does a resolved base name (``torch.nn.Embedding``, ``torch.nn.modules.linear.Linear``) name
     one of torch's ``nn.Module`` classes? A class derived from one is a module too."""

@@ -1319,7 +1319,10 @@ class SyncAnalysis:
                 owner, name = node.value, node.attr.value
                 if not (isinstance(owner, cst.Name) and owner.value == "self"):
                     names.add(name)
-                elif info.class_node is not None and _defines(info.class_node, name):
+                elif info.class_node is not None and (
+                    _defines(info.class_node, name)
+                    or self.ctx.masks_method(info.class_node, info.qualname.rsplit(".", 1)[0], name)
+                ):
                     return None
                 elif self._has_unseen_base(info):
                     names.add(name)
@@ -1663,9 +1666,10 @@ class SyncAnalysis:
 
     # -- method resolution ----------------------------------------------------------------------
     def method_target(self, class_qualname: str, class_node: cst.ClassDef, method: str, depth: int = 0) -> str | None:
-        """``self.<method>`` of ``class_node``: defined there, in a base of this file, or (as a guess
-        the project index may confirm) in its first base of another file."""
-        if _defines(class_node, method):
+        """``self.<method>`` of ``class_node``: defined there (parsed, or masked out of the parse:
+        ``FileContext.masks_method``), in a base of this file, or (as a guess the project index
+        may confirm) in its first base of another file."""
+        if _defines(class_node, method) or self.ctx.masks_method(class_node, class_qualname, method):
             return f"{class_qualname}.{method}"
         if depth > 8:
             return None

@@ -29,10 +29,15 @@ _MAX_ALIAS_HOPS = 8
 
 
 class ProjectIndex:
-    def __init__(self, all_facts: list[FileFacts], follow_unread: bool = False) -> None:
+    def __init__(
+        self, all_facts: list[FileFacts], follow_unread: bool = False, module_bases: dict[str, tuple[str, ...]] | None = None,
+    ) -> None:
         """``follow_unread``: a run of many files, whose modules with no facts of their imports
         (no rule's words are there: a facade that only re-exports) are read for them when a
-        name is first looked up through one (``pipeline.unread``)."""
+        name is first looked up through one (``pipeline.unread``). ``module_bases``: per file,
+        the bases the run found other files make modules (``ModuleClasses``), which a file
+        linted again (``pipeline.fix``) is linted with."""
+        self.module_bases = module_bases or {}
         self.functions: dict[str, FunctionSummary] = {}
         self.module_imports: dict[str, dict[str, str]] = {}
         self.defined: set[str] = set()  # every function of a parsed file, summarised or not

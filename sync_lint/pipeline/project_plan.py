@@ -25,6 +25,12 @@ nor a summary a finding rests on. A run of many files therefore goes in two pass
      A function parsed only for the other family, or for the state it sets, is no part of
      it: the contiguity analysis records nothing of it (``KeptUnits.at_sinks``).
 
+One question of the run's classes reaches every family: which are ``nn.Module`` subclasses by
+way of another file (vLLM's ``class SiluAndMul(CustomOp)``, whose base is one in
+``custom_op.py``). The outline reads each class's bases (``ClassOutline``), ``module_bases``
+closes them over the run, and the lint of each file hears which of its bases are modules
+(``HotScopes``); the methods of such classes named like ``hot-method-patterns`` are hot seeds.
+
 What a call may reach is over-approximated: every dotted name in a unit's text (comments and
 strings too) is read as a possible call, through every import of its head, a ``self.`` method
 as that of its class and of each of its bases, and a re-export is followed wherever a module
@@ -42,12 +48,18 @@ import zlib
 from collections import deque
 from dataclasses import dataclass, field
 
+from sync_lint.analysis.hot_words import HotNames, is_module_base, matches
 from sync_lint.analysis.modules import LIBRARY_ROOTS, resolve_relative
 from sync_lint.config import Settings
 from sync_lint.pipeline import collector, prefilter
 from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.scout import ScopeHanding, Scout, ast_dotted
-from sync_lint.pipeline.scout.syntax import BLOCK_FIELDS, FUNCTIONS, first_line
+from sync_lint.pipeline.scout.syntax import (
+    BLOCK_FIELDS,
+    FUNCTIONS,
+    decorator_callee,
+    first_line,
+)
 from sync_lint.pipeline.source import SourceFile
 from sync_lint.pipeline.units import MaskPlan
 from sync_lint.rules.base import BLOCK_CALLEES, CALLEES, CALLERS, Rule
@@ -101,6 +113,20 @@ class UnitOutline:
     own_sites: bool = False
 
 
+@dataclass(frozen=True)
+class ClassOutline:
+    """A class defined at a file's top level or in a class body (where ``HotScopes`` looks), for
+    ``module_bases``."""
+
+    qualname: str  # ``<module>.<Class>``, ``<module>.<Outer>.<Inner>``
+    bases: tuple[str, ...]  # every absolute dotted name one of its bases may be (its file's imports)
+    # A base may be one of torch's modules (``is_module_base``), or ``@support_torch_compile``.
+    torch_module: bool
+    # The units of its methods named like ``hot-method-patterns`` (``MODULE_CODE`` for a class
+    # nested in another's body): hot where it is a module.
+    hot_units: tuple[int, ...] = ()
+
+
 @dataclass
 class FileOutline:
     path: str
@@ -121,6 +147,7 @@ class FileOutline:
     # plan drops a family's where its closure keeps none of it (``_active_rules``).
     active: tuple[str, ...] | None = None
     cuts: tuple = ()
+    classes: tuple[ClassOutline, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -169,14 +196,7 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
     if not active:
         # Nothing of it is linted, yet a call may go through its imports: a facade that only
         # re-exports (``from .impl import op``), a package's ``__init__``.
-        if "import" in text:
-            with span("outline: ast parse"):
-                try:
-                    tree = ast.parse(text)
-                except (SyntaxError, ValueError, RecursionError, MemoryError):
-                    return found
-            found.imports = _imports(*_import_statements(tree), module_name, is_package, settings["alias-modules"])
-        return found
+        return _outline_names(found, text, settings, is_package)
     file_scout = Scout(text, settings, module_name=module_name)
     with span("outline: ast parse"):
         tree = file_scout.tree()
@@ -190,6 +210,8 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
         plan = MaskPlan(text, file_scout.lines())  # the same lines, split once
         found.cuts = tuple(plan.units)
         seeds = prefilter.rule_seeds(active, plan, file_scout)
+    if _may_define_module_classes(text):
+        found.classes = _class_outlines(tree, module_name, found.imports, settings, plan)
     found.at_sinks = tuple(rule.code for rule in active if rule.reports_only_at_sinks)
     found.in_hot_scopes = tuple(rule.code for rule in active if rule.reports_only_in_hot_scopes)
     sync_outline = None
@@ -231,6 +253,120 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
                 if shaped_outside or prefilter.seed_words(rule).search(plan.text_outside_functions):
                     indices, directions = found.seeds[rule.code]
                     found.seeds[rule.code] = ((*indices, MODULE_CODE), directions)
+    return found
+
+
+def names_outline(source: SourceFile, settings: Settings, module_name: str, is_package: bool) -> FileOutline:
+    """What the plain path (``--parse-whole-files``) reads of a file before linting it: its
+    imports and classes, read as ``outline`` reads them, for ``module_bases``."""
+    with collector.paused():
+        return _outline_names(FileOutline(source.path, module_name), source.text, settings, is_package)
+
+
+def _outline_names(found: FileOutline, text: str, settings: Settings, is_package: bool) -> FileOutline:
+    """A file's imports and classes, without seeds: a file no rule may match (a call may go
+    through its imports: a facade that only re-exports, a package's ``__init__``; another
+    file's class may derive from one of its classes)."""
+    if "import" not in text:
+        return found
+    with span("outline: ast parse"):
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return found
+    found.imports = _imports(*_import_statements(tree), found.module_name, is_package, settings["alias-modules"])
+    if _may_define_module_classes(text):
+        found.classes = _class_outlines(tree, found.module_name, found.imports, settings)
+    return found
+
+
+def _may_define_module_classes(text: str) -> bool:
+    """Without an import, no base of a class can be torch's, nor any other file's."""
+    return "class" in text and "import" in text
+
+
+def _class_outlines(
+    tree: ast.Module, module_name: str, imports: dict[str, tuple[str, ...]], settings: Settings,
+    plan: MaskPlan | None = None,
+) -> tuple[ClassOutline, ...]:
+    """The classes ``HotScopes`` judges (top-level, and nested in class bodies), each base read
+    with every meaning it may have: through each import of its head, or a name of this module
+    (``NameTable.resolve_dotted``), with ``alias-modules`` applied. ``plan``: the file's cut,
+    to name the units of hot-named methods (None: not needed)."""
+    prefix = f"{module_name}." if module_name else ""
+    aliases = settings["alias-modules"]
+    method_patterns = HotNames(settings).method_patterns
+    found: list[ClassOutline] = []
+
+    def visit(body: list[ast.stmt], outer: str | None) -> None:
+        for statement in body:
+            if type(statement) is not ast.ClassDef:
+                continue
+            local = f"{outer}.{statement.name}" if outer else statement.name
+            meanings: set[str] = set()
+            for base in statement.bases:
+                written = ast_dotted(base.value if type(base) is ast.Subscript else base)
+                if written is None:
+                    continue
+                head, _, rest = written.partition(".")
+                if head in imports:
+                    meanings.update(full + ("." + rest if rest else "") for full in imports[head])
+                else:
+                    meanings |= _with_aliases({prefix + written}, aliases)
+            torch_module = any(map(is_module_base, meanings)) or any(
+                (ast_dotted(decorator_callee(d)) or "").endswith("support_torch_compile") for d in statement.decorator_list
+            )
+            hot_units: tuple[int, ...] = ()
+            if plan is not None:
+                methods = {m.name for m in statement.body if type(m) in FUNCTIONS and matches(m.name, method_patterns)}
+                if methods and outer is not None:
+                    hot_units = (MODULE_CODE,)  # a nested class's methods are in its outer class's code
+                elif methods:
+                    hot_units = tuple(plan.named({(statement.name, name) for name in methods}))
+            found.append(ClassOutline(sys.intern(prefix + local), tuple(sorted(meanings)), torch_module, hot_units))
+            visit(statement.body, local)
+
+    visit(tree.body, None)
+    return tuple(found)
+
+
+class ModuleClasses:
+    """Which classes of a run are ``nn.Module`` subclasses, over every file's outline: those with
+    a base of torch's (``ClassOutline.torch_module``), and to a fixpoint those with a base that
+    may name one (through re-exports, as ``_Resolver`` follows a call). Over-approximated where
+    an import has several meanings; the plan and the plain path read the same outlines, so both
+    hand each file's lint the same answer.
+
+    ``bases``: per file, the names its classes' bases may have that name such a class (what
+    ``HotScopes`` matches its own reading of a base against). ``hot_units``: ``(path, unit)``
+    of the hot-named methods of such classes."""
+
+    def __init__(self, outlines: list[FileOutline]) -> None:
+        classes = [(o.path, c) for o in outlines for c in o.classes]
+        by_qualname: dict[str, list[int]] = {}
+        for index, (_, c) in enumerate(classes):
+            by_qualname.setdefault(c.qualname, []).append(index)
+        resolver = _Resolver(by_qualname, _module_imports(outlines))
+        subclasses: list[list[int]] = [[] for _ in classes]
+        for index, (_, c) in enumerate(classes):
+            for meaning in c.bases:
+                for base in resolver.targets(meaning):
+                    subclasses[base].append(index)
+        modules = _reach([index for index, (_, c) in enumerate(classes) if c.torch_module], subclasses)
+        self.bases: dict[str, tuple[str, ...]] = {}
+        for o in outlines:
+            names = {m for c in o.classes for m in c.bases if not modules.isdisjoint(resolver.targets(m))}
+            if names:
+                self.bases[o.path] = tuple(sorted(names))
+        self.hot_units = [(classes[index][0], unit) for index in sorted(modules) for unit in classes[index][1].hot_units]
+
+
+def _module_imports(outlines: list[FileOutline]) -> dict[str, dict[str, tuple[str, ...]]]:
+    """Module -> what its imports bind, over the outlines (a module of two files: both's)."""
+    found: dict[str, dict[str, tuple[str, ...]]] = {}
+    for o in outlines:
+        if o.module_name and o.imports:
+            found.setdefault(o.module_name, {}).update(o.imports)
     return found
 
 
@@ -470,10 +606,8 @@ class ProjectPlan:
         self._ids: dict[tuple[str, int], int] = {}
         self._units: list[tuple[str, int]] = []
         by_qualname: dict[str, list[int]] = {}
-        module_imports: dict[str, dict[str, tuple[str, ...]]] = {}
+        module_imports = _module_imports(outlines)
         for o in outlines:
-            if o.module_name and o.imports:
-                module_imports.setdefault(o.module_name, {}).update(o.imports)
             for unit in o.units:
                 self._ids[(o.path, unit.index)] = len(self._units)
                 by_qualname.setdefault(unit.qualname, []).append(len(self._units))
@@ -498,6 +632,9 @@ class ProjectPlan:
         self._sink_kept: set[int] = set()
         self._hot_kept: set[int] = set()
         self._other_kept: set[int] = set()
+        with span("project plan: module classes"):
+            self._module_classes = ModuleClasses(outlines)
+        self.bases = self._module_classes.bases
         with span("project plan: closure"):
             self.kept = self._close(outlines)
 
@@ -524,6 +661,11 @@ class ProjectPlan:
                     continue
                 entry = by_rule.setdefault(code, ([], directions))
                 entry[0].extend(ids)
+        # The hot-named methods of classes that are modules by way of another file: the scout
+        # of their file could not tell.
+        for path, index in self._module_classes.hot_units:
+            if self.outlines[path].in_hot_scopes and (path, index) in self._ids:
+                hot_seeds.append(self._ids[(path, index)])
         kept: set[int] = set()
         if hot_seeds:
             with span("project plan: hot scopes"):
@@ -649,7 +791,7 @@ class ProjectPlan:
 
     def kept_by_file(self) -> KeptPlan:
         """What the plan keeps of each file, without the outlines: what a cache stores."""
-        return KeptPlan({path: self.units_to_keep(path) for path in self.outlines})
+        return KeptPlan({path: self.units_to_keep(path) for path in self.outlines}, self.bases)
 
     def units_to_keep(self, path: str) -> KeptUnits | None:
         """The function units of ``path`` to parse; None: parse it whole."""
@@ -707,6 +849,7 @@ class KeptPlan:
     reads it back from the cache instead of outlining and planning again."""
 
     kept: dict[str, KeptUnits | None]
+    bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # ``ModuleClasses.bases``
 
     def units_to_keep(self, path: str) -> KeptUnits | None:
         return self.kept.get(path)

@@ -68,19 +68,25 @@ class Linter:
     # -- per file -------------------------------------------------------------------------
     def lint_one(
         self, path: str, kept: KeptUnits | None = None, scope: RunScope | None = None, source: SourceFile | None = None,
+        module_bases: tuple[str, ...] = (),
     ) -> FileFacts:
         """``kept``: the functions to parse (``project_plan``); None: all. ``source``: the file as
         this run already read it (a small run reads its files first to choose its rules); None:
-        read it now."""
+        read it now. ``module_bases``: its bases that other files define as ``nn.Module``
+        subclasses (``project_plan.ModuleClasses``)."""
         scope = scope or self.whole_project
 
         def lint(source: SourceFile) -> FileFacts:
-            return lint_source(source, self.settings, scope.rules, alone=scope.scout, kept=kept)
+            return lint_source(
+                source, self.settings, scope.rules, alone=scope.scout, kept=kept, module_bases=module_bases
+            )
 
         if self.cache is not None:
             # The module name is part of what the facts hold (their summaries' names), and the
-            # file's text does not decide it: adding an ``__init__.py`` above it changes it.
-            return self.cache.lint_path(path, lint, variant=(kept, scope.key(), module_name_for(path)), source=source)
+            # file's text does not decide it: adding an ``__init__.py`` above it changes it. Nor
+            # does it decide which of its bases other files make modules.
+            variant = (kept, scope.key(), module_name_for(path), module_bases)
+            return self.cache.lint_path(path, lint, variant=variant, source=source)
         return lint_path(path, lint) if source is None else lint(source)
 
     def outline_one(self, path: str, scope: RunScope | None = None, source: SourceFile | None = None) -> FileOutline:
@@ -109,11 +115,12 @@ class Linter:
                 return unreadable(path, error)
         return make(source)
 
-    def lint_source(self, source: SourceFile, alone: bool = False) -> FileFacts:
+    def lint_source(self, source: SourceFile, alone: bool = False, module_bases: tuple[str, ...] = ()) -> FileFacts:
         """Whole-file lint (the fix loop and the API use it: they need exact fixes). ``alone``:
-        the file is all there is (an editor's buffer): only the rules that can report in it run."""
+        the file is all there is (an editor's buffer): only the rules that can report in it run.
+        ``module_bases``: as for ``lint_one`` (the fix loop's run found them)."""
         scope = self.scope_of([source.text], module_name_for(source.path)) if alone else self.whole_project
-        return lint_source(source, self.settings, scope.rules)
+        return lint_source(source, self.settings, scope.rules, module_bases=module_bases)
 
     def scope_of(self, texts: list[str], module_name: str | None = None) -> RunScope:
         """What a run of just these files needs (``prefilter.rules_that_can_report``); a run of
@@ -142,26 +149,44 @@ class Linter:
     def lint_all(
         self, paths: list[str], jobs: int | None = None, progress=None, plan: ProjectPlan | KeptPlan | None = None,
         pool: _Pool | None = None, scope: RunScope | None = None, sources: dict[str, SourceFile] | None = None,
+        bases: dict[str, tuple[str, ...]] | None = None,
     ) -> list[FileFacts]:
         """Facts of ``paths``, in order. ``plan``: the project plan (None: parse whole).
         ``pool``: a started worker pool to use; without one, a pool is started for this call
         when the input is large enough to pay for it. ``scope``: the rules to run, for a small
         run (always linted here, in this process), and ``sources`` the files it read to choose
-        them."""
+        them. ``bases``: per file, its bases that other files make modules (``ModuleClasses``;
+        the plan's own where there is one)."""
         sources = sources or {}
+        bases = plan.bases if plan is not None else bases or {}
         kept = [plan.units_to_keep(path) if plan is not None else None for path in paths]
+        items = [(path, keep, bases.get(path, ())) for path, keep in zip(paths, kept)]
         if pool is None:
             jobs = jobs or os.cpu_count() or 1
             if len(paths) < PARALLEL_THRESHOLD or jobs == 1:
                 results = []
-                for path, keep in zip(paths, kept):
-                    results.append(self.lint_one(path, keep, scope, sources.get(path)))
+                for path, keep, module_bases in items:
+                    results.append(self.lint_one(path, keep, scope, sources.get(path), module_bases))
                     if progress:
                         progress(1)
                 return results
             with _Pool(self, jobs) as started:
-                return started.map(_worker_lint_batch, list(zip(paths, kept)), progress, _lint_costs(paths, kept))
-        return pool.map(_worker_lint_batch, list(zip(paths, kept)), progress, _lint_costs(paths, kept))
+                return started.map(_worker_lint_batch, items, progress, _lint_costs(paths, kept))
+        return pool.map(_worker_lint_batch, items, progress, _lint_costs(paths, kept))
+
+    def bases_all(
+        self, paths: list[str], pool: _Pool | None, sources: dict[str, SourceFile],
+    ) -> dict[str, tuple[str, ...]]:
+        """Per file, its bases that other files make modules, for the plain path (which makes no
+        plan): every file's imports and classes read as the outline reads them."""
+        from sync_lint.pipeline import project_plan
+
+        with profile.span("outline: names"):
+            if pool is None:
+                outlines = [_names_outline(self.settings, path, sources.get(path)) for path in paths]
+            else:
+                outlines = pool.map(_worker_names_batch, paths, costs=[_file_size(path) for path in paths])
+        return project_plan.ModuleClasses(outlines).bases
 
     def outline_all(
         self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
@@ -206,11 +231,15 @@ class Linter:
                 with profile.span("prefilter"):
                     lone_module = module_name_for(next(iter(sources))) if len(sources) == 1 else None
                     scope = self.scope_of([source.text for source in sources.values()], lone_module)
+            bases: dict[str, tuple[str, ...]] = {}
             if self.fast and len(paths) > 1:
                 plan = self.outline_all(paths, pool, scope, sources)
-            facts = self.lint_all(paths, jobs, progress, plan=plan, pool=pool, scope=scope, sources=sources)
+                bases = plan.bases
+            elif len(paths) > 1:
+                bases = self.bases_all(paths, pool, sources)
+            facts = self.lint_all(paths, jobs, progress, plan=plan, pool=pool, scope=scope, sources=sources, bases=bases)
             with profile.span("project summaries"):
-                index = ProjectIndex(facts, follow_unread=len(paths) > 1)
+                index = ProjectIndex(facts, follow_unread=len(paths) > 1, module_bases=bases)
             with profile.span("cross-file findings and noqa"):
                 diagnostics = [self.finalize(file_facts, index) for file_facts in facts]
             # A masked file with a reported finding whose fix needs the whole module
@@ -219,7 +248,7 @@ class Linter:
             if redo:
                 with profile.span("whole files for fixes"):
                     again = self.lint_all([facts[i].path for i in redo], jobs, pool=pool if len(redo) > 1 else None,
-                                          scope=scope, sources=sources)
+                                          scope=scope, sources=sources, bases=bases)
                     for i, whole in zip(redo, again):
                         facts[i] = whole
                         diagnostics[i] = self.finalize(whole, index)
@@ -358,10 +387,10 @@ def _worker_init(linter: Linter, profiling: bool) -> None:
         profile.enable()
 
 
-def _worker_lint_batch(batch: list[tuple[str, KeptUnits | None]]):
+def _worker_lint_batch(batch: list[tuple[str, KeptUnits | None, tuple[str, ...]]]):
     """A batch's facts, and the worker's profile totals for it (None when not profiling)."""
     assert _WORKER_LINTER is not None
-    facts = [_WORKER_LINTER.lint_one(path, kept) for path, kept in batch]
+    facts = [_WORKER_LINTER.lint_one(path, kept, module_bases=bases) for path, kept, bases in batch]
     profiler = profile.active()
     return facts, profiler.take() if profiler is not None else None
 
@@ -371,3 +400,21 @@ def _worker_outline_batch(paths: list[str]):
     outlines = [_WORKER_LINTER.outline_one(path) for path in paths]
     profiler = profile.active()
     return outlines, profiler.take() if profiler is not None else None
+
+
+def _worker_names_batch(paths: list[str]):
+    assert _WORKER_LINTER is not None
+    outlines = [_names_outline(_WORKER_LINTER.settings, path) for path in paths]
+    profiler = profile.active()
+    return outlines, profiler.take() if profiler is not None else None
+
+
+def _names_outline(settings: config.Settings, path: str, source: SourceFile | None = None) -> FileOutline:
+    from sync_lint.pipeline import project_plan
+
+    if source is None:
+        try:
+            source = read(path)
+        except SourceError:
+            return project_plan.FileOutline(path)  # linting it reports why
+    return project_plan.names_outline(source, settings, module_name_for(path), is_package_init(path))
