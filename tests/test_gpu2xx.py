@@ -1664,6 +1664,54 @@ def test_state_that_changes_every_step_is_not_once():
     """)
 
 
+def test_a_high_water_mark_runs_once_per_new_maximum():
+    # vLLM `Resampler2_5._adjust_pos_cache`: the position table grows when a larger image comes,
+    # which warm-up meets. Not so where another method sets the mark (lower, or back), where the
+    # body does not record it, where the test compares two states, or where the value compared
+    # is the mark itself.
+    check("""
+        import torch
+        from torch import nn
+
+        class Resampler(nn.Module):
+            def __init__(self, size):
+                super().__init__()
+                self.max_size = size
+                self.cap = 0
+                self.rows = 0
+                self.lower = 0
+
+            def reset(self):
+                self.rows = 1
+
+            def _adjust(self, sizes, device):
+                h = int(sizes[:, 0].max())
+                w = int(sizes[:, 1].max())
+                if h > self.max_size[0] or w > self.max_size[1]:
+                    self.max_size = (max(h, self.max_size[0]), max(w, self.max_size[1]))
+                    self.table = torch.randn(self.max_size).to(device)
+
+            def forward(self, x, sizes):
+                self._adjust(sizes, x.device)
+                n = x.shape[0]
+                if self.cap < n:
+                    torch.cuda.synchronize()
+                    self.cap = n
+                if n >= self.rows:
+                    torch.cuda.synchronize()  # expect: GPU201
+                    self.rows = n
+                if n > self.lower:
+                    torch.cuda.synchronize()  # expect: GPU201
+                if n > self.cap or n > self.rows:
+                    torch.cuda.synchronize()  # expect: GPU201
+                    self.cap = n
+                if self.cap + 1 > self.cap:
+                    torch.cuda.synchronize()  # expect: GPU201
+                    self.cap = n
+                return x
+    """, preview=True)
+
+
 def test_a_lazy_region_in_a_capture_still_counts():
     # Inside `torch.cuda.graph`, even a first-time sync fails the capture.
     check("""

@@ -42,7 +42,7 @@ import libcst as cst
 
 from sync_lint.analysis.device import string_value
 from sync_lint.analysis.names import dotted
-from sync_lint.analysis.nodes import block_statements, inner_blocks
+from sync_lint.analysis.nodes import block_statements, children, inner_blocks
 from sync_lint.diagnostics import Edit
 from sync_lint.fixes import make_fix
 
@@ -726,6 +726,46 @@ def _state_test(test: cst.BaseExpression, persistent_names: frozenset[str], gets
     return ("unset" if unset else "set", state) if state is not None else None
 
 
+_GROWS_RIGHT = (cst.GreaterThan, cst.GreaterThanEqual)  # ``n > self.cap``: ``self.cap`` is the mark
+_GROWS_LEFT = (cst.LessThan, cst.LessThanEqual)  # ``self.cap < n``
+
+
+def _high_water_mark(test: cst.BaseExpression, persistent_names: frozenset[str]) -> str | None:
+    """The persistent state a test compares a value against as a high-water mark: ``n >
+    self.cap``, ``self.cap < n`` (``>=`` / ``<=`` too), on the state or an element of it
+    (``max_h > self.max_size[0]``), or an ``or`` of such tests on one state (``h >
+    self.max_size[0] or w > self.max_size[1]``). None for any other test."""
+    if type(test) is cst.BooleanOperation and type(test.operator) is cst.Or:
+        left = _high_water_mark(test.left, persistent_names)
+        return left if left is not None and left == _high_water_mark(test.right, persistent_names) else None
+    if type(test) is not cst.Comparison or len(test.comparisons) != 1:
+        return None
+    target = test.comparisons[0]
+    if isinstance(target.operator, _GROWS_RIGHT):
+        mark, value = target.comparator, test.left
+    elif isinstance(target.operator, _GROWS_LEFT):
+        mark, value = test.left, target.comparator
+    else:
+        return None
+    if type(mark) is cst.Subscript:
+        mark = mark.value
+    state = _persistent(mark, persistent_names)
+    if state is None or _mentions(value, state):
+        return None
+    return state
+
+
+def _mentions(node: cst.BaseExpression, state: str) -> bool:
+    """Does the expression read ``state`` (an attribute chain or name) anywhere?"""
+    todo = [node]
+    while todo:
+        current = todo.pop()
+        if type(current) in (cst.Name, cst.Attribute) and dotted(current) == state:
+            return True
+        todo.extend(children(current))
+    return False
+
+
 def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     """The tests that must all hold for ``test`` to hold (``a and b and c``), or ``test`` alone."""
     if type(test) is cst.BooleanOperation and type(test.operator) is cst.And:
@@ -801,7 +841,9 @@ class OnceRegions:
     The state is an attribute of ``self`` / ``cls``, a module-level name or an attribute of one,
     or an attribute of the ``layer`` module an attention class is handed (``if
     layer._o_scale is None:``, ``cached = getattr(layer, "_scale", None)``, ``if not
-    hasattr(layer, "_scale"):``). Not a run-once
+    hasattr(layer, "_scale"):``). A high-water mark runs once per new maximum, which warm-up
+    meets: the body of ``if n > self.cap:`` that sets ``self.cap``, where no other method sets it
+    (``once_body``). Not a run-once
     region: a single-entry cache (``if key != self._last_key:``), which runs again whenever the
     key changes, nor a test that may hold with the state set (``if self._buf is None or n > cap:``);
     one that asks more besides does not (``if ready and key not in self._cache:``)."""
@@ -845,11 +887,20 @@ class OnceRegions:
     def once_body(self, node: cst.If, function, persistent_names: frozenset[str], gets: dict) -> bool:
         """Does the body of ``node`` run once per key (it sets the state its test finds unset)?
         A test that also asks more (``if call is not None and key not in _CHECKED:``) runs the
-        body only while the state is unset too, so once at most."""
+        body only while the state is unset too, so once at most.
+
+        Or once per new maximum: a high-water mark (``if n > self.cap:``, ``_high_water_mark``)
+        that the body records, and no other method sets to anything, only grows, so the body
+        runs only until warm-up has met the largest size (vLLM's ``Resampler2_5._adjust_pos_cache``,
+        whose caller notes that "the cache was already expanded by the preceding warmup run")."""
+        body = statements_of(node.body)
         for conjunct in _conjuncts(node.test):
             found = _state_test(conjunct, persistent_names, gets)
-            if found is not None and found[0] == "unset" and _records(statements_of(node.body), found[1]) \
+            if found is not None and found[0] == "unset" and _records(body, found[1]) \
                     and not self._reset_elsewhere(found[1], function):
+                return True
+            mark = _high_water_mark(conjunct, persistent_names)
+            if mark is not None and _records(body, mark) and not self._reset_elsewhere(mark, function, to_any=True):
                 return True
         return False
 
@@ -867,10 +918,11 @@ class OnceRegions:
             and not self._reset_elsewhere(found[1], function)
 
     @staticmethod
-    def _reset_elsewhere(state, function) -> bool:
+    def _reset_elsewhere(state, function, to_any: bool = False) -> bool:
         """Does another method of the class (not ``__init__``) unset the attribute again
         (``self._x = None``, ``self._cache = {}``: a per-step memo), so that "once" comes round
-        again? (Only assignments: the fast path keeps the methods that assign a ``self.``
+        again? ``to_any``: assign it anything (a high-water mark set lower starts over).
+        (Only assignments: the fast path keeps the methods that assign a ``self.``
         attribute a kept method reads, not the ones that call ``.clear()`` on it.)"""
         key = state if type(state) is str else state[0]
         root, _, rest = key.partition(".")
@@ -881,7 +933,7 @@ class OnceRegions:
         for statement in statements_of(function.class_node.body):
             if type(statement) is cst.FunctionDef and statement is not function.node \
                     and statement.name.value not in _STATE_METHODS and _assigns(statements_of(statement.body),
-                                                                                 owners, attribute):
+                                                                                 owners, attribute, to_any):
                 return True
         return False
 
@@ -890,17 +942,18 @@ _STATE_METHODS = frozenset({"__init__", "__post_init__", "__new__"})
 _SMALL_STORES = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Expr})
 
 
-def _assigns(statements, owners: tuple[str, ...], attribute: str) -> bool:
-    """Is ``<owner>.<attribute>`` unset (``_unsetting``) by an assignment among ``statements``
-    (nested blocks included, nested functions not)?"""
+def _assigns(statements, owners: tuple[str, ...], attribute: str, to_any: bool = False) -> bool:
+    """Is ``<owner>.<attribute>`` unset (``_unsetting``; ``to_any``: set to anything, augmented
+    too) by an assignment among ``statements`` (nested blocks included, nested functions not)?"""
     for statement in statements:
         kind = type(statement)
         if kind is cst.SimpleStatementLine or kind in _SMALL_STORES:
             for small in statement.body if kind is cst.SimpleStatementLine else (statement,):
                 small_kind = type(small)
-                if small_kind is cst.Assign and _unsetting(small.value):
+                if small_kind is cst.Assign and (to_any or _unsetting(small.value)):
                     targets = [t.target for t in small.targets]
-                elif small_kind is cst.AnnAssign and small.value is not None and _unsetting(small.value):
+                elif (small_kind is cst.AnnAssign and small.value is not None and (to_any or _unsetting(small.value))) \
+                        or (small_kind is cst.AugAssign and to_any):
                     targets = [small.target]
                 else:
                     continue
@@ -914,7 +967,7 @@ def _assigns(statements, owners: tuple[str, ...], attribute: str) -> bool:
             continue
         else:
             for block in _blocks_of(statement):
-                if _assigns(block, owners, attribute):
+                if _assigns(block, owners, attribute, to_any):
                     return True
     return False
 
