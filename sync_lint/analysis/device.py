@@ -48,6 +48,7 @@ from sync_lint.analysis.flow import (
     target_key,
 )
 from sync_lint.analysis.names import NameTable, dotted
+from sync_lint.analysis.nodes import named_params
 
 
 @dataclass(frozen=True)
@@ -616,7 +617,7 @@ def initial_env(params: cst.Parameters) -> dict[str, Place]:
     (``if big: qo_offset = qo_offset.to(device)``) leaves it unknown after the join, not on the
     GPU, as it does for a parameter annotated ``torch.Tensor``."""
     env: dict[str, Place] = {}
-    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+    for param in named_params(params):
         name = param.name.value
         place = annotation_place(param.annotation)
         env[name] = place if place is not None and name_hint(name) is None else UNKNOWN

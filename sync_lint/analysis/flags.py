@@ -28,7 +28,7 @@ from dataclasses import replace
 import libcst as cst
 
 from sync_lint.analysis.device import is_literal
-from sync_lint.analysis.nodes import block_statements, inner_blocks
+from sync_lint.analysis.nodes import block_statements, inner_blocks, named_params
 from sync_lint.analysis.summaries import NOT_NONE, ArgKey, CallFlags
 
 
@@ -475,7 +475,7 @@ def flag_params(node: cst.FunctionDef) -> frozenset[str]:
     ``False``. Only these are handed on as flags through a wrapper (``call_flags``)."""
     params = node.params
     return frozenset(
-        param.name.value for param in (*params.posonly_params, *params.params, *params.kwonly_params)
+        param.name.value for param in named_params(params)
         if (type(param.default) is cst.Name and param.default.value in ("True", "False"))
         or (param.annotation is not None and type(param.annotation.annotation) is cst.Name
             and param.annotation.annotation.value == "bool")
@@ -488,7 +488,7 @@ def none_params(node: cst.FunctionDef) -> frozenset[str]:
     (``call_flags`` records them as handed, as it does ``flag_params``)."""
     params = node.params
     return frozenset(
-        param.name.value for param in (*params.posonly_params, *params.params, *params.kwonly_params)
+        param.name.value for param in named_params(params)
         if type(param.default) is cst.Name and param.default.value == "None"
     )
 
@@ -498,6 +498,6 @@ def flag_defaults(node: cst.FunctionDef) -> dict[str, bool]:
     params = node.params
     return {
         param.name.value: param.default.value == "True"
-        for param in (*params.posonly_params, *params.params, *params.kwonly_params)
+        for param in named_params(params)
         if type(param.default) is cst.Name and param.default.value in ("True", "False")
     }

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from sync_lint.analysis.names import NameTable, dotted
+from sync_lint.analysis.nodes import positional_params
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class FunctionInfo:
 
 def _params(node: cst.FunctionDef) -> list[str]:
     p = node.params
-    names = [param.name.value for param in (*p.posonly_params, *p.params)]
+    names = [param.name.value for param in positional_params(p)]
     if isinstance(p.star_arg, cst.Param):
         names.append(p.star_arg.name.value)
     names.extend(param.name.value for param in p.kwonly_params)

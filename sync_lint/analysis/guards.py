@@ -42,7 +42,12 @@ import libcst as cst
 
 from sync_lint.analysis.device import string_value
 from sync_lint.analysis.names import dotted
-from sync_lint.analysis.nodes import block_statements, children, inner_blocks
+from sync_lint.analysis.nodes import (
+    block_statements,
+    children,
+    inner_blocks,
+    named_params,
+)
 from sync_lint.diagnostics import Edit
 from sync_lint.fixes import make_fix
 
@@ -869,7 +874,7 @@ class OnceRegions:
         }
         params = function.params
         declared.update(
-            param.name.value for param in (*params.posonly_params, *params.params, *params.kwonly_params)
+            param.name.value for param in named_params(params)
             if param.name.value in _PERSISTENT_PARAMETERS
         )
         return self.module_names | declared if declared else self.module_names

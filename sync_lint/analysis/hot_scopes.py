@@ -35,6 +35,7 @@ from sync_lint.analysis.device_words import MEMOIZERS
 from sync_lint.analysis.functions import FunctionInfo
 from sync_lint.analysis.hot_words import HotNames, is_module_base, matches
 from sync_lint.analysis.names import dotted
+from sync_lint.analysis.nodes import named_params
 
 _COMPILE = ("torch.compile", "torch.compiler.compile")
 _GRAPH_BLOCKS = ("torch.cuda.graph", "torch.cuda.graphs.graph")
@@ -198,6 +199,6 @@ def _tensor_annotated(info: FunctionInfo, module: cst.Module) -> tuple[str, ...]
     """The parameters of a function annotated as tensors."""
     params = info.node.params
     return tuple(
-        param.name.value for param in (*params.posonly_params, *params.params, *params.kwonly_params)
+        param.name.value for param in named_params(params)
         if param.annotation is not None and "Tensor" in module.code_for_node(param.annotation.annotation)
     )

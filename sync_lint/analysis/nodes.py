@@ -122,3 +122,14 @@ def shortened(text: str, keep_end: bool = False) -> str:
         head = (MAX_QUOTED - 3) // 2
         return text[:head] + "..." + text[len(text) - (MAX_QUOTED - 3 - head) :]
     return text[: MAX_QUOTED - 3] + "..."
+
+
+def named_params(params: cst.Parameters) -> tuple[cst.Param, ...]:
+    """A signature's parameters that have names of their own: positional-only, ordinary and
+    keyword-only (not ``*args`` / ``**kwargs``)."""
+    return (*params.posonly_params, *params.params, *params.kwonly_params)
+
+
+def positional_params(params: cst.Parameters) -> tuple[cst.Param, ...]:
+    """A signature's parameters a positional argument may bind, in order (not ``*args``)."""
+    return (*params.posonly_params, *params.params)

@@ -66,7 +66,7 @@ from sync_lint.analysis.layout import (
     root_name,
 )  # fmt: skip
 from sync_lint.analysis.names import dotted
-from sync_lint.analysis.nodes import children, one_line
+from sync_lint.analysis.nodes import children, named_params, one_line, positional_params
 from sync_lint.analysis.python_ops import PythonOps
 from sync_lint.analysis.summaries import ArgKey, CallFlags, Forward, FunctionSummary
 from sync_lint.analysis.triton_names import is_triton_decorator
@@ -425,9 +425,9 @@ class ContiguityAnalysis:
 
     def _domain(self, info: FunctionInfo) -> LayoutDomain:
         int_params = frozenset(
-            p.name.value for p in (*info.node.params.params, *info.node.params.kwonly_params, *info.node.params.posonly_params)
+            p.name.value for p in named_params(info.node.params)
             if p.annotation is not None and dotted(p.annotation.annotation) == "int"
-        )  # fmt: skip
+        )
         return LayoutDomain(self.ctx, int_params)
 
     def line(self, node: cst.CSTNode, info: FunctionInfo) -> int:
@@ -442,13 +442,12 @@ class ContiguityAnalysis:
     def _kernel_summary(self, info: FunctionInfo) -> _KernelAccesses:
         """The kernel's needs, and how it steps through its pointers (for ``_pointer_steps``)."""
         params = [
-            p.name.value for p in (*info.node.params.posonly_params, *info.node.params.params)
+            p.name.value for p in positional_params(info.node.params)
             if p.annotation is None or "constexpr" not in (code_of(self.ctx.module, p.annotation.annotation))
         ]  # fmt: skip
         derived: dict[str, set[str]] = {p: {p} for p in params}
         # Every parameter (constexpr ones too) a local's value is built from, through any operator.
-        every_param = {p.name.value for p in (*info.node.params.posonly_params, *info.node.params.params,
-                                               *info.node.params.kwonly_params)}  # fmt: skip
+        every_param = {p.name.value for p in named_params(info.node.params)}
         built_from: dict[str, set[str]] = {p: {p} for p in every_param}
         assignments: list[tuple[str, cst.BaseExpression]] = []
         calls: list[cst.Call] = []
@@ -652,7 +651,7 @@ class ContiguityAnalysis:
         the function runs (``*args`` and ``**kwargs`` are left unknown: tuples, not tensors)."""
         guarded: set[str] = set()
         named = info.node.params
-        every = [param.name.value for param in (*named.posonly_params, *named.params, *named.kwonly_params)]
+        every = [param.name.value for param in named_params(named)]
         for decorator, name in zip(info.node.decorators, info.decorators):
             if is_contiguous_input_decorator(self.ctx.settings, name):
                 exempt = _exempted_by_guard(decorator.decorator)

@@ -111,7 +111,9 @@ from sync_lint.analysis.nodes import (
     block_statements,
     children,
     inner_blocks,
+    named_params,
     one_line,
+    positional_params,
     shortened,
 )
 from sync_lint.analysis.summaries import (
@@ -1468,19 +1470,19 @@ class SyncAnalysis:
         if hot.cold or hot.reason is not None:
             return None
         params = info.node.params
-        positional_params = [*params.posonly_params, *params.params]
+        positional = list(positional_params(params))
         func = call.func
         if info.is_method:  # ``self`` / ``cls`` is bound
             bound_self = type(func) is cst.Attribute and (
                 (type(func.value) is cst.Name and func.value.value in ("self", "cls"))
                 or (type(func.value) is cst.Call and dotted(func.value.func) == "super"))
-            if not bound_self or not positional_params:
+            if not bound_self or not positional:
                 return None
-            positional_params = positional_params[1:]
-        passed = _passed_arguments(positional_params, call)
+            positional = positional[1:]
+        passed = _passed_arguments(positional, call)
         if passed is None:
             return None
-        return BoundCall(qualname, info, passed, [*positional_params, *params.kwonly_params],
+        return BoundCall(qualname, info, passed, [*positional, *params.kwonly_params],
                          self._known_places(passed, env, domain))
 
     @staticmethod
@@ -1625,7 +1627,7 @@ class SyncAnalysis:
         if tensors is None:
             return False
         params = info.node.params
-        passed = _passed_arguments([*params.posonly_params, *params.params], call)
+        passed = _passed_arguments(list(positional_params(params)), call)
         return passed is not None and all(
             is_literal(passed[name]) or self._handed_out(passed[name], names, shadowed)
             for name in tensors if name in passed
@@ -1823,7 +1825,7 @@ def _device_parameter(call: cst.CSTNode, info: FunctionInfo) -> str | None:
 def _host_defaults(params: cst.Parameters) -> frozenset[str]:
     """The parameters that default to ``None`` or a host device (a copy onto them copies nothing)."""
     found = set()
-    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+    for param in named_params(params):
         default = param.default
         if default is None:
             continue
@@ -1849,7 +1851,7 @@ class _NamesNotNone:
     def __init__(self, function: cst.FunctionDef, bindings: _Bindings) -> None:
         signature = function.params
         self._params = {param.name.value: param
-                        for param in (*signature.posonly_params, *signature.params, *signature.kwonly_params)}
+                        for param in named_params(signature)}
         self._bindings = bindings
         self._answers: dict[str, bool] = {}
 

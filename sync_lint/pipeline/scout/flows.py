@@ -6,7 +6,13 @@ from __future__ import annotations
 import ast
 import bisect
 
-from sync_lint.pipeline.scout.syntax import FUNCTIONS, ast_dotted, first_line, walk
+from sync_lint.pipeline.scout.syntax import (
+    FUNCTIONS,
+    ast_dotted,
+    first_line,
+    positional_names,
+    walk,
+)
 
 
 class ParameterFlows:
@@ -76,7 +82,7 @@ def parameter_names(function: ast.AST, method: bool = False) -> set[str]:
     """The names of a function's parameters (``*args`` / ``**kwargs`` too); ``method``: but the
     first, the instance (or class), which no call hands an argument to."""
     arguments = function.args
-    positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+    positional = positional_names(arguments)
     names = {*positional[1 if method else 0 :], *(a.arg for a in arguments.kwonlyargs)}
     names |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None}
     return names
@@ -355,8 +361,8 @@ class ScopeFacts:
         if root is None:
             shared_through: str | None = ""  # outside every function: through anything
         else:
-            positional = [*root.args.posonlyargs, *root.args.args]
-            shared_through = positional[0].arg if positional else None
+            positional = positional_names(root.args)
+            shared_through = positional[0] if positional else None
         self.bindings: list[_Binding] = []
         for targets, value, line in bindings:
             names, shared, local = _bound_parts(targets, shared_through)

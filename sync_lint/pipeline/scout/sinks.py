@@ -24,6 +24,7 @@ from sync_lint.pipeline.scout.syntax import (
     callee_name,
     decorator_callee,
     first_line,
+    positional_names,
 )
 
 
@@ -328,7 +329,7 @@ class _Needs:
         self.rest: str | None = None  # ``*args``
         self.keywords: str | None = None  # ``**kwargs``
         if arguments is not None:
-            self.positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+            self.positional = positional_names(arguments)
             self.rest = arguments.vararg.arg if arguments.vararg else None
             self.keywords = arguments.kwarg.arg if arguments.kwarg else None
 

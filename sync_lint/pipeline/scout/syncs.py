@@ -29,6 +29,7 @@ from sync_lint.pipeline.scout.syntax import (
     FileNames,
     UnitSpans,
     ast_dotted,
+    positional_names,
     walk,
 )
 
@@ -475,7 +476,7 @@ def _parameters_bound(function: ast.AST, call: ast.Call, suspect: list[bool], ke
     called through an attribute (``self.f(x)``) may or may not bind its first parameter there (a
     static method does not): both count. ``*args`` / ``**kwargs`` in the call may bind any."""
     arguments = function.args
-    positional = [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
+    positional = positional_names(arguments)
     rest = [a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None]
     names = {a.arg for a in arguments.kwonlyargs}
     if any(suspect) and any(type(argument) is ast.Starred for argument in call.args):

@@ -361,3 +361,8 @@ def ast_dotted(node: ast.expr) -> str | None:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
+
+
+def positional_names(arguments: ast.arguments) -> list[str]:
+    """The names of a signature's parameters a positional argument may bind, in order."""
+    return [a.arg for a in (*arguments.posonlyargs, *arguments.args)]
