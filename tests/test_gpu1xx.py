@@ -1990,3 +1990,77 @@ def test_contiguous_input_decorators_setting(tmp_path: Path):
                  contiguous_input_decorators=[]) != []  # fmt: skip
     with pytest.raises(config.ConfigError, match="`contiguous-input-decorators` must be a list of strings"):
         config.validate({"contiguous-input-decorators": "input_guard"}, "<test>")
+
+
+def test_a_custom_op_another_file_implements_in_python_is_judged_by_its_body(tmp_path):
+    """In a run of many files, ``torch.ops.pkg.<name>`` that another file registers from a
+    Python function (here with the project's ``direct_register_custom_op``, which registers into
+    the ``pkg`` library, even where called inside a function) is a call of that function; one
+    whose function hands the tensor to a C++ op of the same name (``torch.ops._C.copy_rows``,
+    no registration of the project's) is reported through it; an op of unknown code, one two
+    files register (a platform each), or one registered into another library (``target_lib=``)
+    still needs every tensor dense. Checked alone, the file cannot tell."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "utils.py").write_text("def direct_register_custom_op(op_name, op_func, target_lib=None):\n    pass\n")
+    (pkg / "ops_impl.py").write_text(textwrap.dedent("""
+        import torch
+
+        from pkg.utils import direct_register_custom_op
+
+
+        def _scale_impl(x: torch.Tensor, out: torch.Tensor) -> None:
+            out.copy_(x * 2)
+
+
+        def _copy_impl(x: torch.Tensor, out: torch.Tensor) -> None:
+            torch.ops._C.copy_rows(x, out)
+
+
+        def _shift_impl(x: torch.Tensor, out: torch.Tensor) -> None:
+            out.copy_(x + 1)
+
+
+        def register_all():
+            direct_register_custom_op(op_name="scale_rows", op_func=_scale_impl)
+            direct_register_custom_op("shift_rows", _shift_impl, target_lib=OTHER)
+            direct_register_custom_op("twice", _scale_impl)
+
+
+        direct_register_custom_op(op_name="copy_rows", op_func=_copy_impl)
+    """))
+    (pkg / "ops_xpu.py").write_text(textwrap.dedent("""
+        from pkg.utils import direct_register_custom_op
+
+
+        def _twice_xpu(x, out):
+            out.copy_(x)
+
+
+        direct_register_custom_op("twice", _twice_xpu)
+    """))
+    user = """
+        import torch
+
+
+        def run(block_table: torch.Tensor, out: torch.Tensor):
+            first = block_table[:, 0]
+            torch.ops.pkg.scale_rows(first, out)
+            torch.ops.pkg.copy_rows(first, out)
+            torch.ops.pkg.gather_rows(first, out)
+            torch.ops.pkg.shift_rows(first, out)
+            torch.ops.pkg.twice(first, out)
+    """
+    (pkg / "user.py").write_text(textwrap.dedent(user))
+    settings = make_settings()
+    files = sorted(str(path) for path in pkg.glob("*.py"))
+    fast = Linter(settings, fast=True).run(files, jobs=1).diagnostics
+    plain = Linter(settings, fast=False).run(files, jobs=1).diagnostics
+    assert [(d.line, d.code) for d in fast] == [(d.line, d.code) for d in plain] == [
+        (8, "GPU102"), (9, "GPU102"), (10, "GPU102"), (11, "GPU102"),
+    ]
+    assert "the custom op `torch.ops.pkg.copy_rows` (in Python: `_copy_impl`) receives" in fast[0].message
+    assert "(the argument is passed to the custom op `torch.ops._C.copy_rows`)" in fast[0].message
+    alone = Linter(settings).run([str(pkg / "user.py")], jobs=1).diagnostics
+    assert [d.line for d in alone] == [7, 8, 9, 10, 11]

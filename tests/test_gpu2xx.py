@@ -2496,3 +2496,29 @@ def test_a_module_by_way_of_another_file_is_hot(tmp_path):
     fixed = run("fix", "pkg", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
     assert fixed.returncode == 0, fixed
     assert activations.read_text().count("with gpu_sync_allowed():") == 2
+
+
+def test_module_classes_survive_cyclic_and_self_named_bases(tmp_path):
+    """Bases that name each other across files, a class named like the base it imports, and a
+    re-export through a package ``__init__``: the closure ends, and only the true modules count."""
+    from cli_runner import run
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from pkg.base import Layer as Layer\n")
+    (pkg / "base.py").write_text("from torch import nn\n\n\nclass Layer(nn.Module):\n    pass\n")
+    (pkg / "a.py").write_text(
+        "import torch\n\nfrom pkg.b import B\n\n\nclass A(B):\n"
+        "    def forward(self, x):\n        torch.cuda.synchronize()\n        return x\n"
+    )
+    (pkg / "b.py").write_text(
+        "import torch\n\nfrom pkg.a import A\n\n\nclass B(A):\n"
+        "    def forward(self, x):\n        torch.cuda.synchronize()\n        return x\n"
+    )
+    (pkg / "c.py").write_text(
+        "import torch\n\nfrom pkg import Layer\n\n\nclass Layer(Layer):\n"
+        "    def forward(self, x):\n        torch.cuda.synchronize()\n        return x\n"
+    )
+    for extra in ([], ["--parse-whole-files"]):
+        result = run("check", "pkg", "--no-cache", "--output-format", "concise", *extra, cwd=tmp_path, timeout=60)
+        assert [line.split(": GPU")[0] for line in result.stdout.splitlines()] == ["pkg/c.py:8:9"], result

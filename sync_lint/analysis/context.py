@@ -9,6 +9,7 @@ import libcst as cst
 from sync_lint.analysis.functions import FunctionInfo, module_functions
 from sync_lint.analysis.modules import is_package_init
 from sync_lint.analysis.names import NameTable
+from sync_lint.analysis.project_names import NOTHING_FROM_THE_PROJECT, FileProjectNames
 from sync_lint.analysis.summaries import FunctionSummary
 from sync_lint.pipeline.profile import span
 
@@ -24,7 +25,7 @@ class FileContext:
     def __init__(
         self, source: SourceFile, module: cst.Module, module_name: str, settings: Settings, parsed_text: str | None = None,
         not_at_sinks: frozenset[tuple[str | None, str | None]] = frozenset(),
-        codes: frozenset[str] | None = None, module_bases: tuple[str, ...] = (),
+        codes: frozenset[str] | None = None, project: FileProjectNames = NOTHING_FROM_THE_PROJECT,
         masked: frozenset[tuple[str | None, str | None]] = frozenset(),
     ) -> None:
         self.source = source
@@ -49,9 +50,10 @@ class FileContext:
         # The codes of the rules run on this file (None: any), for an analysis that finds what
         # only one rule reads (``runs``).
         self.codes = codes
-        # The dotted names of its classes' bases that other files of the run define as
-        # ``nn.Module`` subclasses (``project_plan.module_bases``); none for a file checked alone.
-        self.module_bases = frozenset(module_bases)
+        # What the run's other files tell of it: its bases that are modules, the custom ops it
+        # calls that they implement in Python (nothing for a file checked on its own).
+        self.project = project
+        self.module_bases = frozenset(project.module_bases)
         # The top-level functions and methods masked out of the parse, as ``(class or None,
         # name)``: the file defines them all the same (``defines_method``).
         self.masked = masked

@@ -52,7 +52,7 @@ def fix_source(linter: Linter, source: SourceFile, index: ProjectIndex, unsafe: 
     outcome = FixOutcome(source=source, fixed=source.text)
     current = source
     for _ in range(MAX_ROUNDS):
-        diagnostics = linter.finalize(linter.lint_source(current, module_bases=index.module_bases.get(source.path, ())), index)
+        diagnostics = linter.finalize(linter.lint_source(current, project=index.project_names_of(source.path)), index)
         fixes = [d.fix for d in diagnostics if allowed(d, unsafe)]
         outcome.remaining = [d for d in diagnostics if not allowed(d, unsafe)]
         if not fixes:
@@ -72,7 +72,7 @@ def fix_source(linter: Linter, source: SourceFile, index: ProjectIndex, unsafe: 
         current = SourceFile(path=source.path, text=new_text, encoding=source.encoding, raw=source.raw)
         outcome.fixed = new_text
     else:
-        outcome.remaining = linter.finalize(linter.lint_source(current, module_bases=index.module_bases.get(source.path, ())), index)
+        outcome.remaining = linter.finalize(linter.lint_source(current, project=index.project_names_of(source.path)), index)
     return outcome
 
 

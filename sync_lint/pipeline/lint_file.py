@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from sync_lint.analysis.device_words import names_host_copy
 from sync_lint.analysis.modules import is_package_init
+from sync_lint.analysis.project_names import NOTHING_FROM_THE_PROJECT, FileProjectNames
 from sync_lint.analysis.summaries import FunctionSummary, PendingCall
 from sync_lint.config import Settings
 from sync_lint.diagnostics import Diagnostic
@@ -103,16 +104,15 @@ def lint_source(
     rules: list[Rule],
     alone: Scout | None = None,
     kept: KeptUnits | None = None,
-    module_bases: tuple[str, ...] = (),
+    project: FileProjectNames = NOTHING_FROM_THE_PROJECT,
 ) -> FileFacts:
     """Lint one file (see ``_lint_source``), with Python's cyclic garbage collector paused
     (``collector``: a parse makes no cycle).
     ``alone``: the file is checked on its own (one file given, the flake8 plugin), and this is
     its syntax scout: only the functions that can matter to it alone are parsed
     (``prefilter.one_file_plan``). ``kept``: the function units a run of many files needs
-    parsed here (``project_plan``); None: all of them. ``module_bases``: the names of its
-    classes' bases that the run's other files define as ``nn.Module`` subclasses
-    (``project_plan.module_bases``)."""
+    parsed here (``project_plan``); None: all of them. ``project``: what the run's other files
+    tell of it (``project_plan.ProjectNames``)."""
     with collector.paused():
         # Suppression comments matter to a file with findings; to one without, only those naming our
         # codes (GPU010 judges them) and the file-level switch do. Tokenizing for them is
@@ -120,7 +120,7 @@ def lint_source(
         with span("noqa scan"):
             early = _noqa_matters_alone(source.text)
             suppressions = scan(source.text) if early else Suppressions()
-        facts = _lint_source(source, settings, rules, suppressions, alone, kept, module_bases)
+        facts = _lint_source(source, settings, rules, suppressions, alone, kept, project)
         if not early and (facts.diagnostics or facts.pending):
             with span("noqa scan"):
                 facts.suppressions = scan_for_ours(source.text)
@@ -154,7 +154,7 @@ def _lint_source(
     suppressions: Suppressions,
     alone: Scout | None = None,
     kept: KeptUnits | None = None,
-    module_bases: tuple[str, ...] = (),
+    project: FileProjectNames = NOTHING_FROM_THE_PROJECT,
 ) -> FileFacts:
     """Lint one file, parsing only the units a plan keeps (``alone`` or ``kept``, see
     ``lint_source``); the rest are masked (``units``), which keeps the lines and columns of
@@ -195,7 +195,7 @@ def _lint_source(
         facts.diagnostics.append(tool_diagnostic(source.path, "GPU001", *too_long))
         return facts
     return _parse_and_check(
-        source, text, settings, rules, active, facts, alone is not None, hidden, not_at_sinks, module_bases
+        source, text, settings, rules, active, facts, alone is not None, hidden, not_at_sinks, project
     )
 
 
@@ -259,7 +259,8 @@ def _names_only(source: SourceFile, kept: KeptUnits, facts: FileFacts) -> FileFa
 def _parse_and_check(
     source: SourceFile, text: str, settings: Settings, rules: list[Rule], active: list[Rule], facts: FileFacts,
     alone: bool = False, hidden: list[tuple[str | None, str | None]] = (),
-    not_at_sinks: frozenset[tuple[str | None, str | None]] = frozenset(), module_bases: tuple[str, ...] = (),
+    not_at_sinks: frozenset[tuple[str | None, str | None]] = frozenset(),
+    project: FileProjectNames = NOTHING_FROM_THE_PROJECT,
 ) -> FileFacts:
     """Parse ``text`` (the source, or the source with units masked) and run the ``active`` rules.
     ``alone``: the file is all there is, so a finding conditional on a function it does not
@@ -275,7 +276,7 @@ def _parse_and_check(
             module = parse_module(text)
     except cst.ParserSyntaxError as exc:
         if text is not source.text:  # the cut landed inside a string: parse the file whole
-            return lint_source(source, settings, rules, module_bases=module_bases)
+            return lint_source(source, settings, rules, project=project)
         message, line, col = _syntax_error(source, exc)
         facts.diagnostics.append(tool_diagnostic(source.path, "GPU001", f"syntax error: {message}", line, col))
         return facts
@@ -285,7 +286,7 @@ def _parse_and_check(
     facts.parsed = True
     facts.module_name = module_name_for(source.path)
     ctx = FileContext(source, module, facts.module_name, settings, parsed_text=text, not_at_sinks=not_at_sinks,
-                      codes=frozenset(rule.code for rule in active), module_bases=module_bases,
+                      codes=frozenset(rule.code for rule in active), project=project,
                       masked=frozenset(hidden))
     try:
         findings: list[tuple[Rule, Finding]] = []
@@ -329,12 +330,12 @@ def _parse_and_check(
         # many files, most findings are conditional on other files: the runner lints whole
         # only a file that ends up with a finding (``FileFacts.masked``).
         if masked and facts.diagnostics:
-            return lint_source(source, settings, rules, module_bases=module_bases)
+            return lint_source(source, settings, rules, project=project)
         if findings:
             with span("positions and fixes"):
                 planned = _resolve_findings(facts, ctx, findings, masked=masked)
             if not planned and alone:
-                return lint_source(source, settings, rules, module_bases=module_bases)
+                return lint_source(source, settings, rules, project=project)
             facts.masked = not planned
         return facts
     finally:

@@ -7,7 +7,9 @@ call in file A into a kernel wrapper or a syncing helper in file B is judged by 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
+from sync_lint.analysis.project_names import NOTHING_FROM_THE_PROJECT, FileProjectNames
 from sync_lint.analysis.summaries import (
     NOT_NONE,
     UNPACKED,
@@ -25,19 +27,22 @@ from sync_lint.pipeline.lint_file import FileFacts, module_name_for
 from sync_lint.pipeline.unread import UnreadModules
 from sync_lint.rules.base import HOST_COPY
 
+if TYPE_CHECKING:
+    from sync_lint.pipeline.project_plan import ProjectNames
+
 _MAX_ALIAS_HOPS = 8
 
 
 class ProjectIndex:
     def __init__(
-        self, all_facts: list[FileFacts], follow_unread: bool = False, module_bases: dict[str, tuple[str, ...]] | None = None,
+        self, all_facts: list[FileFacts], follow_unread: bool = False, names: ProjectNames | None = None,
     ) -> None:
         """``follow_unread``: a run of many files, whose modules with no facts of their imports
         (no rule's words are there: a facade that only re-exports) are read for them when a
-        name is first looked up through one (``pipeline.unread``). ``module_bases``: per file,
-        the bases the run found other files make modules (``ModuleClasses``), which a file
-        linted again (``pipeline.fix``) is linted with."""
-        self.module_bases = module_bases or {}
+        name is first looked up through one (``pipeline.unread``). ``names``: what each file of
+        the run heard from the others (``project_plan.ProjectNames``), which a file linted again
+        (``pipeline.fix``) is linted with."""
+        self.names = names
         self.functions: dict[str, FunctionSummary] = {}
         self.module_imports: dict[str, dict[str, str]] = {}
         self.defined: set[str] = set()  # every function of a parsed file, summarised or not
@@ -66,6 +71,9 @@ class ProjectIndex:
         self._close()
         self._close_read_only()
         self._close_writes()
+
+    def project_names_of(self, path: str) -> FileProjectNames:
+        return self.names.of(path) if self.names is not None else NOTHING_FROM_THE_PROJECT
 
     def lookup(self, name: str) -> FunctionSummary | None:
         """The summary for a dotted name, following re-exports (``from .ops import f``)."""

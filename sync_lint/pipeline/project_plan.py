@@ -50,6 +50,17 @@ from dataclasses import dataclass, field
 
 from sync_lint.analysis.hot_words import HotNames, is_module_base, matches
 from sync_lint.analysis.modules import LIBRARY_ROOTS, resolve_relative
+from sync_lint.analysis.op_words import (
+    DECORATED,
+    HELPER_SUFFIX,
+    OP_DECORATORS,
+    OP_NAME_KEYWORD,
+    OTHER_LIBRARY,
+    QUALIFIED_OP,
+    helper_namespace,
+    may_register,
+)
+from sync_lint.analysis.project_names import NOTHING_FROM_THE_PROJECT, FileProjectNames
 from sync_lint.config import Settings
 from sync_lint.pipeline import collector, prefilter
 from sync_lint.pipeline.profile import span
@@ -148,6 +159,10 @@ class FileOutline:
     active: tuple[str, ...] | None = None
     cuts: tuple = ()
     classes: tuple[ClassOutline, ...] = ()
+    # The custom ops it registers in Python, ``(namespace, op name, function)``, and the
+    # ``(namespace, op name)`` of the ``ops.<namespace>.<name>`` chains its text holds.
+    op_impls: tuple[tuple[str, str, str], ...] = ()
+    op_calls: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -212,6 +227,7 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
         seeds = prefilter.rule_seeds(active, plan, file_scout)
     if _may_define_module_classes(text):
         found.classes = _class_outlines(tree, module_name, found.imports, settings, plan)
+    _read_ops(found, tree, text)
     found.at_sinks = tuple(rule.code for rule in active if rule.reports_only_at_sinks)
     found.in_hot_scopes = tuple(rule.code for rule in active if rule.reports_only_in_hot_scopes)
     sync_outline = None
@@ -277,6 +293,7 @@ def _outline_names(found: FileOutline, text: str, settings: Settings, is_package
     found.imports = _imports(*_import_statements(tree), found.module_name, is_package, settings["alias-modules"])
     if _may_define_module_classes(text):
         found.classes = _class_outlines(tree, found.module_name, found.imports, settings)
+    _read_ops(found, tree, text)
     return found
 
 
@@ -328,6 +345,131 @@ def _class_outlines(
 
     visit(tree.body, None)
     return tuple(found)
+
+
+_OP_CALL = re.compile(r"\bops\s*\.\s*(\w+)\s*\.\s*(\w+)")
+
+
+def _read_ops(found: FileOutline, tree: ast.Module, text: str) -> None:
+    """The ops the file registers in Python and those it may call (``FileOutline.op_impls``,
+    ``op_calls``)."""
+    if "ops" in text:
+        found.op_calls = tuple(sorted(set(_OP_CALL.findall(text))))
+    if may_register(text):
+        found.op_impls = _op_registrations(tree, text, found.module_name, found.imports)
+
+
+def _op_registrations(
+    tree: ast.Module, text: str, module_name: str, imports: dict[str, tuple[str, ...]],
+) -> tuple[tuple[str, str, str], ...]:
+    """What ``analysis.python_ops`` reads of a file's registrations, each name with every meaning
+    it may have: ``@torch.library.custom_op("ns::name")`` / ``triton_op`` (also through a name
+    bound to either at module level) and ``@*register_custom_op(op_name=...)`` on a ``def``,
+    from the text; and calls of ``*register_custom_op(op_name, op_func)`` anywhere in the code
+    (vLLM registers its XPU ops inside a function)."""
+    prefix = f"{module_name}." if module_name else ""
+
+    def meanings(written: str) -> set[str]:
+        head, _, rest = written.partition(".")
+        if head in imports:
+            return {full + ("." + rest if rest else "") for full in imports[head]}
+        return {prefix + written}
+
+    decorators = set(OP_DECORATORS)
+    todo = list(tree.body)
+    while todo:  # module code and its blocks: the names bound to a registering decorator
+        statement = todo.pop()
+        if type(statement) is ast.Assign and not OP_DECORATORS.isdisjoint(meanings(ast_dotted(statement.value) or "")):
+            decorators.update(prefix + t.id for t in statement.targets if type(t) is ast.Name)
+        elif type(statement) not in _DEFINITIONS:
+            for block in BLOCK_FIELDS:
+                inner = getattr(statement, block, None)
+                if type(inner) is list:
+                    todo.extend(inner)
+    found: set[tuple[str, str, str]] = set()
+    for match in DECORATED.finditer(text):
+        written, arguments, function = match["callee"], match["arguments"] or "", match["function"]
+        callee = meanings(written)
+        impl = prefix + function  # the ``def`` it decorates
+        if not decorators.isdisjoint(callee):
+            qualified = QUALIFIED_OP.match(arguments)
+            if qualified is not None:
+                found.add((qualified["namespace"], qualified["name"], impl))
+        elif written.rsplit(".", 1)[-1].endswith(HELPER_SUFFIX) and not OTHER_LIBRARY.search(arguments):
+            named = OP_NAME_KEYWORD.search(arguments)
+            found.update((helper_namespace(helper), named["name"] if named is not None else function, impl)
+                         for helper in callee)
+    if HELPER_SUFFIX in text:
+        for node in ast.walk(tree):
+            written = ast_dotted(node.func) if type(node) is ast.Call else None
+            if written is not None and written.rsplit(".", 1)[-1].endswith(HELPER_SUFFIX):
+                registered = _helper_registration(node)
+                if registered is not None:
+                    name, function = registered
+                    found.update(
+                        (helper_namespace(helper), name, impl) for helper in meanings(written) for impl in meanings(function)
+                    )
+    return tuple(sorted(found))
+
+
+def _helper_registration(call: ast.Call) -> tuple[str, str] | None:
+    """``direct_register_custom_op(op_name="x", op_func=impl)`` (or the two positionally): the
+    op's name and the function as written."""
+    keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
+    if "target_lib" in keywords:
+        return None  # another library: of a namespace not read here
+    name, function = keywords.get("op_name"), keywords.get("op_func")
+    positional = [a for a in call.args if type(a) is not ast.Starred]
+    if name is None and positional:
+        name = positional[0]
+    if function is None and len(positional) > 1:
+        function = positional[1]
+    if type(name) is not ast.Constant or type(name.value) is not str or function is None:
+        return None
+    written = ast_dotted(function)
+    return (name.value, written) if written is not None else None
+
+
+class PythonOpTable:
+    """The custom ops the run implements in Python, over every file's outline: ``(namespace, op
+    name)`` -> the function, where exactly one function registers it (an op two files register,
+    one per platform, is left of unknown code: a call cannot tell which runs).
+
+    ``calls``: per file, the ops its ``ops.<namespace>.<name>`` chains may name that the run
+    implements, as ``FileProjectNames.python_ops``."""
+
+    def __init__(self, outlines: list[FileOutline]) -> None:
+        registered: dict[tuple[str, str], set[str]] = {}
+        for o in outlines:
+            for namespace, name, function in o.op_impls:
+                registered.setdefault((namespace, name), set()).add(function)
+        table = {op: next(iter(functions)) for op, functions in registered.items() if len(functions) == 1}
+        self.calls: dict[str, tuple[tuple[str, str, str], ...]] = {}
+        if not table:
+            return
+        for o in outlines:
+            found = set()
+            for key in o.op_calls:
+                if key in table:
+                    found.add((*key, table[key]))
+            if found:
+                self.calls[o.path] = tuple(sorted(found))
+
+
+class ProjectNames:
+    """What each file of a run hears from the others (``FileProjectNames``), from every file's
+    outline: its bases that are ``nn.Module`` subclasses (``ModuleClasses``), and the custom ops
+    it may call that the run implements in Python (``PythonOpTable``)."""
+
+    def __init__(self, outlines: list[FileOutline], module_classes: ModuleClasses | None = None) -> None:
+        bases = (module_classes or ModuleClasses(outlines)).bases
+        ops = PythonOpTable(outlines).calls
+        self.by_path: dict[str, FileProjectNames] = {
+            path: FileProjectNames(bases.get(path, ()), ops.get(path, ())) for path in bases.keys() | ops.keys()
+        }
+
+    def of(self, path: str) -> FileProjectNames:
+        return self.by_path.get(path, NOTHING_FROM_THE_PROJECT)
 
 
 class ModuleClasses:
@@ -632,9 +774,9 @@ class ProjectPlan:
         self._sink_kept: set[int] = set()
         self._hot_kept: set[int] = set()
         self._other_kept: set[int] = set()
-        with span("project plan: module classes"):
+        with span("project plan: module classes and python ops"):
             self._module_classes = ModuleClasses(outlines)
-        self.bases = self._module_classes.bases
+            self.names = ProjectNames(outlines, self._module_classes)
         with span("project plan: closure"):
             self.kept = self._close(outlines)
 
@@ -776,6 +918,13 @@ class ProjectPlan:
                     if bound is None or bound:
                         kept.add(unit_id)
                         add(target, bound)
+        # A custom op implemented in Python is a call of its function (``PythonOps``), which the
+        # scout reads as a sink: the function is kept, every parameter of it mattering.
+        for o in outlines:
+            if o.at_sinks:
+                for _, _, function in self.names.of(o.path).python_ops:
+                    for target in self._resolver.targets(function):
+                        add(target, None)
         while todo:
             unit_id = todo.popleft()
             kept.add(unit_id)
@@ -791,7 +940,7 @@ class ProjectPlan:
 
     def kept_by_file(self) -> KeptPlan:
         """What the plan keeps of each file, without the outlines: what a cache stores."""
-        return KeptPlan({path: self.units_to_keep(path) for path in self.outlines}, self.bases)
+        return KeptPlan({path: self.units_to_keep(path) for path in self.outlines}, self.names)
 
     def units_to_keep(self, path: str) -> KeptUnits | None:
         """The function units of ``path`` to parse; None: parse it whole."""
@@ -849,7 +998,7 @@ class KeptPlan:
     reads it back from the cache instead of outlining and planning again."""
 
     kept: dict[str, KeptUnits | None]
-    bases: dict[str, tuple[str, ...]] = field(default_factory=dict)  # ``ModuleClasses.bases``
+    names: ProjectNames | None = None
 
     def units_to_keep(self, path: str) -> KeptUnits | None:
         return self.kept.get(path)

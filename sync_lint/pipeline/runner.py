@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from sync_lint import config
 from sync_lint.analysis.modules import is_package_init
+from sync_lint.analysis.project_names import NOTHING_FROM_THE_PROJECT, FileProjectNames
 from sync_lint.diagnostics import Diagnostic
 from sync_lint.pipeline import cache as cache_stage
 from sync_lint.pipeline import collector, prefilter, profile, scout, suppress
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
         FileOutline,
         KeptPlan,
         KeptUnits,
+        ProjectNames,
         ProjectPlan,
     )
 
@@ -68,24 +70,23 @@ class Linter:
     # -- per file -------------------------------------------------------------------------
     def lint_one(
         self, path: str, kept: KeptUnits | None = None, scope: RunScope | None = None, source: SourceFile | None = None,
-        module_bases: tuple[str, ...] = (),
+        project: FileProjectNames = NOTHING_FROM_THE_PROJECT,
     ) -> FileFacts:
         """``kept``: the functions to parse (``project_plan``); None: all. ``source``: the file as
         this run already read it (a small run reads its files first to choose its rules); None:
-        read it now. ``module_bases``: its bases that other files define as ``nn.Module``
-        subclasses (``project_plan.ModuleClasses``)."""
+        read it now. ``project``: what the run's other files tell of it (``ProjectNames``)."""
         scope = scope or self.whole_project
 
         def lint(source: SourceFile) -> FileFacts:
             return lint_source(
-                source, self.settings, scope.rules, alone=scope.scout, kept=kept, module_bases=module_bases
+                source, self.settings, scope.rules, alone=scope.scout, kept=kept, project=project
             )
 
         if self.cache is not None:
             # The module name is part of what the facts hold (their summaries' names), and the
             # file's text does not decide it: adding an ``__init__.py`` above it changes it. Nor
-            # does it decide which of its bases other files make modules.
-            variant = (kept, scope.key(), module_name_for(path), module_bases)
+            # does it decide what other files tell of it.
+            variant = (kept, scope.key(), module_name_for(path), project)
             return self.cache.lint_path(path, lint, variant=variant, source=source)
         return lint_path(path, lint) if source is None else lint(source)
 
@@ -115,12 +116,14 @@ class Linter:
                 return unreadable(path, error)
         return make(source)
 
-    def lint_source(self, source: SourceFile, alone: bool = False, module_bases: tuple[str, ...] = ()) -> FileFacts:
+    def lint_source(
+        self, source: SourceFile, alone: bool = False, project: FileProjectNames = NOTHING_FROM_THE_PROJECT,
+    ) -> FileFacts:
         """Whole-file lint (the fix loop and the API use it: they need exact fixes). ``alone``:
         the file is all there is (an editor's buffer): only the rules that can report in it run.
-        ``module_bases``: as for ``lint_one`` (the fix loop's run found them)."""
+        ``project``: as for ``lint_one`` (the fix loop's run found it)."""
         scope = self.scope_of([source.text], module_name_for(source.path)) if alone else self.whole_project
-        return lint_source(source, self.settings, scope.rules, module_bases=module_bases)
+        return lint_source(source, self.settings, scope.rules, project=project)
 
     def scope_of(self, texts: list[str], module_name: str | None = None) -> RunScope:
         """What a run of just these files needs (``prefilter.rules_that_can_report``); a run of
@@ -149,24 +152,24 @@ class Linter:
     def lint_all(
         self, paths: list[str], jobs: int | None = None, progress=None, plan: ProjectPlan | KeptPlan | None = None,
         pool: _Pool | None = None, scope: RunScope | None = None, sources: dict[str, SourceFile] | None = None,
-        bases: dict[str, tuple[str, ...]] | None = None,
+        names: ProjectNames | None = None,
     ) -> list[FileFacts]:
         """Facts of ``paths``, in order. ``plan``: the project plan (None: parse whole).
         ``pool``: a started worker pool to use; without one, a pool is started for this call
         when the input is large enough to pay for it. ``scope``: the rules to run, for a small
         run (always linted here, in this process), and ``sources`` the files it read to choose
-        them. ``bases``: per file, its bases that other files make modules (``ModuleClasses``;
-        the plan's own where there is one)."""
+        them. ``names``: what each file hears from the others (``ProjectNames``; the plan's own
+        where there is one)."""
         sources = sources or {}
-        bases = plan.bases if plan is not None else bases or {}
+        names = plan.names if plan is not None else names
         kept = [plan.units_to_keep(path) if plan is not None else None for path in paths]
-        items = [(path, keep, bases.get(path, ())) for path, keep in zip(paths, kept)]
+        items = [(path, keep, names.of(path) if names else NOTHING_FROM_THE_PROJECT) for path, keep in zip(paths, kept)]
         if pool is None:
             jobs = jobs or os.cpu_count() or 1
             if len(paths) < PARALLEL_THRESHOLD or jobs == 1:
                 results = []
-                for path, keep, module_bases in items:
-                    results.append(self.lint_one(path, keep, scope, sources.get(path), module_bases))
+                for path, keep, project in items:
+                    results.append(self.lint_one(path, keep, scope, sources.get(path), project))
                     if progress:
                         progress(1)
                 return results
@@ -174,11 +177,9 @@ class Linter:
                 return started.map(_worker_lint_batch, items, progress, _lint_costs(paths, kept))
         return pool.map(_worker_lint_batch, items, progress, _lint_costs(paths, kept))
 
-    def bases_all(
-        self, paths: list[str], pool: _Pool | None, sources: dict[str, SourceFile],
-    ) -> dict[str, tuple[str, ...]]:
-        """Per file, its bases that other files make modules, for the plain path (which makes no
-        plan): every file's imports and classes read as the outline reads them."""
+    def names_all(self, paths: list[str], pool: _Pool | None, sources: dict[str, SourceFile]) -> ProjectNames:
+        """What each file hears from the others, for the plain path (which makes no plan): every
+        file's imports, classes and op registrations read as the outline reads them."""
         from sync_lint.pipeline import project_plan
 
         with profile.span("outline: names"):
@@ -186,7 +187,7 @@ class Linter:
                 outlines = [_names_outline(self.settings, path, sources.get(path)) for path in paths]
             else:
                 outlines = pool.map(_worker_names_batch, paths, costs=[_file_size(path) for path in paths])
-        return project_plan.ModuleClasses(outlines).bases
+        return project_plan.ProjectNames(outlines)
 
     def outline_all(
         self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
@@ -231,15 +232,15 @@ class Linter:
                 with profile.span("prefilter"):
                     lone_module = module_name_for(next(iter(sources))) if len(sources) == 1 else None
                     scope = self.scope_of([source.text for source in sources.values()], lone_module)
-            bases: dict[str, tuple[str, ...]] = {}
+            names = None
             if self.fast and len(paths) > 1:
                 plan = self.outline_all(paths, pool, scope, sources)
-                bases = plan.bases
+                names = plan.names
             elif len(paths) > 1:
-                bases = self.bases_all(paths, pool, sources)
-            facts = self.lint_all(paths, jobs, progress, plan=plan, pool=pool, scope=scope, sources=sources, bases=bases)
+                names = self.names_all(paths, pool, sources)
+            facts = self.lint_all(paths, jobs, progress, plan=plan, pool=pool, scope=scope, sources=sources, names=names)
             with profile.span("project summaries"):
-                index = ProjectIndex(facts, follow_unread=len(paths) > 1, module_bases=bases)
+                index = ProjectIndex(facts, follow_unread=len(paths) > 1, names=names)
             with profile.span("cross-file findings and noqa"):
                 diagnostics = [self.finalize(file_facts, index) for file_facts in facts]
             # A masked file with a reported finding whose fix needs the whole module
@@ -248,7 +249,7 @@ class Linter:
             if redo:
                 with profile.span("whole files for fixes"):
                     again = self.lint_all([facts[i].path for i in redo], jobs, pool=pool if len(redo) > 1 else None,
-                                          scope=scope, sources=sources, bases=bases)
+                                          scope=scope, sources=sources, names=names)
                     for i, whole in zip(redo, again):
                         facts[i] = whole
                         diagnostics[i] = self.finalize(whole, index)
@@ -387,10 +388,10 @@ def _worker_init(linter: Linter, profiling: bool) -> None:
         profile.enable()
 
 
-def _worker_lint_batch(batch: list[tuple[str, KeptUnits | None, tuple[str, ...]]]):
+def _worker_lint_batch(batch: list[tuple[str, KeptUnits | None, FileProjectNames]]):
     """A batch's facts, and the worker's profile totals for it (None when not profiling)."""
     assert _WORKER_LINTER is not None
-    facts = [_WORKER_LINTER.lint_one(path, kept, module_bases=bases) for path, kept, bases in batch]
+    facts = [_WORKER_LINTER.lint_one(path, kept, project=project) for path, kept, project in batch]
     profiler = profile.active()
     return facts, profiler.take() if profiler is not None else None
 
