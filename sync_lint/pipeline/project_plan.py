@@ -122,6 +122,9 @@ class UnitOutline:
     # Whether its text holds the words of a hot-scope rule that reports only at sites of its own
     # (``Rule.own_site_words``): kept wherever hot code may reach it, syncing or not.
     own_sites: bool = False
+    # For the GPU1xx plan: the ``(namespace, op name)`` of the ``ops.<namespace>.<name>`` chains
+    # its text holds (an op the run implements in Python is a call of that function).
+    op_calls: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -239,6 +242,10 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
             plan, tree, module_name, found.imports, settings["alias-modules"], whole=seeds is None,
             sink_scout=file_scout if found.at_sinks else None,
         )
+    if found.at_sinks and found.op_calls:
+        for unit in found.units:
+            text = plan.text_outside_functions if unit.index == MODULE_CODE else plan.unit_text(plan.units[unit.index])
+            unit.op_calls = tuple(sorted(set(_OP_CALL.findall(text)))) if "ops" in text else ()
     own_words = [pattern for rule in active if (pattern := prefilter.own_site_words(rule)) is not None]
     if own_words:
         with_words = {index for pattern in own_words for index in plan.matching(pattern, set())}
@@ -919,12 +926,17 @@ class ProjectPlan:
                         kept.add(unit_id)
                         add(target, bound)
         # A custom op implemented in Python is a call of its function (``PythonOps``), which the
-        # scout reads as a sink: the function is kept, every parameter of it mattering.
+        # scout reads as a sink: where a unit may hand a suspect value to a sink, the function
+        # of each such op it names is kept, every parameter of it mattering.
         for o in outlines:
-            if o.at_sinks:
-                for _, _, function in self.names.of(o.path).python_ops:
-                    for target in self._resolver.targets(function):
-                        add(target, None)
+            implemented = {(namespace, name): function for namespace, name, function in self.names.of(o.path).python_ops}
+            if not implemented:
+                continue
+            for unit in o.units:
+                if unit.op_calls and facts.reports.get(self._ids[(o.path, unit.index)]):
+                    for function in filter(None, map(implemented.get, unit.op_calls)):
+                        for target in self._resolver.targets(function):
+                            add(target, None)
         while todo:
             unit_id = todo.popleft()
             kept.add(unit_id)
