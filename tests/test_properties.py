@@ -54,15 +54,22 @@ def assert_parses(text: str) -> None:
 
 def _caller_of(text: str) -> str:
     """A hot method calling each top-level function of ``example`` with a column view: the
-    callers and callees the plan must keep across files."""
+    callers and callees the plan must keep across files; and a subclass of each of its classes
+    whose ``forward`` syncs, hot where ``example`` makes that class a module (the run's question
+    of module classes, ``project_plan.ModuleClasses``)."""
     import ast
 
     try:
-        names = [node.name for node in ast.parse(text).body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        body = ast.parse(text).body
     except (SyntaxError, ValueError):
-        names = []
+        body = []
+    names = [node.name for node in body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
     calls = "".join(f"        example.{name}(table[:, 0])\n" for name in names) or "        pass\n"
-    return f"import example\n\n\nclass CallerMetadataBuilder:\n    def build(self, table):\n{calls}"
+    subclasses = "".join(
+        f"\n\nclass Sub{index}(example.{node.name}):\n    def forward(self, x):\n        torch.cuda.synchronize()\n"
+        for index, node in enumerate(node for node in body if isinstance(node, ast.ClassDef))
+    )
+    return f"import example\nimport torch\n\n\nclass CallerMetadataBuilder:\n    def build(self, table):\n{calls}{subclasses}"
 
 
 def masked_equals_whole(text: str) -> None:
