@@ -88,7 +88,8 @@ OPTIONS: dict[str, Option] = {
     "hot-method-patterns": Option(
         list,
         ["build", "_build_*", "build_for_cudagraph_capture", "forward"],
-        "Methods that are hot inside hot classes, and `forward` of nn.Module subclasses.",
+        "Methods that are hot inside hot classes and inside nn.Module subclasses (for a model, `forward`; "
+        "a model's method named like a builder's, `_build_*`, counts too).",
     ),
     # The engines' per-step classes besides the metadata builders, each with the methods of its
     # own contract: vLLM's attention implementations (``FlashAttentionImpl.forward``,
