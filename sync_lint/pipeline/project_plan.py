@@ -48,18 +48,9 @@ import zlib
 from collections import deque
 from dataclasses import dataclass, field
 
+from sync_lint.analysis import op_words
 from sync_lint.analysis.hot_words import HotNames, is_module_base, matches
 from sync_lint.analysis.modules import LIBRARY_ROOTS, resolve_relative
-from sync_lint.analysis.op_words import (
-    DECORATED,
-    HELPER_SUFFIX,
-    OP_DECORATORS,
-    OP_NAME_KEYWORD,
-    OTHER_LIBRARY,
-    QUALIFIED_OP,
-    helper_namespace,
-    may_register,
-)
 from sync_lint.analysis.project_names import NOTHING_FROM_THE_PROJECT, FileProjectNames
 from sync_lint.config import Settings
 from sync_lint.pipeline import collector, prefilter
@@ -362,7 +353,7 @@ def _read_ops(found: FileOutline, tree: ast.Module, text: str) -> None:
     ``op_calls``)."""
     if "ops" in text:
         found.op_calls = tuple(sorted(set(_OP_CALL.findall(text))))
-    if may_register(text):
+    if op_words.may_register(text):
         found.op_impls = _op_registrations(tree, text, found.module_name, found.imports)
 
 
@@ -382,11 +373,12 @@ def _op_registrations(
             return {full + ("." + rest if rest else "") for full in imports[head]}
         return {prefix + written}
 
-    decorators = set(OP_DECORATORS)
+    decorators = set(op_words.OP_DECORATORS)
     todo = list(tree.body)
     while todo:  # module code and its blocks: the names bound to a registering decorator
         statement = todo.pop()
-        if type(statement) is ast.Assign and not OP_DECORATORS.isdisjoint(meanings(ast_dotted(statement.value) or "")):
+        value = ast_dotted(statement.value) if type(statement) is ast.Assign else None
+        if value is not None and not op_words.OP_DECORATORS.isdisjoint(meanings(value)):
             decorators.update(prefix + t.id for t in statement.targets if type(t) is ast.Name)
         elif type(statement) not in _DEFINITIONS:
             for block in BLOCK_FIELDS:
@@ -394,29 +386,33 @@ def _op_registrations(
                 if type(inner) is list:
                     todo.extend(inner)
     found: set[tuple[str, str, str]] = set()
-    for match in DECORATED.finditer(text):
+    for match in op_words.DECORATED.finditer(text):
         written, arguments, function = match["callee"], match["arguments"] or "", match["function"]
         callee = meanings(written)
         impl = prefix + function  # the ``def`` it decorates
         if not decorators.isdisjoint(callee):
-            qualified = QUALIFIED_OP.match(arguments)
+            qualified = op_words.QUALIFIED_OP.match(arguments)
             if qualified is not None:
                 found.add((qualified["namespace"], qualified["name"], impl))
-        elif written.rsplit(".", 1)[-1].endswith(HELPER_SUFFIX) and not OTHER_LIBRARY.search(arguments):
-            named = OP_NAME_KEYWORD.search(arguments)
-            found.update((helper_namespace(helper), named["name"] if named is not None else function, impl)
-                         for helper in callee)
-    if HELPER_SUFFIX in text:
+        elif _names_helper(written) and not op_words.OTHER_LIBRARY.search(arguments):
+            named = op_words.OP_NAME_KEYWORD.search(arguments)
+            name = named["name"] if named is not None else function
+            found.update((op_words.helper_namespace(helper), name, impl) for helper in callee)
+    if op_words.HELPER_SUFFIX in text:
         for node in ast.walk(tree):
             written = ast_dotted(node.func) if type(node) is ast.Call else None
-            if written is not None and written.rsplit(".", 1)[-1].endswith(HELPER_SUFFIX):
+            if written is not None and _names_helper(written):
                 registered = _helper_registration(node)
                 if registered is not None:
                     name, function = registered
-                    found.update(
-                        (helper_namespace(helper), name, impl) for helper in meanings(written) for impl in meanings(function)
-                    )
+                    namespaces = {op_words.helper_namespace(helper) for helper in meanings(written)}
+                    found.update((namespace, name, impl) for namespace in namespaces for impl in meanings(function))
     return tuple(sorted(found))
+
+
+def _names_helper(written: str) -> bool:
+    """Does a callee as written name a registering helper (``*register_custom_op``)?"""
+    return written.rsplit(".", 1)[-1].endswith(op_words.HELPER_SUFFIX)
 
 
 def _helper_registration(call: ast.Call) -> tuple[str, str] | None:
