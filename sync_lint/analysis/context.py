@@ -53,7 +53,6 @@ class FileContext:
         # What the run's other files tell of it: its bases that are modules, the custom ops it
         # calls that they implement in Python (nothing for a file checked on its own).
         self.project = project
-        self.module_bases = frozenset(project.module_bases)
         # The top-level functions and methods masked out of the parse, as ``(class or None,
         # name)``: the file defines them all the same (``defines_method``).
         self.masked = masked

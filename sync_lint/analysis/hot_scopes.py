@@ -94,8 +94,8 @@ class HotScopes:
     def _nn_module_classes(self) -> set[str]:
         """The classes of this file that are ``nn.Module`` subclasses: by a base of torch's, a
         class of this file that is one, or a base another file of the run defines as one
-        (``FileContext.module_bases``, from the project's outlines: ``project_plan.ModuleClasses``)."""
-        project_modules = self.ctx.module_bases
+        (``FileContext.project``, from the run's outlines: ``project_plan.ModuleClasses``)."""
+        project_modules = frozenset(self.ctx.project.module_bases)
         found: set[str] = set()
         changed = True
         while changed:

@@ -49,7 +49,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from sync_lint.analysis import op_words
-from sync_lint.analysis.hot_words import HotNames, is_module_base, matches
+from sync_lint.analysis.hot_words import is_module_base, matches
 from sync_lint.analysis.modules import LIBRARY_ROOTS, resolve_relative
 from sync_lint.analysis.project_names import NOTHING_FROM_THE_PROJECT, FileProjectNames
 from sync_lint.config import Settings
@@ -310,7 +310,7 @@ def _class_outlines(
     to name the units of hot-named methods (None: not needed)."""
     prefix = f"{module_name}." if module_name else ""
     aliases = settings["alias-modules"]
-    method_patterns = HotNames(settings).method_patterns
+    method_patterns = settings["hot-method-patterns"]
     found: list[ClassOutline] = []
 
     def visit(body: list[ast.stmt], outer: str | None) -> None:
