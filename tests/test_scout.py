@@ -919,7 +919,8 @@ def test_scopes_from_nodes_by_kind_equal_a_walk_of_each_scope(name):
     tree = ast.parse(text)
     roots = flows._scopes(tree)
     walked = [flows._calls_and_bindings(scope) for scope in roots]
-    bucketed = flows._calls_and_bindings_by_scope(roots, FileNames(tree, SETTINGS).of)
+    scope_at = flows._scope_at(roots)
+    bucketed = flows._calls_and_bindings_by_scope(scope_at, len(roots), FileNames(tree, SETTINGS).of)
 
     def ids(found):
         calls, bindings = found
@@ -931,7 +932,82 @@ def test_scopes_from_nodes_by_kind_equal_a_walk_of_each_scope(name):
         return sorted(found.loops), sorted(found.later), sorted(found.unordered)
 
     names = FileNames(tree, SETTINGS)
-    assert [order(o) for o in flows._Order.by_scope(roots, names.of)] == [order(flows._Order.of_roots(r)) for r in roots]
+    assert [order(o) for o in flows._Order.by_scope(roots, scope_at, names.of)] == [
+        order(flows._Order.of_roots(r)) for r in roots
+    ]
+
+
+def _source_tests():
+    """Each test ``suspects`` is asked with, and the kinds it declares it marks."""
+    from sync_lint.pipeline.scout import sinks, syncs
+
+    return {
+        "views": (sinks._makes_view, sinks._VIEW_KINDS),
+        "unit stride": (sinks._may_lose_unit_stride, sinks._VIEW_KINDS),
+        "devices": (syncs._names_a_device, syncs._DEVICE_KINDS),
+        "masks": (syncs._may_make_a_mask, syncs._MASK_KINDS),
+    }
+
+
+QUIET_SAMPLE = '''\
+import torch
+
+class Layer:
+    def setup(self, w):
+        self.table = w[:, 0]              # a view kept on the instance
+        self.plain = w
+
+    def reads_the_view(self, x):
+        t = self.table                    # no view here, but an attribute that holds one
+        return kernel(t, x)
+
+    def reads_plain(self, x):
+        y = self.plain
+        return kernel(y, x)
+
+    def quiet(self, x, n):
+        z = x + n
+        return kernel(z)
+
+def helper(a, device):
+    b = a.to(device)
+    m = b > 0
+    return b[m]
+'''
+
+
+@pytest.mark.parametrize("name", ["sample", *sorted(str(p) for p in (ROOT / "fixtures").rglob("*.py"))[:60]])
+def test_quiet_scopes_answer_as_scopes_walked_whole(name):
+    """A scope with no node its source test marks (``flows.suspects(source_kinds=...)``) leaves
+    its bindings' facts unmade; every question asked of it (each expression of the file, each
+    binding's reads) must be answered as when every scope's facts are made; and each source
+    test marks no node of a kind it does not declare."""
+    import ast
+
+    from sync_lint.pipeline.scout import flows
+    from sync_lint.pipeline.scout.syntax import FileNames, walk
+
+    text = QUIET_SAMPLE if name == "sample" else Path(name).read_text()
+    tree = ast.parse(text)
+    names = FileNames(tree, SETTINGS)
+    tests = _source_tests()
+    quiet_seen = False
+    for label, (is_source, kinds) in tests.items():
+        for node in walk(tree):
+            assert not is_source(node) or isinstance(node, kinds), (label, ast.dump(node))
+        whole, whole_attributes = flows.suspects(tree, is_source, nodes_of=names.of)
+        lazy, lazy_attributes = flows.suspects(tree, is_source, nodes_of=names.of, source_kinds=kinds)
+        assert lazy_attributes == whole_attributes, label
+        for walked, quiet in zip(whole, lazy):
+            quiet_seen |= quiet._bindings is None
+            for root in walked.roots:
+                for node in walk(root):
+                    if isinstance(node, ast.expr):
+                        assert quiet.suspect(node, lazy_attributes) == walked.suspect(node, whole_attributes), (
+                            label, ast.dump(node)
+                        )
+            assert list(quiet.bound_and_read()) == list(walked.bound_and_read()), label
+    assert quiet_seen or name != "sample"
 
 
 IMPORTS_SAMPLE = '''\

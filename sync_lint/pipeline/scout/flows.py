@@ -36,9 +36,8 @@ class ParameterFlows:
         """A name (an attribute as ``.name``) -> what its values read."""
         reads: dict[str, set[str]] = {}
         if self._scope is not None:
-            for binding in self._scope.bindings:
-                read = binding.value.keys()
-                for key in (*binding.names, *("." + attribute for attribute in binding.shared | binding.local)):
+            for bound, read in self._scope.bound_and_read():
+                for key in bound:
                     reads.setdefault(key, set()).update(read)
         else:
             for targets, value, _ in self._bindings:
@@ -182,22 +181,31 @@ def _bound_parts(targets: list[ast.expr], shared_through: str | None) -> tuple[s
     return names, shared, local
 
 
-def suspects(tree: ast.Module, is_source, prune=None, nodes_of=None, only=None) -> tuple[list[ScopeFacts], set[str]]:
+def suspects(
+    tree: ast.Module, is_source, prune=None, nodes_of=None, only=None, source_kinds: tuple[type, ...] | None = None,
+) -> tuple[list[ScopeFacts], set[str]]:
     """Each scope's facts (``_scopes``), with the names that may hold a value ``is_source``
     marks (a node that makes one), and the attributes any assignment of the file gives one.
     ``prune``: expressions whose value is never suspect, whatever they read. ``nodes_of``:
     every node of a kind in the tree (``FileNames.of``), which spares a walk of each scope.
     ``only``: a test of a scope's roots; the scopes it fails get no facts, and the caller
-    vouches that they neither make a suspect value nor read an attribute that may hold one."""
+    vouches that they neither make a suspect value nor read an attribute that may hold one.
+    ``source_kinds``: the only node kinds ``is_source`` may mark (with ``nodes_of``): a scope
+    with no such node is quiet (``ScopeFacts``), and most scopes of a file are."""
     scope_roots = _scopes(tree)
+    quiet_reads: list[set[str] | None] = [None] * len(scope_roots)
     if nodes_of is None:
         parts = [_calls_and_bindings(roots) for roots in scope_roots]
         orders = [_Order.of_roots(roots) for roots in scope_roots]
     else:
-        parts = _calls_and_bindings_by_scope(scope_roots, nodes_of)
-        orders = _Order.by_scope(scope_roots, nodes_of)
+        scope_at = _scope_at(scope_roots)
+        parts = _calls_and_bindings_by_scope(scope_at, len(scope_roots), nodes_of)
+        orders = _Order.by_scope(scope_roots, scope_at, nodes_of)
+        if source_kinds is not None:
+            quiet_reads = _quiet_scopes(scope_at, len(scope_roots), is_source, source_kinds, nodes_of)
     scopes = [
-        ScopeFacts(roots, is_source, prune, found, order) for roots, found, order in zip(scope_roots, parts, orders)
+        ScopeFacts(roots, is_source, prune, found, order, quiet)
+        for roots, found, order, quiet in zip(scope_roots, parts, orders, quiet_reads)
         if only is None or only(roots)
     ]
     attributes: set[str] = set()
@@ -258,10 +266,9 @@ class _Order:
         return order
 
     @classmethod
-    def by_scope(cls, scope_roots: list[list[ast.AST]], nodes_of) -> list[_Order]:
+    def by_scope(cls, scope_roots: list[list[ast.AST]], scope_at, nodes_of) -> list[_Order]:
         """``of_roots`` of each scope, from the file's nodes by kind (as
         ``_calls_and_bindings_by_scope``)."""
-        scope_at = _scope_at(scope_roots)
         own = {id(root) for roots in scope_roots for root in roots if type(root) in FUNCTIONS}
         orders = [cls() for _ in scope_roots]
         for kind in (*_LOOP_KINDS, *_LATER_KINDS, ast.Global, ast.Nonlocal, ast.NamedExpr):
@@ -283,12 +290,10 @@ class _Order:
         return bound <= read or any(first <= read and bound <= last for first, last in self.loops)
 
 
-def _calls_and_bindings_by_scope(scope_roots: list[list[ast.AST]], nodes_of) -> list[tuple[list, list]]:
-    """``_calls_and_bindings`` of each scope, from the file's nodes by kind: a node belongs to
-    the function scope whose lines (decorators included) hold its first line, else to the last
-    scope (the rest)."""
-    scope_at = _scope_at(scope_roots)
-    found: list[tuple[list, list]] = [([], []) for _ in scope_roots]
+def _calls_and_bindings_by_scope(scope_at, count: int, nodes_of) -> list[tuple[list, list]]:
+    """``_calls_and_bindings`` of each of ``count`` scopes, from the file's nodes by kind: a node
+    belongs to the scope ``scope_at`` its first line (``_scope_at``)."""
+    found: list[tuple[list, list]] = [([], []) for _ in range(count)]
     for call in nodes_of(ast.Call):
         index = scope_at(call.lineno)
         if index is not None:
@@ -302,6 +307,24 @@ def _calls_and_bindings_by_scope(scope_roots: list[list[ast.AST]], nodes_of) -> 
             if index is not None:
                 found[index][1].append(bound)
     return found
+
+
+def _quiet_scopes(scope_at, count: int, is_source, source_kinds: tuple[type, ...], nodes_of) -> list[set[str] | None]:
+    """For each of ``count`` scopes with no node ``is_source`` marks (of ``source_kinds``), the
+    attributes it reads (``ScopeFacts``: only one of them holding a suspect value can make a
+    binding of it suspect); None for the others. Parts a ``prune`` leaves out count here too:
+    a scope is quiet only when it surely is."""
+    sourced: set[int | None] = set()
+    for kind in source_kinds:
+        for node in nodes_of(kind):
+            if is_source(node):
+                sourced.add(scope_at(node.lineno))
+    quiet: list[set[str] | None] = [None if index in sourced else set() for index in range(count)]
+    for node in nodes_of(ast.Attribute):
+        index = scope_at(node.lineno)
+        if index is not None and (reads := quiet[index]) is not None:
+            reads.add(node.attr)
+    return quiet
 
 
 def _scope_at(scope_roots: list[list[ast.AST]]):
@@ -346,36 +369,66 @@ class ScopeFacts:
     by its dotted name (``flow.target_key``): that name is suspect here (``local_keys``), and so
     is any read of it or of an attribute of it (``layer.w.data.view(...)``), not
     ``layer.scale.data``. Outside every function (module code, class bodies, nested classes'
-    methods) every attribute counts across the file."""
+    methods) every attribute counts across the file.
+
+    A quiet scope (no node of it may make a suspect value: ``suspects``) has a suspect binding
+    only where it reads an attribute that holds one; until it does, the facts of its bindings,
+    a walk of each value and most of the cost, are not made."""
 
     def __init__(self, roots: list[ast.AST], is_source, prune=None, calls_and_bindings=None,
-                 order: _Order | None = None) -> None:
+                 order: _Order | None = None, quiet_reads: set[str] | None = None) -> None:
         """``calls_and_bindings``: ``_calls_and_bindings(roots)``, and ``order``:
-        ``_Order.of_roots(roots)``, where the caller has them."""
+        ``_Order.of_roots(roots)``, where the caller has them. ``quiet_reads``: for a quiet
+        scope, the attributes it reads (None: not known to be quiet)."""
         self.roots = roots
         self.is_source = is_source
         self.prune = prune
-        self.calls, bindings = calls_and_bindings or _calls_and_bindings(roots)
+        self.calls, self._bound = calls_and_bindings or _calls_and_bindings(roots)
         self._order = order or _Order.of_roots(roots)
-        root = roots[0] if len(roots) == 1 and type(roots[0]) in FUNCTIONS else None
-        if root is None:
-            shared_through: str | None = ""  # outside every function: through anything
-        else:
-            positional = positional_names(root.args)
-            shared_through = positional[0] if positional else None
-        self.bindings: list[_Binding] = []
-        for targets, value, line in bindings:
-            names, shared, local = _bound_parts(targets, shared_through)
-            facts = _ExprFacts(value, is_source, prune)
-            self.bindings.append(_Binding(names, shared, local, facts, line, self._read_at(value)))
+        self._quiet_reads = quiet_reads
+        self._bindings: list[_Binding] | None = None
         # name -> the lines of its suspect bindings (0: reaches every read)
         self._suspect_lines: dict[str, list[int]] = {}
         self.suspect_attributes: set[str] = set()
         self.local_keys: set[str] = set()
         self._facts: dict[int, _ExprFacts] = {}
 
+    @property
+    def bindings(self) -> list[_Binding]:
+        if self._bindings is None:
+            shared_through = self._shared_through()
+            self._bindings = []
+            for targets, value, line in self._bound:
+                names, shared, local = _bound_parts(targets, shared_through)
+                facts = _ExprFacts(value, self.is_source, self.prune)
+                self._bindings.append(_Binding(names, shared, local, facts, line, self._read_at(value)))
+        return self._bindings
+
+    def bound_and_read(self):
+        """Each binding's names and attributes (``.name``; ``.a.b`` by dotted name where it is
+        followed here only: ``_bound_parts``), and the names and attributes its value reads,
+        the facts of a quiet scope's bindings left unmade."""
+        if self._bindings is not None:
+            for binding in self._bindings:
+                yield (*binding.names, *("." + a for a in binding.shared | binding.local)), binding.value.keys()
+            return
+        shared_through = self._shared_through()
+        for targets, value, _ in self._bound:
+            names, shared, local = _bound_parts(targets, shared_through)
+            yield (*names, *("." + a for a in shared | local)), _read_keys(value)
+
+    def _shared_through(self) -> str | None:
+        """The name attributes shared across the file are assigned through (``_bound_parts``)."""
+        roots = self.roots
+        if len(roots) != 1 or type(roots[0]) not in FUNCTIONS:
+            return ""  # outside every function: through anything
+        positional = positional_names(roots[0].args)
+        return positional[0] if positional else None
+
     def close(self, attributes: set[str]) -> None:
         """Grow the suspect bindings to a fixpoint, given the file's suspect attributes."""
+        if self._bindings is None and self._quiet_reads is not None and self._quiet_reads.isdisjoint(attributes):
+            return  # quiet, and reads none of them: no binding of it can be suspect
         unordered = self._order.unordered
         grown = True
         while grown:
@@ -395,7 +448,9 @@ class ScopeFacts:
                     self.local_keys |= binding.local
 
     def suspect(self, node: ast.expr, attributes: set[str]) -> bool:
-        """May ``node`` be suspect, given the file's suspect attributes?"""
+        """May ``node`` (of this scope) be suspect, given the file's suspect attributes?"""
+        if self._bindings is None and self._quiet_reads is not None and self._quiet_reads.isdisjoint(attributes):
+            return False  # as ``close``: nothing of it can be
         facts = self.facts(node)
         if facts.makes_one:
             return True

@@ -61,7 +61,7 @@ class SinkScout:
         if self._configured_names is None:
             return True  # a configured glob any callee may match: left to the analysis
         needs = self._needs()
-        scopes, attributes = suspects(self.tree, _makes_view, self._never_a_view, nodes_of=self.names.of)
+        scopes, attributes = suspects(self.tree, _makes_view, self._never_a_view, nodes_of=self.names.of, source_kinds=_VIEW_KINDS)
         # ``.view(dtype)`` needs only a unit last stride (a column range passes it): tracked
         # apart, and only in a file that has one.
         unit_scopes, unit_attributes = None, set()
@@ -72,7 +72,8 @@ class SinkScout:
                 if self.names.is_dtype_view(call):
                     if unit_scopes is None:
                         unit_scopes, unit_attributes = suspects(
-                            self.tree, _may_lose_unit_stride, self._never_without_unit_stride, nodes_of=self.names.of
+                            self.tree, _may_lose_unit_stride, self._never_without_unit_stride, nodes_of=self.names.of,
+                            source_kinds=_VIEW_KINDS,
                         )
                     if unit_scopes[index].suspect(call.func.value, unit_attributes):
                         return True
@@ -92,7 +93,7 @@ class SinkScout:
         match any callee."""
         if self._configured_names is None:
             return None
-        scopes, attributes = suspects(self.tree, _makes_view, self._never_a_view, nodes_of=self.names.of)
+        scopes, attributes = suspects(self.tree, _makes_view, self._never_a_view, nodes_of=self.names.of, source_kinds=_VIEW_KINDS)
         unit_scopes, unit_attributes = None, set()
         methods = _method_ids(self.names)
         found = []
@@ -119,7 +120,8 @@ class SinkScout:
                     if not reports:
                         if unit_scopes is None:
                             unit_scopes, unit_attributes = suspects(
-                                self.tree, _may_lose_unit_stride, self._never_without_unit_stride, nodes_of=self.names.of
+                                self.tree, _may_lose_unit_stride, self._never_without_unit_stride, nodes_of=self.names.of,
+                            source_kinds=_VIEW_KINDS,
                             )
                         reports = unit_scopes[index].suspect(func.value, unit_attributes)
                 elif (type(func) is ast.Attribute and func.attr == "data_ptr") or self._is_fixed_sink(call):
@@ -418,6 +420,10 @@ def _may_lose_unit_stride(node: ast.AST) -> bool:
     if type(node) is ast.Subscript:
         return _slices(node, unit_stride_only=True)
     return _makes_view(node)
+
+
+# The only node kinds ``_makes_view`` and ``_may_lose_unit_stride`` mark.
+_VIEW_KINDS = (ast.Attribute, ast.Call, ast.Subscript)
 
 
 def _makes_view(node: ast.AST) -> bool:

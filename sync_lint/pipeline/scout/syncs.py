@@ -88,7 +88,9 @@ class SyncScout:
         by_name: dict[str, list[ast.AST]] = {}
         for (_, name), node in spans.nodes:
             by_name.setdefault(name, []).append(node)
-        scopes, attributes = suspects(self.tree, _names_a_device, self._never_from_a_device(), nodes_of=self.names.of)
+        scopes, attributes = suspects(
+            self.tree, _names_a_device, self._never_from_a_device(), nodes_of=self.names.of, source_kinds=_DEVICE_KINDS,
+        )
         scope_of = {id(scope.roots[0]): scope for scope in scopes}
         class_of = {id(member): statement for statement in self.tree.body if type(statement) is ast.ClassDef
                     for member in statement.body}  # fmt: skip
@@ -198,7 +200,7 @@ class SyncScout:
         tainted_units = {id(node) for unit, node in spans.nodes if unit in tainted}
         scopes, device_attributes = suspects(
             self.tree, _names_a_device, self._never_from_a_device(), nodes_of=self.names.of,
-            only=lambda roots: id(roots[0]) in tainted_units if type(roots[0]) in FUNCTIONS else None in tainted,
+            source_kinds=_DEVICE_KINDS, only=lambda roots: id(roots[0]) in tainted_units if type(roots[0]) in FUNCTIONS else None in tainted,
         )  # fmt: skip
         scope_of = {id(scope.roots[0]): scope for scope in scopes}
         masks = _Masks(self)
@@ -440,7 +442,9 @@ class _Masks:
         def may_be_a_mask(node: ast.expr) -> bool:
             if self._scopes is None:
                 scout = self.scout
-                scopes, self._attributes = suspects(scout.tree, _may_make_a_mask, scout._host_result(), nodes_of=scout.names.of)
+                scopes, self._attributes = suspects(
+                    scout.tree, _may_make_a_mask, scout._host_result(), nodes_of=scout.names.of, source_kinds=_MASK_KINDS,
+                )
                 self._scopes = {id(scope.roots[0]): scope for scope in scopes}
             return self._scopes[id(function)].suspect(node, self._attributes)
 
@@ -498,6 +502,10 @@ def _parameters_bound(function: ast.AST, call: ast.Call, suspect: list[bool], ke
         elif arguments.kwarg is not None:
             bound.add(arguments.kwarg.arg)
     return bound
+
+
+# The only node kinds ``_may_make_a_mask`` marks.
+_MASK_KINDS = (ast.Compare, ast.Call)
 
 
 def _may_make_a_mask(node: ast.AST) -> bool:
@@ -580,6 +588,10 @@ def _may_name_a_device(name: str) -> bool:
     ``use_cuda_graph``, which it reads as nothing of the kind."""
     lowered = name.lower()
     return "device" in lowered or lowered in ("cuda", "gpu") or lowered.endswith("_gpu")
+
+
+# The only node kinds ``_names_a_device`` marks.
+_DEVICE_KINDS = (ast.Name, ast.Attribute, ast.keyword, ast.Call)
 
 
 def _names_a_device(node: ast.AST) -> bool:
