@@ -2489,13 +2489,55 @@ def test_a_module_by_way_of_another_file_is_hot(tmp_path):
     for paths in (["pkg"], ["pkg", "--parse-whole-files"]):
         result = run("check", *paths, "--no-cache", "--output-format", "concise", cwd=tmp_path)
         assert result.stdout.splitlines() == expected, result
-    # Checked alone, the file cannot tell what ``CustomOp`` is.
+    # Checked alone (pre-commit), the file reads ``CustomOp``'s from beside it: the same answer.
     alone = run("check", "pkg/activations.py", "--no-cache", "--output-format", "concise", cwd=tmp_path)
-    assert alone.stdout == "" and alone.returncode == 0, alone
+    assert alone.stdout.splitlines() == expected, alone
     # The fix loop lints the file again as the run did.
     fixed = run("fix", "pkg", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
     assert fixed.returncode == 0, fixed
     assert activations.read_text().count("with gpu_sync_allowed():") == 2
+
+
+def test_a_run_of_part_of_a_package_reads_the_bases_beyond_it(tmp_path):
+    """Whether a class is an ``nn.Module`` does not hang on which files a run holds
+    (``project_plan.outlines_beyond``): a run of one file, of two files, of a subpackage, by
+    the plan and the plain path, read the bases' files from beside the run's package, through
+    a package ``__init__`` that re-exports and a chain of two files; a warm run whose plan the
+    cache holds makes it again when a file beyond the run changes. A base of a library that is
+    not beside the package is not looked for."""
+    from cli_runner import run
+
+    pkg = tmp_path / "pkg"
+    (pkg / "layers").mkdir(parents=True)
+    (pkg / "models").mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "layers" / "__init__.py").write_text("from pkg.layers.linear import Linear as Linear\n")
+    (pkg / "layers" / "base.py").write_text("from torch import nn\n\n\nclass Base(nn.Module):\n    pass\n")
+    (pkg / "layers" / "linear.py").write_text("from pkg.layers.base import Base\n\n\nclass Linear(Base):\n    pass\n")
+    (pkg / "models" / "__init__.py").write_text("")
+    model = (
+        "import torch\n\nfrom pkg.layers import Linear\nfrom otherlib import Plain\n\n\n"
+        "class Model(Linear):\n    def forward(self, x):\n        torch.cuda.synchronize()\n        return x\n\n\n"
+        "class Other(Plain):\n    def forward(self, x):\n        torch.cuda.synchronize()\n        return x\n"
+    )
+    (pkg / "models" / "llama.py").write_text(model)
+    (pkg / "models" / "util.py").write_text("import torch\n\n\ndef helper(x):\n    return x\n")
+    (tmp_path / "otherlib.py").write_text("class Plain:\n    pass\n")  # no package: not beside pkg's
+    sync = "GPU201 undeclared GPU->CPU sync in model forward"
+    expected = [f"pkg/models/llama.py:9:9: {sync} `Model.forward`: `torch.cuda.synchronize()`"]
+    runs = (["pkg/models/llama.py"], ["pkg/models/llama.py", "pkg/models/util.py"], ["pkg/models"], ["pkg"])
+    for paths in runs:
+        for extra in ([], ["--parse-whole-files"]):
+            result = run("check", *paths, "--no-cache", "--output-format", "concise", *extra, cwd=tmp_path)
+            assert result.stdout.splitlines() == expected, (paths, extra, result)
+    # Warm: the plan of ``pkg/models`` is cached; the base beyond the run stops being a module.
+    for _ in range(2):
+        warm = run("check", "pkg/models", "--output-format", "concise", cwd=tmp_path)
+        assert warm.stdout.splitlines() == expected, warm
+    (pkg / "layers" / "base.py").write_text("class Base:\n    pass\n")
+    for paths in runs:
+        again = run("check", *paths, "--output-format", "concise", cwd=tmp_path)
+        assert again.stdout == "" and again.returncode == 0, (paths, again)
 
 
 def test_module_classes_survive_cyclic_and_self_named_bases(tmp_path):

@@ -111,12 +111,13 @@ class Cache:
 
     def whole_run(
         self, paths: list[str], variant: tuple, make: Callable[[], T], kind: type,
-        sources: dict[str, SourceFile] | None = None,
+        sources: dict[str, SourceFile] | None = None, still_valid: Callable[[T], bool] | None = None,
     ) -> T:
         """A result of the whole run's files together (the project plan, a ``kind``), keyed by
         every path, its module name and its content: any change to any of them makes it again.
         ``sources``: the files the run already read. A file that cannot be read is not cached
-        around."""
+        around. ``still_valid``: whether a result found still holds, for what else it rests
+        on (the files outside the run a plan read): made again and stored where not."""
         with span("cache lookup"):
             digest = hashlib.blake2b(self.salt + b"\0run\0" + repr(variant).encode(), digest_size=20)
             try:
@@ -134,7 +135,7 @@ class Cache:
             key = digest.hexdigest()
             entry = os.path.join(self.folder, key[:2], _RUN_PREFIX + key)
             found = _load(entry, kind)
-            if found is not None:
+            if found is not None and (still_valid is None or still_valid(found)):
                 return found
         found = make()
         with span("cache store"):

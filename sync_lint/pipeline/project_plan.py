@@ -42,6 +42,7 @@ would change findings, which ``tests/test_fast_path_equivalence.py`` and
 from __future__ import annotations
 
 import ast
+import os
 import re
 import sys
 import zlib
@@ -219,7 +220,7 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
         plan = MaskPlan(text, file_scout.lines())  # the same lines, split once
         found.cuts = tuple(plan.units)
         seeds = prefilter.rule_seeds(active, plan, file_scout)
-    if _may_define_module_classes(text):
+    if may_define_module_classes(text):
         found.classes = _class_outlines(tree, module_name, found.imports, settings, plan)
     _read_ops(found, tree, text)
     found.at_sinks = tuple(rule.code for rule in active if rule.reports_only_at_sinks)
@@ -270,32 +271,40 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
     return found
 
 
-def names_outline(source: SourceFile, settings: Settings, module_name: str, is_package: bool) -> FileOutline:
-    """What the plain path (``--parse-whole-files``) reads of a file before linting it: its
-    imports and classes, read as ``outline`` reads them, for ``module_bases``."""
+def names_outline(
+    source: SourceFile, settings: Settings, module_name: str, is_package: bool, tree: ast.Module | None = None,
+) -> FileOutline:
+    """What the plain path (``--parse-whole-files``) reads of a file before linting it, and a
+    run of one file, and a run of the files beyond it (``outlines_beyond``): its imports and
+    classes, read as ``outline`` reads them, for ``module_bases``. ``tree``: the text's, where
+    the caller has it."""
     with collector.paused():
-        return _outline_names(FileOutline(source.path, module_name), source.text, settings, is_package)
+        found = FileOutline(source.path, module_name, fingerprint(source))
+        return _outline_names(found, source.text, settings, is_package, tree)
 
 
-def _outline_names(found: FileOutline, text: str, settings: Settings, is_package: bool) -> FileOutline:
+def _outline_names(
+    found: FileOutline, text: str, settings: Settings, is_package: bool, tree: ast.Module | None = None,
+) -> FileOutline:
     """A file's imports and classes, without seeds: a file no rule may match (a call may go
     through its imports: a facade that only re-exports, a package's ``__init__``; another
     file's class may derive from one of its classes)."""
     if "import" not in text:
         return found
-    with span("outline: ast parse"):
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return found
+    if tree is None:
+        with span("outline: ast parse"):
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return found
     found.imports = _imports(*_import_statements(tree), found.module_name, is_package, settings["alias-modules"])
-    if _may_define_module_classes(text):
+    if may_define_module_classes(text):
         found.classes = _class_outlines(tree, found.module_name, found.imports, settings)
     _read_ops(found, tree, text)
     return found
 
 
-def _may_define_module_classes(text: str) -> bool:
+def may_define_module_classes(text: str) -> bool:
     """Without an import, no base of a class can be torch's, nor any other file's."""
     return "class" in text and "import" in text
 
@@ -461,11 +470,15 @@ class PythonOpTable:
 
 class ProjectNames:
     """What each file of a run hears from the others (``FileProjectNames``), from every file's
-    outline: its bases that are ``nn.Module`` subclasses (``ModuleClasses``), and the custom ops
-    it may call that the run implements in Python (``PythonOpTable``)."""
+    outline: its bases that are ``nn.Module`` subclasses (``ModuleClasses``, with ``beyond``:
+    ``outlines_beyond``), and the custom ops it may call that the run implements in Python
+    (``PythonOpTable``)."""
 
-    def __init__(self, outlines: list[FileOutline], module_classes: ModuleClasses | None = None) -> None:
-        bases = (module_classes or ModuleClasses(outlines)).bases
+    def __init__(
+        self, outlines: list[FileOutline], module_classes: ModuleClasses | None = None,
+        beyond: list[FileOutline] | tuple = (),
+    ) -> None:
+        bases = (module_classes or ModuleClasses(outlines, beyond)).bases
         ops = PythonOpTable(outlines).calls
         self.by_path: dict[str, FileProjectNames] = {
             path: FileProjectNames(bases.get(path, ()), ops.get(path, ())) for path in bases.keys() | ops.keys()
@@ -484,14 +497,17 @@ class ModuleClasses:
 
     ``bases``: per file, the names its classes' bases may have that name such a class (what
     ``HotScopes`` matches its own reading of a base against). ``hot_units``: ``(path, unit)``
-    of the hot-named methods of such classes."""
+    of the hot-named methods of such classes. ``beyond``: the outlines of files outside the run
+    its bases may be defined in (``outlines_beyond``): their classes count as bases, and
+    nothing is said of those files themselves."""
 
-    def __init__(self, outlines: list[FileOutline]) -> None:
-        classes = [(o.path, c) for o in outlines for c in o.classes]
+    def __init__(self, outlines: list[FileOutline], beyond: list[FileOutline] | tuple = ()) -> None:
+        run_classes = sum(len(o.classes) for o in outlines)
+        classes = [(o.path, c) for o in (*outlines, *beyond) for c in o.classes]
         by_qualname: dict[str, list[int]] = {}
         for index, (_, c) in enumerate(classes):
             by_qualname.setdefault(c.qualname, []).append(index)
-        resolver = _Resolver(by_qualname, _module_imports(outlines))
+        resolver = _Resolver(by_qualname, _module_imports([*outlines, *beyond]))
         subclasses: list[list[int]] = [[] for _ in classes]
         for index, (_, c) in enumerate(classes):
             for meaning in c.bases:
@@ -503,7 +519,80 @@ class ModuleClasses:
             names = {m for c in o.classes for m in c.bases if not modules.isdisjoint(resolver.targets(m))}
             if names:
                 self.bases[o.path] = tuple(sorted(names))
-        self.hot_units = [(classes[index][0], unit) for index in sorted(modules) for unit in classes[index][1].hot_units]
+        self.hot_units = [
+            (classes[index][0], unit) for index in sorted(modules) if index < run_classes
+            for unit in classes[index][1].hot_units
+        ]  # fmt: skip
+
+
+# At most this many files outside a run are read for its classes' bases (``outlines_beyond``).
+_MAX_FILES_BEYOND = 256
+
+
+def outlines_beyond(outlines: list[FileOutline], read_outline) -> list[FileOutline]:
+    """The names outlines (``names_outline``) of the files outside a run that its classes'
+    bases may be defined in, and theirs, to a fixpoint: whether a class is an ``nn.Module``
+    must not hang on which other files the run holds (pre-commit checks the staged files, CI
+    every file, an editor one buffer). A base's module is looked for beside the run's packages
+    only (``_package_root``): torch's, a library's installed elsewhere, are not read; nor a
+    base the run defines, or one of torch's modules. ``read_outline``: path -> its outline."""
+    roots = sorted({root for o in outlines if (root := _package_root(o.path, o.module_name)) is not None})
+    if not roots:
+        return []
+    known = {os.path.abspath(o.path) for o in outlines}
+    module_files: dict[str, str | None] = {}
+
+    def module_file(module: str) -> str | None:
+        if module not in module_files:
+            module_files[module] = None
+            parts = module.split(".")
+            for root in roots:
+                base = os.path.join(root, *parts)
+                for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+                    if os.path.isfile(candidate):
+                        module_files[module] = candidate
+                        break
+                if module_files[module] is not None:
+                    break
+        return module_files[module]
+
+    found: list[FileOutline] = []
+    while len(found) < _MAX_FILES_BEYOND:
+        every = [*outlines, *found]
+        by_qualname = {c.qualname: [0] for o in every for c in o.classes}
+        resolver = _Resolver(by_qualname, _module_imports(every), keep_reached=True)
+        wanted: list[str] = []
+        for o in every:
+            for c in o.classes:
+                for meaning in c.bases:
+                    if is_module_base(meaning) or resolver.targets(meaning):
+                        continue
+                    for name in resolver.reached(meaning):
+                        module, dot, _ = name.rpartition(".")
+                        while dot:  # the longest prefix that is a module beside the run's
+                            path = module_file(module)
+                            if path is not None:
+                                if os.path.abspath(path) not in known:
+                                    known.add(os.path.abspath(path))
+                                    wanted.append(path)
+                                break
+                            module, dot, _ = module.rpartition(".")
+        if not wanted:
+            break
+        found.extend(read_outline(path) for path in sorted(wanted)[: _MAX_FILES_BEYOND - len(found)])
+    return found
+
+
+def _package_root(path: str, module_name: str) -> str | None:
+    """The folder a file's top-level package is in (its module name's first part a folder or a
+    file there); None for a file of no package."""
+    if not module_name or "." not in module_name and not path.endswith("__init__.py"):
+        return None
+    folder = os.path.dirname(os.path.abspath(path))
+    depth = module_name.count(".") + (1 if path.endswith("__init__.py") else 0)
+    for _ in range(depth):
+        folder = os.path.dirname(folder)
+    return folder
 
 
 def _module_imports(outlines: list[FileOutline]) -> dict[str, dict[str, tuple[str, ...]]]:
@@ -746,8 +835,11 @@ def _class_bases(tree: ast.Module, module_name: str, imports: dict[str, tuple[st
 class ProjectPlan:
     """The units each file of a run needs parsed, from the outlines of all of them."""
 
-    def __init__(self, outlines: list[FileOutline]) -> None:
+    def __init__(self, outlines: list[FileOutline], beyond: list[FileOutline] | tuple = ()) -> None:
+        """``beyond``: the outlines of files outside the run its classes' bases may be in
+        (``outlines_beyond``)."""
         self.outlines = {o.path: o for o in outlines}
+        self.beyond = tuple((os.path.abspath(o.path), o.fingerprint) for o in beyond)
         self._ids: dict[tuple[str, int], int] = {}
         self._units: list[tuple[str, int]] = []
         by_qualname: dict[str, list[int]] = {}
@@ -778,7 +870,7 @@ class ProjectPlan:
         self._hot_kept: set[int] = set()
         self._other_kept: set[int] = set()
         with span("project plan: module classes and python ops"):
-            self._module_classes = ModuleClasses(outlines)
+            self._module_classes = ModuleClasses(outlines, beyond)
             self.names = ProjectNames(outlines, self._module_classes)
         with span("project plan: closure"):
             self.kept = self._close(outlines)
@@ -948,7 +1040,7 @@ class ProjectPlan:
 
     def kept_by_file(self) -> KeptPlan:
         """What the plan keeps of each file, without the outlines: what a cache stores."""
-        return KeptPlan({path: self.units_to_keep(path) for path in self.outlines}, self.names)
+        return KeptPlan({path: self.units_to_keep(path) for path in self.outlines}, self.names, self.beyond)
 
     def units_to_keep(self, path: str) -> KeptUnits | None:
         """The function units of ``path`` to parse; None: parse it whole."""
@@ -1007,9 +1099,23 @@ class KeptPlan:
 
     kept: dict[str, KeptUnits | None]
     names: ProjectNames | None = None
+    # The files outside the run it read (``outlines_beyond``): (absolute path, fingerprint).
+    beyond: tuple[tuple[str, int], ...] = ()
 
     def units_to_keep(self, path: str) -> KeptUnits | None:
         return self.kept.get(path)
+
+    def beyond_unchanged(self) -> bool:
+        """Do the files outside the run it read still hold what it read? (The cache key holds
+        the run's files only.)"""
+        for path, read in self.beyond:
+            try:
+                with open(path, "rb") as handle:
+                    if zlib.crc32(handle.read()) != read:
+                        return False
+            except OSError:
+                return False
+        return True
 
 
 class _SinkFacts:
@@ -1123,10 +1229,22 @@ class _Resolver:
     re-exports (``from .ops import f`` in a package), each hop over-approximated as every
     module prefix that imports the next part (``project.ProjectIndex.lookup`` takes one)."""
 
-    def __init__(self, by_qualname: dict[str, list[int]], module_imports: dict[str, dict[str, tuple[str, ...]]]) -> None:
+    def __init__(
+        self, by_qualname: dict[str, list[int]], module_imports: dict[str, dict[str, tuple[str, ...]]],
+        keep_reached: bool = False,
+    ) -> None:
+        """``keep_reached``: keep the names each ``targets`` question went through
+        (``reached``)."""
         self.by_qualname = by_qualname
         self.module_imports = module_imports
         self.memo: dict[str, frozenset[int]] = {}  # name -> ``targets(name)``
+        self._reached: dict[str, set[str]] | None = {} if keep_reached else None
+
+    def reached(self, name: str) -> set[str]:
+        """The names a ``targets(name)`` question went through: itself, and what re-exports
+        made of it (with ``keep_reached``)."""
+        self.targets(name)
+        return self._reached[name]
 
     def targets(self, name: str) -> frozenset[int]:
         found = self.memo.get(name)
@@ -1135,6 +1253,7 @@ class _Resolver:
         return found
 
     def _targets(self, name: str) -> set[int]:
+        asked = name  # ``name`` is rebound below
         found: set[int] = set()
         seen = {name}
         frontier = [name]
@@ -1166,4 +1285,6 @@ class _Resolver:
             if not following:
                 break
             frontier = following
+        if self._reached is not None:
+            self._reached[asked] = seen
         return found

@@ -3,6 +3,7 @@ project-wide summaries, then resolve cross-file findings and apply suppressions.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import time
@@ -125,15 +126,38 @@ class Linter:
         scope = self.scope_of([source.text], module_name_for(source.path)) if alone else self.whole_project
         return lint_source(source, self.settings, scope.rules, project=project)
 
-    def scope_of(self, texts: list[str], module_name: str | None = None) -> RunScope:
+    def scope_of(
+        self, texts: list[str], module_name: str | None = None, module_bases: tuple[str, ...] = (),
+        tree: ast.Module | None = None,
+    ) -> RunScope:
         """What a run of just these files needs (``prefilter.rules_that_can_report``); a run of
         one file keeps the file's syntax scout, which also decides what of it to parse
-        (``module_name``: that file's, where known, for ``Scout``)."""
+        (``module_name``, ``module_bases`` and ``tree``: that file's, where known, for ``Scout``)."""
         if len(texts) != 1:
             return RunScope(prefilter.rules_that_can_report(self.rules, texts, self.settings))
-        file_scout = scout.Scout(texts[0], self.settings, module_name=module_name)
+        file_scout = scout.Scout(texts[0], self.settings, tree, module_name, module_bases)
         rules = prefilter.rules_that_can_report(self.rules, texts, self.settings, file_scout)
         return RunScope(rules, scout=file_scout)
+
+    def lone_scope(self, path: str, source: SourceFile) -> tuple[RunScope, ProjectNames | None]:
+        """The scope of a run of one file (``scope_of``), and what it hears of the files beyond
+        it: which of its classes' bases other files make ``nn.Module`` subclasses
+        (``project_plan.outlines_beyond``), as a run of every file would tell it. Asked only
+        where a rule that reports in hot scopes runs and a class of it may derive from an
+        import."""
+        from sync_lint.pipeline import project_plan
+
+        module_name = module_name_for(path)
+        text = source.text
+        if not (any(rule.reports_only_in_hot_scopes for rule in self.rules) and project_plan.may_define_module_classes(text)):
+            return self.scope_of([text], module_name), None
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return self.scope_of([text], module_name), None  # the lint reports why
+        outline = project_plan.names_outline(source, self.settings, module_name, is_package_init(path), tree)
+        names = project_plan.ProjectNames([outline], beyond=self._outlines_beyond([outline]))
+        return self.scope_of([text], module_name, names.of(path).module_bases, tree), names
 
     def finalize(self, facts: FileFacts, index: ProjectIndex) -> list[Diagnostic]:
         """Local + resolved cross-file findings of one file, after selection and suppression."""
@@ -187,7 +211,14 @@ class Linter:
                 outlines = [_names_outline(self.settings, path, sources.get(path)) for path in paths]
             else:
                 outlines = pool.map(_worker_names_batch, paths, costs=[_file_size(path) for path in paths])
-        return project_plan.ProjectNames(outlines)
+        return project_plan.ProjectNames(outlines, beyond=self._outlines_beyond(outlines))
+
+    def _outlines_beyond(self, outlines: list[FileOutline]) -> list[FileOutline]:
+        """The files outside the run its classes' bases may be in (``project_plan.outlines_beyond``)."""
+        from sync_lint.pipeline import project_plan
+
+        with profile.span("outline: bases beyond the run"):
+            return project_plan.outlines_beyond(outlines, lambda path: _names_outline(self.settings, path))
 
     def outline_all(
         self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
@@ -201,7 +232,8 @@ class Linter:
             return self._plan(paths, pool, scope, sources)
         variant = ("plan", (scope or self.whole_project).key())
         return self.cache.whole_run(
-            paths, variant, lambda: self._plan(paths, pool, scope, sources).kept_by_file(), KeptPlan, sources=sources
+            paths, variant, lambda: self._plan(paths, pool, scope, sources).kept_by_file(), KeptPlan, sources=sources,
+            still_valid=KeptPlan.beyond_unchanged,
         )
 
     def _plan(
@@ -212,10 +244,11 @@ class Linter:
                 outlines = [self.outline_one(path, scope, sources.get(path)) for path in paths]
             else:
                 outlines = pool.map(_worker_outline_batch, paths, costs=[_file_size(path) for path in paths])
+        beyond = self._outlines_beyond(outlines)
         with profile.span("project plan"):
             from sync_lint.pipeline.project_plan import ProjectPlan
 
-            return ProjectPlan(outlines)
+            return ProjectPlan(outlines, beyond)
 
     def run(self, paths: list[str], jobs: int | None = None, progress=None) -> RunResult:
         started = time.perf_counter()
@@ -229,10 +262,13 @@ class Linter:
                 pool = stack.enter_context(_Pool(self, jobs))
             elif len(paths) < PARALLEL_THRESHOLD:  # pre-commit's staged files: often nothing to parse
                 sources = _read_readable(paths)
-                with profile.span("prefilter"):
-                    lone_module = module_name_for(next(iter(sources))) if len(sources) == 1 else None
-                    scope = self.scope_of([source.text for source in sources.values()], lone_module)
             names = None
+            if sources:
+                with profile.span("prefilter"):
+                    if len(sources) == 1:
+                        scope, names = self.lone_scope(*next(iter(sources.items())))
+                    else:
+                        scope = self.scope_of([source.text for source in sources.values()])
             if self.fast and len(paths) > 1:
                 plan = self.outline_all(paths, pool, scope, sources)
                 names = plan.names

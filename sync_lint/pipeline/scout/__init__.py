@@ -51,14 +51,18 @@ class Scout:
     """One file's syntax tree, parsed on the first question (none when it does not parse);
     ``tree``: the text's tree where the caller has one (flake8 hands its plugins one);
     ``module_name``: the file's, as the lint names it (``lint_file.module_name_for``), where the
-    caller knows it: without it, no hot-scope question is answered under ``hot-functions``."""
+    caller knows it: without it, no hot-scope question is answered under ``hot-functions``.
+    ``module_bases``: the names its classes' bases may have that other files make ``nn.Module``
+    subclasses (``FileProjectNames.module_bases``), for a file checked alone."""
 
     def __init__(
-        self, text: str, settings: Settings, tree: ast.Module | None = None, module_name: str | None = None
+        self, text: str, settings: Settings, tree: ast.Module | None = None, module_name: str | None = None,
+        module_bases: tuple[str, ...] = (),
     ) -> None:
         self.text = text
         self.settings = settings
         self.module_name = module_name
+        self.module_bases = module_bases
         self._parsed = False
         self._tree: ast.Module | None = tree  # None: it does not parse (the libcst parse reports it)
         self._names: FileNames | None = None
@@ -107,7 +111,7 @@ class Scout:
         if not self.knows_hot_functions():
             return True
         names = self._names_of_tree()
-        return names is None or HotScout(names, self._tree, self.settings, self.module_name).found()
+        return names is None or HotScout(names, self._tree, self.settings, self.module_name, self.module_bases).found()
 
     def hot_units(self) -> set[tuple[str | None, str]] | None:
         """The units (``pipeline.units``: a top-level function ``(None, name)`` or a method of a
@@ -119,7 +123,7 @@ class Scout:
         names = self._names_of_tree()
         if names is None:
             return None
-        return HotScout(names, self._tree, self.settings, self.module_name).units()
+        return HotScout(names, self._tree, self.settings, self.module_name, self.module_bases).units()
 
     def may_sync_in_a_hot_scope(self) -> bool:
         """Whether a GPU2xx rule that reports only in hot scopes could report in this file on its
@@ -132,7 +136,7 @@ class Scout:
         names = self._names_of_tree()
         if names is None:
             return True
-        return self._once(("hot sync",), lambda: SyncScout(names, self._tree, self.settings, self.module_name).found())
+        return self._once(("hot sync",), lambda: SyncScout(names, self._tree, self.settings, self.module_name, self.module_bases).found())
 
     def units_that_may_sync(self) -> set[tuple[str | None, str]] | None:
         """The units (as ``hot_units`` names them) whose code may sync on a value from a named
@@ -150,7 +154,7 @@ class Scout:
         names = self._names_of_tree()
         if names is None:
             return None
-        return self._once(("sync outline",), lambda: SyncScout(names, self._tree, self.settings, self.module_name).outline(self.lines()))
+        return self._once(("sync outline",), lambda: SyncScout(names, self._tree, self.settings, self.module_name, self.module_bases).outline(self.lines()))
 
     def memoised_functions(self) -> set[tuple[None, str]]:
         """The top-level functions (as ``hot_units`` names them) under a decorator that may be

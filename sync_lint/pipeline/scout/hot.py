@@ -22,13 +22,20 @@ class HotScout:
     """Over-approximates ``HotScopes``: cold patterns, CPU backends and memoizers, which only
     take hotness away, are not modelled. ``module_name``: the file's, as the lint names it
     (``lint_file.module_name_for``), which ``hot-functions`` are matched under; the scout of a
-    file of unknown name is not asked where ``hot-functions`` is set (``Scout.knows_hot_functions``)."""
+    file of unknown name is not asked where ``hot-functions`` is set (``Scout.knows_hot_functions``).
+    ``module_bases``: the names bases may have that other files make ``nn.Module`` subclasses
+    (``Scout``)."""
 
-    def __init__(self, names: FileNames, tree: ast.Module, settings: Settings, module_name: str | None) -> None:
+    def __init__(
+        self, names: FileNames, tree: ast.Module, settings: Settings, module_name: str | None,
+        module_bases: tuple[str, ...] = (),
+    ) -> None:
         self.names = names
         self.tree = tree
         self.hot_names = HotNames(settings)
         self.module_name = module_name
+        # Matched by last part (this file's names keep a relative import's module by its tail).
+        self._module_base_parts = {base.rpartition(".")[2] for base in module_bases}
 
     # Made on the first question and kept: ``units`` and ``SyncScout.found`` ask for each.
     @cached_property
@@ -165,8 +172,9 @@ class HotScout:
 
     def _module_classes(self) -> set[str]:
         """Names of the classes that may be ``nn.Module`` subclasses: a base whose meaning ends in
-        ``Module`` or may be another of torch's modules (``nn.Embedding``), a class of this file
-        that may be one, or ``@support_torch_compile``."""
+        ``Module`` or may be another of torch's modules (``nn.Embedding``), or that another file
+        makes one (``module_bases``), a class of this file that may be one, or
+        ``@support_torch_compile``."""
         found: set[str] = set()
         pending: list[tuple[str, set[str]]] = []  # a class not known to be one, and its bases' last parts
         for node in self.names.of(ast.ClassDef):
@@ -175,7 +183,9 @@ class HotScout:
                 name.endswith("support_torch_compile")
                 for decorator in node.decorator_list for name in self.names.meanings(decorator_callee(decorator))
             )
-            if decorated or any(part.endswith("Module") for part in parts) or any(
+            if decorated or any(part.endswith("Module") for part in parts) or not parts.isdisjoint(
+                self._module_base_parts
+            ) or any(
                 is_torch_module_class(meaning) for base in node.bases
                 for meaning in self.names.meanings(base.value if type(base) is ast.Subscript else base)
             ):  # fmt: skip

@@ -62,11 +62,15 @@ class SyncScout:
     summary it reads, or which it hands such a value: ``_handed_a_sync``), hands a value that
     may come from such a word to a sync site."""
 
-    def __init__(self, names: FileNames, tree: ast.Module, settings: Settings, module_name: str | None) -> None:
+    def __init__(
+        self, names: FileNames, tree: ast.Module, settings: Settings, module_name: str | None,
+        module_bases: tuple[str, ...] = (),
+    ) -> None:
         self.names = names
         self.tree = tree
         self.settings = settings
         self.module_name = module_name  # ``HotScout``'s
+        self.module_bases = module_bases  # likewise
         # ``unknown-device = "always"``: any value but a host result may sync, in every function
         # (by default, in the methods of hot classes only).
         self.any_value_anywhere = settings["unknown-device"] == "always"
@@ -74,7 +78,7 @@ class SyncScout:
         self._not_device = None  # ``_never_from_a_device``'s, likewise
 
     def found(self) -> bool:
-        hot_scout = HotScout(self.names, self.tree, self.settings, self.module_name)
+        hot_scout = HotScout(self.names, self.tree, self.settings, self.module_name, self.module_bases)
         hot = hot_scout.units()
         if hot is None:
             return True
@@ -184,7 +188,7 @@ class SyncScout:
             tainted |= {unit for unit, names in used.items() if unit not in tainted and not names.isdisjoint(attributes)}
         hot_classes: set[str] = set()
         if self.settings["unknown-device"] == "hot-classes":
-            hot_scout = HotScout(self.names, self.tree, self.settings, self.module_name)
+            hot_scout = HotScout(self.names, self.tree, self.settings, self.module_name, self.module_bases)
             hot_classes = {node.name for node in self.tree.body if type(node) is ast.ClassDef and hot_scout.may_be_hot_class(node)}
         any_value = _AnyValue(self._host_result())
         anywhere = self.any_value_anywhere
