@@ -3,7 +3,9 @@
 flake8 owns selection and ``# noqa``: every sync-lint rule that is on by default (or enabled
 by ``preview`` in ``[tool.sync-lint]``) runs, nothing is suppressed here, and GPU010 (unused
 noqa) is left to flake8. Columns are 0-based because flake8 adds one. Functions in other files
-are not seen from a single file: cross-file findings need ``sync-lint check``.
+are not seen from a single file: cross-file findings need ``sync-lint check``; only whether a
+class is an ``nn.Module`` by way of a base another file defines is read from beside it, as
+``sync-lint check`` of the one file does.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from sync_lint import __version__, config
+from sync_lint.analysis.modules import is_package_init
+from sync_lint.analysis.project_names import NOTHING_FROM_THE_PROJECT, FileProjectNames
 from sync_lint.pipeline.lint_file import lint_source, module_name_for
 from sync_lint.pipeline.prefilter import rules_that_can_report
 from sync_lint.pipeline.project import ProjectIndex
@@ -50,9 +54,12 @@ class SyncLintChecker:
         # One file is all there is: only the rules that can report in it alone, only the
         # functions that can matter to it alone parsed.
         # flake8's own parse of the same lines, and the module name the lint gives the file
-        file_scout = Scout(text, settings, self.tree, module_name_for(self.filename))
+        module_name = module_name_for(self.filename)
+        project = _beyond_the_file(source, settings, rules, module_name, self.tree)
+        file_scout = Scout(text, settings, self.tree, module_name, project.module_bases)
         facts = lint_source(
             source, settings, rules_that_can_report(rules, [text], settings, file_scout), alone=file_scout,
+            project=project,
         )
         index = ProjectIndex([facts])
         found = list(facts.diagnostics)
@@ -61,3 +68,14 @@ class SyncLintChecker:
             if d.code == "GPU001":
                 continue  # flake8 reports syntax errors itself (E999)
             yield d.line, d.col - 1, f"{d.code} {d.message}", type(self)
+
+
+def _beyond_the_file(source: SourceFile, settings: config.Settings, rules: list, module_name: str, tree) -> FileProjectNames:
+    """What the file hears of the files beside it, as ``sync-lint check`` of it alone would
+    (``Linter.lone_scope``): which of its classes' bases are ``nn.Module`` subclasses."""
+    from sync_lint.pipeline import project_plan
+
+    if source.path in ("stdin", "-") or not project_plan.may_hear_of_bases(rules, source.text):
+        return NOTHING_FROM_THE_PROJECT
+    names = project_plan.names_of_a_lone_file(source, settings, module_name, is_package_init(source.path), tree)
+    return names.of(source.path)

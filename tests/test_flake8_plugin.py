@@ -54,3 +54,19 @@ def test_plugin_is_silent_on_clean_and_broken_code(tmp_path):
     (tmp_path / "broken.py").write_text("class FooMetadataBuilder:\n    def build(self:\n")
     result = flake8("--select", "GPU,E9", "broken.py", cwd=tmp_path)
     assert "E999" in result.stdout and "Traceback" not in result.stderr
+
+
+@pytest.mark.skipif("GPU201" not in all_codes(), reason="needs the GPU2xx rules")
+def test_plugin_reads_a_base_from_beside_the_file(tmp_path):
+    """As ``sync-lint check`` of one file: a class whose base another file of the package makes
+    an ``nn.Module`` has a hot ``forward``; one whose base is a plain class has not."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "base.py").write_text("from torch import nn\n\n\nclass Layer(nn.Module):\n    pass\n\n\nclass Plain:\n    pass\n")
+    body = "    def forward(self, x):\n        torch.cuda.synchronize()\n        return x\n"
+    (pkg / "model.py").write_text(
+        f"import torch\n\nfrom pkg.base import Layer, Plain\n\n\nclass Model(Layer):\n{body}\n\nclass Config(Plain):\n{body}"
+    )
+    result = flake8("--select", "GPU", "pkg/model.py", cwd=tmp_path)
+    assert [line.split(" GPU")[0] for line in result.stdout.splitlines()] == ["pkg/model.py:8:9:"], result

@@ -1495,3 +1495,38 @@ def test_a_call_into_a_namespace_portion_of_a_package_is_followed(tmp_path, fast
     files = Discovery(DEFAULT_EXCLUDE, tmp_path).files([str(tmp_path)])
     found = findings(files, fast=fast)
     assert [(Path(path).name, line, code) for path, line, _, code, _, _ in found] == [("model.py", 9, "GPU201")]
+
+
+def test_a_file_beyond_the_run_is_read_by_its_skeleton(tmp_path):
+    """A file read only for its classes' bases (``outlines_beyond``) is parsed as its
+    top-level imports, decorated class headers of one or several lines, and nothing else;
+    its classes come out as a parse of the whole text gives them. A scan misled by a string
+    falls back to the whole text."""
+    import ast
+
+    from sync_lint.pipeline import project_plan
+
+    settings = make_settings()
+    imports = {"nn": ("torch.nn",), "support_torch_compile": ("pkg.compile.support_torch_compile",)}
+    text = (
+        "import torch\nfrom torch import nn\nfrom pkg.compile import support_torch_compile\n\n\n"
+        "def helper(x):\n    import os\n    return x\n\n\n"
+        "@support_torch_compile(\n    dynamic=True,\n)\nclass Model(\n    nn.Module,  # ( in a comment\n):\n"
+        "    def forward(self, x):\n        return x\n\n\n"
+        "@staticmethod_like\ndef decorated():\n    pass\n\n\n"
+        "class Plain(Model, \\\n        object):\n    pass\n"
+    )
+    skeleton = project_plan._skeleton(text)
+    assert "def " not in skeleton and "return" not in skeleton and "staticmethod_like" not in skeleton
+    whole = ast.parse(text)
+    assert [c.name for c in ast.parse(skeleton).body if isinstance(c, ast.ClassDef)] == ["Model", "Plain"]
+    outline = project_plan._class_outlines(ast.parse(skeleton), "pkg.m", imports, settings)
+    assert outline == project_plan._class_outlines(whole, "pkg.m", imports, settings)
+    assert [c.torch_module for c in outline] == [True, False]
+    misled = 'x = """\nimport (\n"""\n\n\nclass Late(Base):\n    pass\n'
+    with pytest.raises(SyntaxError):
+        ast.parse(project_plan._skeleton(misled))
+    path = tmp_path / "late.py"
+    path.write_text(misled)
+    read = project_plan.read_names_outline(str(path), settings, skeleton=True)
+    assert [c.qualname for c in read.classes] == ["late.Late"]

@@ -51,10 +51,11 @@ from dataclasses import dataclass, field
 
 from sync_lint.analysis import op_words
 from sync_lint.analysis.hot_words import is_module_base, matches
-from sync_lint.analysis.modules import LIBRARY_ROOTS, resolve_relative
+from sync_lint.analysis.modules import LIBRARY_ROOTS, is_package_init, resolve_relative
 from sync_lint.analysis.project_names import NOTHING_FROM_THE_PROJECT, FileProjectNames
 from sync_lint.config import Settings
 from sync_lint.pipeline import collector, prefilter
+from sync_lint.pipeline.lint_file import module_name_for
 from sync_lint.pipeline.profile import span
 from sync_lint.pipeline.scout import ScopeHanding, Scout, ast_dotted
 from sync_lint.pipeline.scout.syntax import (
@@ -63,7 +64,7 @@ from sync_lint.pipeline.scout.syntax import (
     decorator_callee,
     first_line,
 )
-from sync_lint.pipeline.source import SourceFile
+from sync_lint.pipeline.source import SourceError, SourceFile, read
 from sync_lint.pipeline.units import MaskPlan
 from sync_lint.rules.base import BLOCK_CALLEES, CALLEES, CALLERS, Rule
 
@@ -529,13 +530,95 @@ class ModuleClasses:
 _MAX_FILES_BEYOND = 256
 
 
-def outlines_beyond(outlines: list[FileOutline], read_outline) -> list[FileOutline]:
+def may_hear_of_bases(rules: list[Rule], text: str) -> bool:
+    """Checked alone, may a file hear of the files beyond it (``names_of_a_lone_file``)? Only
+    where a rule that reports in hot scopes runs and a class of it may derive from an import."""
+    return any(rule.reports_only_in_hot_scopes for rule in rules) and may_define_module_classes(text)
+
+
+def names_of_a_lone_file(
+    source: SourceFile, settings: Settings, module_name: str, is_package: bool, tree: ast.Module | None,
+) -> ProjectNames:
+    """What a file checked alone (pre-commit's staged file, the flake8 plugin) hears of the
+    files beyond it (``outlines_beyond``), as a run of every file would tell it. ``tree``: the
+    text's, where the caller has it."""
+    outline = names_outline(source, settings, module_name, is_package, tree)
+    return ProjectNames([outline], beyond=outlines_beyond([outline], settings))
+
+
+def read_names_outline(
+    path: str, settings: Settings, source: SourceFile | None = None, skeleton: bool = False,
+) -> FileOutline:
+    """``names_outline`` of a file, read from disk unless ``source`` is given; an empty outline
+    where it cannot be read (linting it reports why). ``skeleton``: of its top-level imports,
+    decorators and class headers only (``_skeleton``), where that text parses."""
+    if source is None:
+        try:
+            source = read(path)
+        except SourceError:
+            return FileOutline(path)
+    tree = None
+    if skeleton:
+        try:
+            tree = ast.parse(_skeleton(source.text))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None  # a line the scan misread (in a string): the whole text, then
+    return names_outline(source, settings, module_name_for(path), is_package_init(path), tree)
+
+
+_SKELETON_STARTS = ("import ", "from ", "class ", "@")
+
+
+def _skeleton(text: str) -> str:
+    """The top-level imports, class headers (each with ``...`` for a body) and the decorators
+    of those classes, of a file read only for its classes' bases (``outlines_beyond``): a
+    tenth of a parse of the whole. A statement of several lines is followed by its brackets;
+    an import or a class under a block (``try``, ``if``), or nested in a class, is left out."""
+    kept: list[str] = []
+    decorators: list[str] = []
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        if not line.startswith(_SKELETON_STARTS):
+            if line[:1] not in ("", " ", "\t", "#"):
+                decorators = []  # a decorator of something else
+            continue
+        statement = [line]
+        depth = _bracket_depth(line)
+        while (depth > 0 or statement[-1].rstrip().endswith("\\")) and index < len(lines):
+            statement.append(lines[index])
+            depth += _bracket_depth(lines[index])
+            index += 1
+        if line.startswith("@"):
+            decorators.extend(statement)
+        elif line.startswith("class "):
+            kept.extend(decorators)
+            kept.extend(statement)
+            kept.append("    ...")
+            decorators = []
+        else:
+            kept.extend(statement)
+    return "\n".join(kept) + "\n"
+
+
+def _bracket_depth(line: str) -> int:
+    """Brackets opened less closed on a line, its comment left out (strings are not read: a
+    bracket in one may mislead the scan, and the parse of the skeleton then fails)."""
+    code = line.partition("#")[0]
+    return code.count("(") + code.count("[") + code.count("{") - code.count(")") - code.count("]") - code.count("}")
+
+
+def outlines_beyond(outlines: list[FileOutline], settings: Settings) -> list[FileOutline]:
     """The names outlines (``names_outline``) of the files outside a run that its classes'
     bases may be defined in, and theirs, to a fixpoint: whether a class is an ``nn.Module``
     must not hang on which other files the run holds (pre-commit checks the staged files, CI
     every file, an editor one buffer). A base's module is looked for beside the run's packages
     only (``_package_root``): torch's, a library's installed elsewhere, are not read; nor a
-    base the run defines, or one of torch's modules. ``read_outline``: path -> its outline."""
+    base the run defines, or one of torch's modules. Read level by level, and only the bases of
+    classes not yet known to be modules: once one base makes a class a module, its others
+    (mixins, caches) are not followed."""
     roots = sorted({root for o in outlines if (root := _package_root(o.path, o.module_name)) is not None})
     if not roots:
         return []
@@ -556,30 +639,49 @@ def outlines_beyond(outlines: list[FileOutline], read_outline) -> list[FileOutli
                     break
         return module_files[module]
 
+    run_classes = sum(len(o.classes) for o in outlines)
     found: list[FileOutline] = []
     while len(found) < _MAX_FILES_BEYOND:
         every = [*outlines, *found]
-        by_qualname = {c.qualname: [0] for o in every for c in o.classes}
+        classes = [c for o in every for c in o.classes]
+        by_qualname: dict[str, list[int]] = {}
+        for index, c in enumerate(classes):
+            by_qualname.setdefault(c.qualname, []).append(index)
         resolver = _Resolver(by_qualname, _module_imports(every), keep_reached=True)
+        bases_of = [{base for meaning in c.bases for base in resolver.targets(meaning)} for c in classes]
+        subclasses: list[list[int]] = [[] for _ in classes]
+        for index, bases in enumerate(bases_of):
+            for base in bases:
+                subclasses[base].append(index)
+        modules = _reach([index for index, c in enumerate(classes) if c.torch_module], subclasses)
+        # The classes whose bases may still make a class of the run a module.
+        open_classes: set[int] = set()
+        todo = [index for index in range(run_classes) if index not in modules]
+        while todo:
+            index = todo.pop()
+            if index not in open_classes:
+                open_classes.add(index)
+                todo.extend(base for base in bases_of[index] if base not in modules)
         wanted: list[str] = []
-        for o in every:
-            for c in o.classes:
-                for meaning in c.bases:
-                    if is_module_base(meaning) or resolver.targets(meaning):
-                        continue
-                    for name in resolver.reached(meaning):
-                        module, dot, _ = name.rpartition(".")
-                        while dot:  # the longest prefix that is a module beside the run's
-                            path = module_file(module)
-                            if path is not None:
-                                if os.path.abspath(path) not in known:
-                                    known.add(os.path.abspath(path))
-                                    wanted.append(path)
-                                break
-                            module, dot, _ = module.rpartition(".")
+        for index in open_classes:
+            for meaning in classes[index].bases:
+                if is_module_base(meaning) or resolver.targets(meaning):
+                    continue
+                for name in resolver.reached(meaning):
+                    module, dot, _ = name.rpartition(".")
+                    while dot:  # the longest prefix that is a module beside the run's
+                        path = module_file(module)
+                        if path is not None:
+                            if os.path.abspath(path) not in known:
+                                known.add(os.path.abspath(path))
+                                wanted.append(path)
+                            break
+                        module, dot, _ = module.rpartition(".")
         if not wanted:
             break
-        found.extend(read_outline(path) for path in sorted(wanted)[: _MAX_FILES_BEYOND - len(found)])
+        found.extend(
+            read_names_outline(path, settings, skeleton=True) for path in sorted(wanted)[: _MAX_FILES_BEYOND - len(found)]
+        )
     return found
 
 
@@ -1108,10 +1210,10 @@ class KeptPlan:
     def beyond_unchanged(self) -> bool:
         """Do the files outside the run it read still hold what it read? (The cache key holds
         the run's files only.)"""
-        for path, read in self.beyond:
+        for path, was in self.beyond:
             try:
                 with open(path, "rb") as handle:
-                    if zlib.crc32(handle.read()) != read:
+                    if zlib.crc32(handle.read()) != was:
                         return False
             except OSError:
                 return False

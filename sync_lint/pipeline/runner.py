@@ -142,21 +142,19 @@ class Linter:
     def lone_scope(self, path: str, source: SourceFile) -> tuple[RunScope, ProjectNames | None]:
         """The scope of a run of one file (``scope_of``), and what it hears of the files beyond
         it: which of its classes' bases other files make ``nn.Module`` subclasses
-        (``project_plan.outlines_beyond``), as a run of every file would tell it. Asked only
-        where a rule that reports in hot scopes runs and a class of it may derive from an
-        import."""
+        (``project_plan.names_of_a_lone_file``), as a run of every file would tell it."""
         from sync_lint.pipeline import project_plan
 
         module_name = module_name_for(path)
         text = source.text
-        if not (any(rule.reports_only_in_hot_scopes for rule in self.rules) and project_plan.may_define_module_classes(text)):
+        if not project_plan.may_hear_of_bases(self.rules, text):
             return self.scope_of([text], module_name), None
         try:
             tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return self.scope_of([text], module_name), None  # the lint reports why
-        outline = project_plan.names_outline(source, self.settings, module_name, is_package_init(path), tree)
-        names = project_plan.ProjectNames([outline], beyond=self._outlines_beyond([outline]))
+        with profile.span("outline: bases beyond the run"):
+            names = project_plan.names_of_a_lone_file(source, self.settings, module_name, is_package_init(path), tree)
         return self.scope_of([text], module_name, names.of(path).module_bases, tree), names
 
     def finalize(self, facts: FileFacts, index: ProjectIndex) -> list[Diagnostic]:
@@ -218,7 +216,7 @@ class Linter:
         from sync_lint.pipeline import project_plan
 
         with profile.span("outline: bases beyond the run"):
-            return project_plan.outlines_beyond(outlines, lambda path: _names_outline(self.settings, path))
+            return project_plan.outlines_beyond(outlines, self.settings)
 
     def outline_all(
         self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
@@ -449,9 +447,4 @@ def _worker_names_batch(paths: list[str]):
 def _names_outline(settings: config.Settings, path: str, source: SourceFile | None = None) -> FileOutline:
     from sync_lint.pipeline import project_plan
 
-    if source is None:
-        try:
-            source = read(path)
-        except SourceError:
-            return project_plan.FileOutline(path)  # linting it reports why
-    return project_plan.names_outline(source, settings, module_name_for(path), is_package_init(path))
+    return project_plan.read_names_outline(path, settings, source)
