@@ -25,6 +25,7 @@ import libcst as cst
 from libcst.codemod import CodemodCommand, CodemodContext, SkipFile
 
 from sync_lint import config
+from sync_lint.analysis.project_names import NOTHING_FROM_THE_PROJECT
 from sync_lint.diagnostics import Diagnostic
 from sync_lint.pipeline.fix import FixOutcome, fix_source
 from sync_lint.pipeline.project import ProjectIndex
@@ -80,7 +81,9 @@ class DocumentLinter:
     def fix(self, text: str, path: str, unsafe: bool = False) -> FixOutcome:
         linter = self.linter_for(path)
         source = self.source(text, path)
-        index = ProjectIndex([linter.lint_source(source)])
+        _, names = linter.lone_scope(path, source)  # what the file hears of those beside it, as ``lint``
+        project = names.of(path) if names is not None else NOTHING_FROM_THE_PROJECT
+        index = ProjectIndex([linter.lint_source(source, project=project)], names=names)
         return fix_source(linter, source, index, unsafe)
 
 

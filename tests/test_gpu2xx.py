@@ -2540,6 +2540,21 @@ def test_a_run_of_part_of_a_package_reads_the_bases_beyond_it(tmp_path):
         assert again.stdout == "" and again.returncode == 0, (paths, again)
 
 
+def test_an_editor_buffer_reads_the_bases_beside_it(tmp_path):
+    """The language server's engine (``DocumentLinter``) lints and fixes a buffer as
+    ``sync-lint check`` of that file alone does: a base beside it that is a module makes its
+    ``forward`` hot, in the findings and in the fixes."""
+    from sync_lint.codemods import DocumentLinter
+
+    activations = _module_package(tmp_path)
+    (tmp_path / "pyproject.toml").write_text(f'[tool.sync-lint]\nsync-guard = "{OPTIONS["sync_guard"]}"\n')
+    engine = DocumentLinter()
+    found = engine.lint(ACTIVATIONS, str(activations))
+    assert [(d.line, d.code) for d in found] == [(9, "GPU201"), (15, "GPU201")]
+    fixed = engine.fix(ACTIVATIONS, str(activations), unsafe=True).fixed
+    assert fixed.count("with gpu_sync_allowed():") == 2
+
+
 def test_module_classes_survive_cyclic_and_self_named_bases(tmp_path):
     """Bases that name each other across files, a class named like the base it imports, and a
     re-export through a package ``__init__``: the closure ends, and only the true modules count."""

@@ -121,10 +121,14 @@ class Linter:
         self, source: SourceFile, alone: bool = False, project: FileProjectNames = NOTHING_FROM_THE_PROJECT,
     ) -> FileFacts:
         """Whole-file lint (the fix loop and the API use it: they need exact fixes). ``alone``:
-        the file is all there is (an editor's buffer): only the rules that can report in it run.
+        the file is all there is (an editor's buffer): only the rules that can report in it run,
+        and it hears of the files beside it as a run of it alone does (``lone_scope``).
         ``project``: as for ``lint_one`` (the fix loop's run found it)."""
-        scope = self.scope_of([source.text], module_name_for(source.path)) if alone else self.whole_project
-        return lint_source(source, self.settings, scope.rules, project=project)
+        if not alone:
+            return lint_source(source, self.settings, self.whole_project.rules, project=project)
+        scope, names = self.lone_scope(source.path, source)
+        heard = names.of(source.path) if names is not None else project
+        return lint_source(source, self.settings, scope.rules, project=heard)
 
     def scope_of(
         self, texts: list[str], module_name: str | None = None, module_bases: tuple[str, ...] = (),
