@@ -2540,6 +2540,32 @@ def test_a_run_of_part_of_a_package_reads_the_bases_beyond_it(tmp_path):
         assert again.stdout == "" and again.returncode == 0, (paths, again)
 
 
+@pytest.mark.parametrize("broken", ["syntax", "bytes", "loop", "folder"])
+def test_a_broken_file_beside_the_run_is_no_module(tmp_path, broken):
+    """A base's file that does not parse, is not UTF-8, is a symlink loop or a folder named like
+    a module: the run goes on, without a traceback, and the class is no module by way of it."""
+    from cli_runner import run
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    base = pkg / "base.py"
+    if broken == "syntax":
+        base.write_text("from torch import nn\n\n\nclass Layer(nn.Module:\n    pass\n")
+    elif broken == "bytes":
+        base.write_bytes(b"from torch import nn\n\n\nclass Layer(nn.Module):\n    x = '\xff\xfe'\n")
+    elif broken == "loop":
+        base.symlink_to(base)
+    else:
+        base.mkdir()
+    (pkg / "model.py").write_text(
+        "import torch\n\nfrom pkg.base import Layer\n\n\nclass Model(Layer):\n"
+        "    def forward(self, x):\n        torch.cuda.synchronize()\n        return x\n"
+    )
+    result = run("check", "pkg/model.py", "--no-cache", "--output-format", "concise", cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout == "" and "Traceback" not in result.stderr, result
+
+
 def test_an_editor_buffer_reads_the_bases_beside_it(tmp_path):
     """The language server's engine (``DocumentLinter``) lints and fixes a buffer as
     ``sync-lint check`` of that file alone does: a base beside it that is a module makes its
