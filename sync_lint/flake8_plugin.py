@@ -10,6 +10,7 @@ class is an ``nn.Module`` by way of a base another file defines is read from bes
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 from sync_lint import __version__, config
 from sync_lint.analysis.modules import is_package_init
 from sync_lint.analysis.project_names import NOTHING_FROM_THE_PROJECT, FileProjectNames
+from sync_lint.pipeline import project_plan
 from sync_lint.pipeline.lint_file import lint_source, module_name_for
 from sync_lint.pipeline.prefilter import rules_that_can_report
 from sync_lint.pipeline.project import ProjectIndex
@@ -57,10 +59,12 @@ class SyncLintChecker:
         module_name = module_name_for(self.filename)
         project = _beyond_the_file(source, settings, rules, module_name, self.tree)
         file_scout = Scout(text, settings, self.tree, module_name, project.module_bases)
-        facts = lint_source(
-            source, settings, rules_that_can_report(rules, [text], settings, file_scout), alone=file_scout,
-            project=project,
-        )
+        rules = rules_that_can_report(rules, [text], settings, file_scout)
+        facts = lint_source(source, settings, rules, alone=file_scout, project=project)
+        ops = project_plan.ops_heard_alone(source, settings, facts)
+        if ops:  # a finding at a custom op a file beside implements in Python: judged by its function
+            project = dataclasses.replace(project, python_ops=ops)
+            facts = lint_source(source, settings, rules, alone=file_scout, project=project)
         index = ProjectIndex([facts])
         found = list(facts.diagnostics)
         found.extend(d for d in (index.resolve(p) for p in facts.pending) if d is not None)
@@ -73,8 +77,6 @@ class SyncLintChecker:
 def _beyond_the_file(source: SourceFile, settings: config.Settings, rules: list, module_name: str, tree) -> FileProjectNames:
     """What the file hears of the files beside it, as ``sync-lint check`` of it alone would
     (``Linter.lone_scope``): which of its classes' bases are ``nn.Module`` subclasses."""
-    from sync_lint.pipeline import project_plan
-
     if source.path in ("stdin", "-") or not project_plan.may_hear_of_bases(rules, source.text):
         return NOTHING_FROM_THE_PROJECT
     names = project_plan.names_of_a_lone_file(source, settings, module_name, is_package_init(source.path), tree)

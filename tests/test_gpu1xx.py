@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -1999,7 +2001,10 @@ def test_a_custom_op_another_file_implements_in_python_is_judged_by_its_body(tmp
     whose function hands the tensor to a C++ op of the same name (``torch.ops._C.copy_rows``,
     no registration of the project's) is reported through it; an op of unknown code, one two
     files register (a platform each), or one registered into another library (``target_lib=``)
-    still needs every tensor dense. Checked alone, the file cannot tell."""
+    still needs every tensor dense. Checked alone (the CLI, the editor's engine, the flake8
+    plugin), the file hears of the ops its findings rest on from a scan of its package: what it
+    reports is what the run reports, but where the finding rests on the op's function in
+    another file (``_copy_impl``), which it does not read."""
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
@@ -2053,6 +2058,18 @@ def test_a_custom_op_another_file_implements_in_python_is_judged_by_its_body(tmp
             torch.ops.pkg.twice(first, out)
     """
     (pkg / "user.py").write_text(textwrap.dedent(user))
+    # A finding its summaries would confirm: a wrapper of this file hands the op its argument.
+    (pkg / "wrapped.py").write_text(textwrap.dedent("""
+        import torch
+
+
+        def _scale(x: torch.Tensor, out: torch.Tensor):
+            torch.ops.pkg.scale_rows(x, out)
+
+
+        def run(block_table: torch.Tensor, out: torch.Tensor):
+            _scale(block_table[:, 0], out)
+    """))
     settings = make_settings()
     files = sorted(str(path) for path in pkg.glob("*.py"))
     fast = Linter(settings, fast=True).run(files, jobs=1).diagnostics
@@ -2063,4 +2080,14 @@ def test_a_custom_op_another_file_implements_in_python_is_judged_by_its_body(tmp
     assert "the custom op `torch.ops.pkg.copy_rows` (in Python: `_copy_impl`) receives" in fast[0].message
     assert "(the argument is passed to the custom op `torch.ops._C.copy_rows`)" in fast[0].message
     alone = Linter(settings).run([str(pkg / "user.py")], jobs=1).diagnostics
-    assert [d.line for d in alone] == [7, 8, 9, 10, 11]
+    assert [d.line for d in alone] == [9, 10, 11]
+    assert Linter(settings).run([str(pkg / "wrapped.py")], jobs=1).diagnostics == []
+    from sync_lint.codemods import DocumentLinter
+
+    buffer = DocumentLinter().lint(textwrap.dedent(user), str(pkg / "user.py"))
+    assert [d.line for d in buffer if d.code == "GPU102"] == [9, 10, 11]
+    plugin = subprocess.run(
+        [sys.executable, "-m", "flake8", "--select", "GPU", "pkg/user.py"], cwd=tmp_path, capture_output=True, text=True,
+        check=False, timeout=120,
+    )
+    assert [line.split(":")[1] for line in plugin.stdout.splitlines()] == ["9", "10", "11"], plugin

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
@@ -128,7 +129,13 @@ class Linter:
             return lint_source(source, self.settings, self.whole_project.rules, project=project)
         scope, names = self.lone_scope(source.path, source)
         heard = names.of(source.path) if names is not None else project
-        return lint_source(source, self.settings, scope.rules, project=heard)
+        facts = lint_source(source, self.settings, scope.rules, project=heard)
+        from sync_lint.pipeline import project_plan
+
+        ops = project_plan.ops_heard_alone(source, self.settings, facts)
+        if ops:  # as ``_hearing_ops_alone``
+            facts = lint_source(source, self.settings, scope.rules, project=dataclasses.replace(heard, python_ops=ops))
+        return facts
 
     def scope_of(
         self, texts: list[str], module_name: str | None = None, module_bases: tuple[str, ...] = (),
@@ -160,6 +167,21 @@ class Linter:
         with profile.span("outline: bases beyond the run"):
             names = project_plan.names_of_a_lone_file(source, self.settings, module_name, is_package_init(path), tree)
         return self.scope_of([text], module_name, names.of(path).module_bases, tree), names
+
+    def _hearing_ops_alone(
+        self, facts: list[FileFacts], names: ProjectNames | None, scope: RunScope | None, sources: dict[str, SourceFile],
+    ) -> tuple[list[FileFacts], ProjectNames | None]:
+        """A run of one file, linted again where a finding may rest on a custom op a file beside
+        it implements in Python (``project_plan.ops_heard_alone``), hearing those ops as a run of
+        every file does."""
+        from sync_lint.pipeline import project_plan
+
+        path, source = next(iter(sources.items()))
+        ops = project_plan.ops_heard_alone(source, self.settings, facts[0])
+        if not ops:
+            return facts, names
+        names = (names or project_plan.ProjectNames([])).hearing_ops(path, ops)
+        return [self.lint_one(path, None, scope, source, names.of(path))], names
 
     def finalize(self, facts: FileFacts, index: ProjectIndex) -> list[Diagnostic]:
         """Local + resolved cross-file findings of one file, after selection and suppression."""
@@ -277,6 +299,8 @@ class Linter:
             elif len(paths) > 1:
                 names = self.names_all(paths, pool, sources)
             facts = self.lint_all(paths, jobs, progress, plan=plan, pool=pool, scope=scope, sources=sources, names=names)
+            if len(paths) == 1 and len(sources) == 1:
+                facts, names = self._hearing_ops_alone(facts, names, scope, sources)
             with profile.span("project summaries"):
                 index = ProjectIndex(facts, follow_unread=len(paths) > 1, names=names)
             with profile.span("cross-file findings and noqa"):
