@@ -27,6 +27,7 @@ from libcst.codemod import CodemodCommand, CodemodContext, SkipFile
 from sync_lint import config
 from sync_lint.analysis.project_names import NOTHING_FROM_THE_PROJECT
 from sync_lint.diagnostics import Diagnostic
+from sync_lint.pipeline import project_plan
 from sync_lint.pipeline.fix import FixOutcome, fix_source
 from sync_lint.pipeline.project import ProjectIndex
 from sync_lint.pipeline.runner import Linter
@@ -83,8 +84,12 @@ class DocumentLinter:
         source = self.source(text, path)
         _, names = linter.lone_scope(path, source)  # what the file hears of those beside it, as ``lint``
         project = names.of(path) if names is not None else NOTHING_FROM_THE_PROJECT
-        index = ProjectIndex([linter.lint_source(source, project=project)], names=names)
-        return fix_source(linter, source, index, unsafe)
+        facts = linter.lint_source(source, project=project)
+        ops = project_plan.ops_heard_alone(source, linter.settings, facts)
+        if ops:
+            names = (names or project_plan.ProjectNames([])).hearing_ops(path, ops)
+            facts = linter.lint_source(source, project=names.of(path))
+        return fix_source(linter, source, ProjectIndex([facts], names=names), unsafe)
 
 
 def _codes(value: str) -> list[str]:

@@ -2086,6 +2086,8 @@ def test_a_custom_op_another_file_implements_in_python_is_judged_by_its_body(tmp
 
     buffer = DocumentLinter().lint(textwrap.dedent(user), str(pkg / "user.py"))
     assert [d.line for d in buffer if d.code == "GPU102"] == [9, 10, 11]
+    fixed = DocumentLinter().fix(textwrap.dedent(user), str(pkg / "user.py"), unsafe=True).fixed
+    assert "scale_rows(first, out)" in fixed and "copy_rows(first, out)" in fixed  # their calls left as they are
     plugin = subprocess.run(
         [sys.executable, "-m", "flake8", "--select", "GPU", "pkg/user.py"], cwd=tmp_path, capture_output=True, text=True,
         check=False, timeout=120,
