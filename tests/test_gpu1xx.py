@@ -2082,6 +2082,8 @@ def test_a_custom_op_another_file_implements_in_python_is_judged_by_its_body(tmp
     alone = Linter(settings).run([str(pkg / "user.py")], jobs=1).diagnostics
     assert [d.line for d in alone] == [9, 10, 11]
     assert Linter(settings).run([str(pkg / "wrapped.py")], jobs=1).diagnostics == []
+    staged = Linter(settings).run([str(pkg / "user.py"), str(pkg / "wrapped.py")], jobs=1).diagnostics
+    assert [(Path(d.path).name, d.line) for d in staged] == [("user.py", 9), ("user.py", 10), ("user.py", 11)]
     from sync_lint.codemods import DocumentLinter
 
     buffer = DocumentLinter().lint(textwrap.dedent(user), str(pkg / "user.py"))

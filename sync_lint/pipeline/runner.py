@@ -133,7 +133,7 @@ class Linter:
         from sync_lint.pipeline import project_plan
 
         ops = project_plan.ops_heard_alone(source, self.settings, facts)
-        if ops:  # as ``_hearing_ops_alone``
+        if ops:  # as ``_hearing_ops_beside``
             facts = lint_source(source, self.settings, scope.rules, project=dataclasses.replace(heard, python_ops=ops))
         return facts
 
@@ -168,20 +168,26 @@ class Linter:
             names = project_plan.names_of_a_lone_file(source, self.settings, module_name, is_package_init(path), tree)
         return self.scope_of([text], module_name, names.of(path).module_bases, tree), names
 
-    def _hearing_ops_alone(
-        self, facts: list[FileFacts], names: ProjectNames | None, scope: RunScope | None, sources: dict[str, SourceFile],
+    def _hearing_ops_beside(
+        self, facts: list[FileFacts], names: ProjectNames | None, plan: ProjectPlan | KeptPlan | None,
+        scope: RunScope | None, sources: dict[str, SourceFile],
     ) -> tuple[list[FileFacts], ProjectNames | None]:
-        """A run of one file, linted again where a finding may rest on a custom op a file beside
-        it implements in Python (``project_plan.ops_heard_alone``), hearing those ops as a run of
-        every file does."""
+        """A small run (pre-commit's staged files), each file of it linted again where a finding
+        may rest on a custom op a file beside the run implements in Python
+        (``project_plan.ops_heard_alone``), hearing those ops as a run of every file does."""
         from sync_lint.pipeline import project_plan
 
-        path, source = next(iter(sources.items()))
-        ops = project_plan.ops_heard_alone(source, self.settings, facts[0])
-        if not ops:
-            return facts, names
-        names = (names or project_plan.ProjectNames([])).hearing_ops(path, ops)
-        return [self.lint_one(path, None, scope, source, names.of(path))], names
+        for position, file_facts in enumerate(facts):
+            source = sources.get(file_facts.path)
+            ops = project_plan.ops_heard_alone(source, self.settings, file_facts) if source is not None else ()
+            heard = names.of(file_facts.path) if names is not None else NOTHING_FROM_THE_PROJECT
+            if not set(ops) - set(heard.python_ops):
+                continue
+            path = file_facts.path
+            names = (names or project_plan.ProjectNames([])).hearing_ops(path, tuple(sorted({*heard.python_ops, *ops})))
+            kept = plan.units_to_keep(path) if plan is not None else None
+            facts[position] = self.lint_one(path, kept, scope, source, names.of(path))
+        return facts, names
 
     def finalize(self, facts: FileFacts, index: ProjectIndex) -> list[Diagnostic]:
         """Local + resolved cross-file findings of one file, after selection and suppression."""
@@ -299,8 +305,8 @@ class Linter:
             elif len(paths) > 1:
                 names = self.names_all(paths, pool, sources)
             facts = self.lint_all(paths, jobs, progress, plan=plan, pool=pool, scope=scope, sources=sources, names=names)
-            if len(paths) == 1 and len(sources) == 1:
-                facts, names = self._hearing_ops_alone(facts, names, scope, sources)
+            if sources:
+                facts, names = self._hearing_ops_beside(facts, names, plan, scope, sources)
             with profile.span("project summaries"):
                 index = ProjectIndex(facts, follow_unread=len(paths) > 1, names=names)
             with profile.span("cross-file findings and noqa"):
