@@ -511,19 +511,22 @@ class ModuleClasses:
     its bases may be defined in (``outlines_beyond``): their classes count as bases, and
     nothing is said of those files themselves."""
 
-    def __init__(self, outlines: list[FileOutline], beyond: list[FileOutline] | tuple = ()) -> None:
-        run_classes = sum(len(o.classes) for o in outlines)
-        classes = [(o.path, c) for o in (*outlines, *beyond) for c in o.classes]
+    def __init__(
+        self, outlines: list[FileOutline], beyond: list[FileOutline] | tuple = (), keep_reached: bool = False,
+    ) -> None:
+        """``keep_reached``: for ``unresolved_bases`` (``_Resolver``)."""
+        self._run_classes = run_classes = sum(len(o.classes) for o in outlines)
+        self._classes = classes = [(o.path, c) for o in (*outlines, *beyond) for c in o.classes]
         by_qualname: dict[str, list[int]] = {}
         for index, (_, c) in enumerate(classes):
             by_qualname.setdefault(c.qualname, []).append(index)
-        resolver = _Resolver(by_qualname, _module_imports([*outlines, *beyond]))
+        self.resolver = resolver = _Resolver(by_qualname, _module_imports([*outlines, *beyond]), keep_reached)
         subclasses: list[list[int]] = [[] for _ in classes]
         for index, (_, c) in enumerate(classes):
             for meaning in c.bases:
                 for base in resolver.targets(meaning):
                     subclasses[base].append(index)
-        modules = _reach([index for index, (_, c) in enumerate(classes) if c.torch_module], subclasses)
+        self._modules = modules = _reach([index for index, (_, c) in enumerate(classes) if c.torch_module], subclasses)
         self.bases: dict[str, tuple[str, ...]] = {}
         for o in outlines:
             names = {m for c in o.classes for m in c.bases if not modules.isdisjoint(resolver.targets(m))}
@@ -533,6 +536,26 @@ class ModuleClasses:
             (classes[index][0], unit) for index in sorted(modules) if index < run_classes
             for unit in classes[index][1].hot_units
         ]  # fmt: skip
+
+    def unresolved_bases(self) -> set[str]:
+        """The base names that name no class known here (nor one of torch's modules), of the
+        run's classes not known to be modules and, at any depth, of their bases that are not
+        either: where a class beyond the run may yet make one a module (``outlines_beyond``)."""
+        found: set[str] = set()
+        seen: set[int] = set()
+        todo = [index for index in range(self._run_classes) if index not in self._modules]
+        while todo:
+            index = todo.pop()
+            if index in seen:
+                continue
+            seen.add(index)
+            for meaning in self._classes[index][1].bases:
+                targets = self.resolver.targets(meaning)
+                if targets:
+                    todo.extend(base for base in targets if base not in self._modules)
+                elif not is_module_base(meaning):
+                    found.add(meaning)
+        return found
 
 
 # At most this many files outside a run are read for its classes' bases (``outlines_beyond``).
@@ -709,44 +732,21 @@ def outlines_beyond(outlines: list[FileOutline], settings: Settings) -> list[Fil
                     break
         return module_files[module]
 
-    run_classes = sum(len(o.classes) for o in outlines)
     found: list[FileOutline] = []
     while len(found) < _MAX_FILES_BEYOND:
-        every = [*outlines, *found]
-        classes = [c for o in every for c in o.classes]
-        by_qualname: dict[str, list[int]] = {}
-        for index, c in enumerate(classes):
-            by_qualname.setdefault(c.qualname, []).append(index)
-        resolver = _Resolver(by_qualname, _module_imports(every), keep_reached=True)
-        bases_of = [{base for meaning in c.bases for base in resolver.targets(meaning)} for c in classes]
-        subclasses: list[list[int]] = [[] for _ in classes]
-        for index, bases in enumerate(bases_of):
-            for base in bases:
-                subclasses[base].append(index)
-        modules = _reach([index for index, c in enumerate(classes) if c.torch_module], subclasses)
-        # The classes whose bases may still make a class of the run a module.
-        open_classes: set[int] = set()
-        todo = [index for index in range(run_classes) if index not in modules]
-        while todo:
-            index = todo.pop()
-            if index not in open_classes:
-                open_classes.add(index)
-                todo.extend(base for base in bases_of[index] if base not in modules)
+        known_classes = ModuleClasses(outlines, found, keep_reached=True)
         wanted: list[str] = []
-        for index in open_classes:
-            for meaning in classes[index].bases:
-                if is_module_base(meaning) or resolver.targets(meaning):
-                    continue
-                for name in resolver.reached(meaning):
-                    module, dot, _ = name.rpartition(".")
-                    while dot:  # the longest prefix that is a module beside the run's
-                        path = module_file(module)
-                        if path is not None:
-                            if os.path.abspath(path) not in known:
-                                known.add(os.path.abspath(path))
-                                wanted.append(path)
-                            break
-                        module, dot, _ = module.rpartition(".")
+        for meaning in known_classes.unresolved_bases():
+            for name in known_classes.resolver.reached(meaning):
+                module, dot, _ = name.rpartition(".")
+                while dot:  # the longest prefix that is a module beside the run's
+                    path = module_file(module)
+                    if path is not None:
+                        if os.path.abspath(path) not in known:
+                            known.add(os.path.abspath(path))
+                            wanted.append(path)
+                        break
+                    module, dot, _ = module.rpartition(".")
         if not wanted:
             break
         found.extend(
