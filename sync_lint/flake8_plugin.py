@@ -10,7 +10,6 @@ class is an ``nn.Module`` by way of a base another file defines is read from bes
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -61,9 +60,9 @@ class SyncLintChecker:
         file_scout = Scout(text, settings, self.tree, module_name, project.module_bases)
         rules = rules_that_can_report(rules, [text], settings, file_scout)
         facts = lint_source(source, settings, rules, alone=file_scout, project=project)
-        ops = project_plan.ops_heard_alone(source, settings, facts)
+        ops = project_plan.ops_heard_alone(source, settings, facts, self.tree)
         if ops:  # a finding at a custom op a file beside implements in Python: judged by its function
-            project = dataclasses.replace(project, python_ops=ops)
+            project = project.hearing_ops(ops)
             facts = lint_source(source, settings, rules, alone=file_scout, project=project)
         index = ProjectIndex([facts])
         found = list(facts.diagnostics)

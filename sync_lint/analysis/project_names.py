@@ -4,7 +4,7 @@ the cache stores the file's facts under. A file checked on its own hears nothing
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -15,6 +15,10 @@ class FileProjectNames:
     # The custom ops it may call that a file of the run implements in Python
     # (``project_plan.PythonOpTable``): ``(namespace, op name, implementing function)``.
     python_ops: tuple[tuple[str, str, str], ...] = ()
+
+    def hearing_ops(self, python_ops: tuple[tuple[str, str, str], ...]) -> FileProjectNames:
+        """These names, and ``python_ops`` too (a file checked alone, of the ops beside it)."""
+        return replace(self, python_ops=tuple(sorted({*self.python_ops, *python_ops})))
 
     def implementation(self, namespace: str, name: str) -> str | None:
         """The function of the run that implements ``torch.ops.<namespace>.<name>``."""

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import dataclasses
 import os
 import re
 import sys
@@ -491,10 +490,9 @@ class ProjectNames:
         return self.by_path.get(path, NOTHING_FROM_THE_PROJECT)
 
     def hearing_ops(self, path: str, python_ops: tuple[tuple[str, str, str], ...]) -> ProjectNames:
-        """These names, with ``python_ops`` what ``path`` hears of the ops it calls
-        (``ops_heard_alone``)."""
+        """These names, with ``python_ops`` heard by ``path`` too (``ops_heard_alone``)."""
         heard = copy.copy(self)
-        heard.by_path = {**self.by_path, path: dataclasses.replace(self.of(path), python_ops=python_ops)}
+        heard.by_path = {**self.by_path, path: self.of(path).hearing_ops(python_ops)}
         return heard
 
 
@@ -616,13 +614,15 @@ def python_ops_beside(
 _NAMED_OP = re.compile(r"`torch\.ops\.(\w+)\.(\w+)")
 
 
-def ops_heard_alone(source: SourceFile, settings: Settings, facts: FileFacts) -> tuple[tuple[str, str, str], ...]:
+def ops_heard_alone(
+    source: SourceFile, settings: Settings, facts: FileFacts, tree: ast.Module | None = None,
+) -> tuple[tuple[str, str, str], ...]:
     """For a file checked alone, after its lint (``facts``): the custom ops its GPU1xx findings
     rest on, those reported and those its summaries may yet confirm (the ops their reasons
     name), that a file beside it implements in Python (``python_ops_beside``), which a run of
     every file judges by their function. An op of an extension's own namespace (``_C``,
     ``_moe_C``: C++ ops by the engines' convention, which no scan would find registered in
-    Python) is not looked for."""
+    Python) is not looked for. ``tree``: the text's, where the caller has it."""
     said = [d.message for d in facts.diagnostics if d.code.startswith("GPU1")]
     for pending in facts.pending:
         summary = facts.summaries.get(pending.callee)
@@ -634,7 +634,7 @@ def ops_heard_alone(source: SourceFile, settings: Settings, facts: FileFacts) ->
     }  # fmt: skip
     if not wanted:
         return ()
-    outline = names_outline(source, settings, module_name_for(source.path), is_package_init(source.path))
+    outline = names_outline(source, settings, module_name_for(source.path), is_package_init(source.path), tree)
     with span("custom ops beside the run"):
         return python_ops_beside(outline, settings, wanted)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
@@ -134,7 +133,7 @@ class Linter:
 
         ops = project_plan.ops_heard_alone(source, self.settings, facts)
         if ops:  # as ``_hearing_ops_beside``
-            facts = lint_source(source, self.settings, scope.rules, project=dataclasses.replace(heard, python_ops=ops))
+            facts = lint_source(source, self.settings, scope.rules, project=heard.hearing_ops(ops))
         return facts
 
     def scope_of(
@@ -184,7 +183,7 @@ class Linter:
             if not set(ops) - set(heard.python_ops):
                 continue
             path = file_facts.path
-            names = (names or project_plan.ProjectNames([])).hearing_ops(path, tuple(sorted({*heard.python_ops, *ops})))
+            names = (names or project_plan.ProjectNames([])).hearing_ops(path, ops)
             kept = plan.units_to_keep(path) if plan is not None else None
             facts[position] = self.lint_one(path, kept, scope, source, names.of(path))
         return facts, names
