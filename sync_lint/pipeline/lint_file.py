@@ -61,7 +61,6 @@ class FileFacts:
 
 
 @lru_cache(maxsize=4096)
-@lru_cache(maxsize=4096)
 def _package_parts(folder: str) -> tuple[str, ...]:
     """Dotted parts of the package a folder is: its path from the top-most folder above it (or
     itself) that holds an ``__init__.py``. A folder without one inside such a package is a
