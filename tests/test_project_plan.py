@@ -1530,3 +1530,96 @@ def test_a_file_beyond_the_run_is_read_by_its_skeleton(tmp_path):
     path.write_text(misled)
     read = project_plan.read_names_outline(str(path), settings, skeleton=True)
     assert [c.qualname for c in read.classes] == ["late.Late"]
+
+
+def test_a_run_of_part_of_a_package_reads_the_functions_it_calls_beyond_it(tmp_path):
+    """A run of a folder, or of a few staged files, reports what a run of the whole package
+    reports in them (``project_plan.plan_reading_callees``): a sync two files away from a
+    model's ``forward``, and a wrapper re-exported by a package ``__init__`` that hands its
+    argument to a custom op, by the plan and by the plain path; the findings of the files read
+    beyond the run are not reported, nor fixed. A warm run whose plan the cache holds makes it
+    again when a file it read beyond the run changes."""
+    from cli_runner import run
+
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/models/__init__.py": "",
+        "pkg/models/util.py": "def helper(x):\n    return x\n",
+        "pkg/models/llama.py": (
+            "from torch import nn\n\nfrom pkg.ops import run_op\nfrom pkg.utils.mm import embed\n\n\n"
+            "class Model(nn.Module):\n    def forward(self, x, table):\n        y = embed(x)\n"
+            "        run_op(table[:, 0])\n        return y\n"
+        ),
+        "pkg/utils/__init__.py": "",
+        "pkg/utils/mm.py": (
+            "from pkg.utils.deep import count_rows\n\n\ndef embed(x):\n    rows = count_rows(x)\n"
+            "    return x[:rows].to(x.device)\n"
+        ),
+        "pkg/utils/deep.py": "import torch\n\n\ndef count_rows(x):\n    torch.cuda.synchronize()\n    return x.shape[0]\n",
+        "pkg/utils/wait.py": "import torch\n\n\ndef wait_all():\n    torch.cuda.synchronize()\n",
+        "pkg/ops/__init__.py": "from pkg.ops.kernels import run_op as run_op\n",
+        "pkg/ops/kernels.py": (
+            "import torch\n\n\ndef run_op(t):\n    torch.ops._C.gather_rows(t)\n\n\n"
+            "def launch_first_column(table):\n    torch.ops._C.gather_rows(table[:, 0])\n"
+        ),
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+
+    def found(*args: str) -> list[str]:
+        result = run("check", *args, "--output-format", "concise", cwd=tmp_path)
+        assert "Traceback" not in result.stderr, result
+        return [line.split(" ", 2)[0] + " " + line.split(" ", 2)[1] for line in result.stdout.splitlines()]
+
+    sync, view = "pkg/models/llama.py:9:13: GPU201", "pkg/models/llama.py:10:16: GPU102"
+    beyond = "pkg/ops/kernels.py:9:30: GPU102"
+    assert found("pkg", "--no-cache") == [sync, view, beyond]
+    for paths in (["pkg/models"], ["pkg/models/llama.py", "pkg/models/util.py"]):
+        for extra in ([], ["--parse-whole-files"]):
+            assert found(*paths, "--no-cache", *extra) == [sync, view], (paths, extra)
+    # Warm: the plan of ``pkg/models`` is cached; a file it read beyond the run stops syncing,
+    # then calls one in a file that run did not read, which syncs.
+    assert found("pkg/models") == found("pkg/models") == [sync, view]
+    deep = tmp_path / "pkg/utils/deep.py"
+    deep.write_text("def count_rows(x):\n    return x.shape[0]\n")
+    assert found("pkg/models") == found("pkg/models") == [view]
+    deep.write_text(
+        "from pkg.utils.wait import wait_all\n\n\ndef count_rows(x):\n    wait_all()\n    return x.shape[0], x.device\n"
+    )
+    assert found("pkg/models") == [sync, view]
+    kernels = (tmp_path / "pkg/ops/kernels.py").read_text()
+    fixed = run("fix", "pkg/models", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
+    assert fixed.returncode == 1 and fixed.stdout.startswith(sync), fixed  # the sync is left to a person
+    assert "run_op(table[:, 0].contiguous())" in (tmp_path / "pkg/models/llama.py").read_text()
+    assert (tmp_path / "pkg/ops/kernels.py").read_text() == kernels
+
+
+@pytest.mark.parametrize("broken", ["syntax", "bytes", "loop", "folder"])
+def test_a_broken_file_a_run_calls_beyond_it_is_not_reported(tmp_path, broken):
+    """A file read beyond the run (``plan_reading_callees``) that does not parse, is not UTF-8,
+    is a symlink loop or a folder named like a module: the run reports its own findings only,
+    with no traceback, and the exit status they give."""
+    from cli_runner import run
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    helpers = pkg / "helpers.py"
+    if broken == "syntax":
+        helpers.write_text("import torch\n\n\ndef wait(x:\n    torch.cuda.synchronize()\n")
+    elif broken == "bytes":
+        helpers.write_bytes(b"import torch\n\n\ndef wait(x):\n    torch.cuda.synchronize()  # \xff\xfe\n")
+    elif broken == "loop":
+        helpers.symlink_to(helpers)
+    else:
+        helpers.mkdir()
+    (pkg / "util.py").write_text("def helper(x):\n    return x\n")
+    (pkg / "model.py").write_text(
+        "import torch\nfrom torch import nn\n\nfrom pkg.helpers import wait\n\n\nclass Model(nn.Module):\n"
+        "    def forward(self, x):\n        wait(x)\n        torch.cuda.synchronize()\n        return x\n"
+    )
+    result = run("check", "pkg/model.py", "pkg/util.py", "--no-cache", "--output-format", "concise", cwd=tmp_path)
+    assert "Traceback" not in result.stderr, result
+    assert [line.split(" ")[:2] for line in result.stdout.splitlines()] == [["pkg/model.py:10:9:", "GPU201"]], result
+    assert result.returncode == 1, result

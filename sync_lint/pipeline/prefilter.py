@@ -31,11 +31,13 @@ def may_match(rule: Rule, text: str, alone: bool = False) -> bool:
 def rules_that_can_report(
     rules: list[Rule], texts: list[str], settings: Settings, file_scout: scout.Scout | None = None
 ) -> list[Rule]:
-    """The rules that can find anything in a run of just these files. A rule reports only in a
-    file it may match alone, or through a summary that such a file records (a kernel wrapper's
-    contiguity check lives where a sink word is), so a rule that no file of the run may match
-    alone finds nothing anywhere in it: a small run (pre-commit's staged files, an editor's
-    file) skips it, and most often every parse.
+    """The rules that can find anything in a run of just these files: a small run (pre-commit's
+    staged files, an editor's file) skips the others, and most often every parse. A run of one
+    file reads no summary of another file, so a rule reports there only where the file may
+    match it alone (``Rule.alone_triggers``: a kernel wrapper's contiguity check lives where a
+    sink word is). A run of several files reads the summaries of the functions they call
+    beyond the run (``project_plan.plan_reading_callees``), so there a rule may report in any
+    file that holds its triggers.
 
     Where the words are too common to decide, the syntax scout (``pipeline.scout``) does, in a
     run of one file: a rule that reports only in hot scopes needs a file where one may be, and a
@@ -44,7 +46,7 @@ def rules_that_can_report(
     larger run it has no say: another file may call the wrapper this one defines, or subclass
     its hot base class. ``file_scout``: the scout of a run's one file, if the caller has one."""
     if len(texts) != 1:
-        return [rule for rule in rules if any(may_match(rule, text, alone=True) for text in texts)]
+        return [rule for rule in rules if any(may_match(rule, text) for text in texts)]
     text = texts[0]
     file_scout = file_scout or scout.Scout(text, settings)  # parses only when first asked
     answers: dict[tuple, bool] = {}  # the GPU1xx rules share one question

@@ -48,6 +48,7 @@ import re
 import sys
 import zlib
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sync_lint.analysis import op_words
@@ -510,15 +511,14 @@ class ModuleClasses:
     nothing is said of those files themselves."""
 
     def __init__(
-        self, outlines: list[FileOutline], beyond: list[FileOutline] | tuple = (), keep_reached: bool = False,
+        self, outlines: list[FileOutline], beyond: list[FileOutline] | tuple = (),
     ) -> None:
-        """``keep_reached``: for ``unresolved_bases`` (``_Resolver``)."""
         self._run_classes = run_classes = sum(len(o.classes) for o in outlines)
         self._classes = classes = [(o.path, c) for o in (*outlines, *beyond) for c in o.classes]
         by_qualname: dict[str, list[int]] = {}
         for index, (_, c) in enumerate(classes):
             by_qualname.setdefault(c.qualname, []).append(index)
-        self.resolver = resolver = _Resolver(by_qualname, _module_imports([*outlines, *beyond]), keep_reached)
+        self.resolver = resolver = _Resolver(by_qualname, _module_imports([*outlines, *beyond]))
         subclasses: list[list[int]] = [[] for _ in classes]
         for index, (_, c) in enumerate(classes):
             for meaning in c.bases:
@@ -712,47 +712,118 @@ def outlines_beyond(outlines: list[FileOutline], settings: Settings) -> list[Fil
     base the run defines, or one of torch's modules. Read level by level, and only the bases of
     classes not yet known to be modules: once one base makes a class a module, its others
     (mixins, caches) are not followed."""
-    roots = sorted({root for o in outlines if (root := _package_root(o.path, o.module_name)) is not None})
-    if not roots:
+    files = ModuleFiles(outlines)
+    if not files.roots:
         return []
-    known = {os.path.abspath(o.path) for o in outlines}
-    module_files: dict[str, str | None] = {}
-
-    def module_file(module: str) -> str | None:
-        if module not in module_files:
-            module_files[module] = None
-            parts = module.split(".")
-            for root in roots:
-                base = os.path.join(root, *parts)
-                for candidate in (base + ".py", os.path.join(base, "__init__.py")):
-                    if os.path.isfile(candidate):
-                        module_files[module] = candidate
-                        break
-                if module_files[module] is not None:
-                    break
-        return module_files[module]
-
     found: list[FileOutline] = []
     while len(found) < _MAX_FILES_BEYOND:
-        known_classes = ModuleClasses(outlines, found, keep_reached=True)
+        known_classes = ModuleClasses(outlines, found)
         wanted: list[str] = []
         for meaning in known_classes.unresolved_bases():
-            for name in known_classes.resolver.reached(meaning):
-                module, dot, _ = name.rpartition(".")
-                while dot:  # the longest prefix that is a module beside the run's
-                    path = module_file(module)
-                    if path is not None:
-                        if os.path.abspath(path) not in known:
-                            known.add(os.path.abspath(path))
-                            wanted.append(path)
-                        break
-                    module, dot, _ = module.rpartition(".")
+            for name in known_classes.resolver.unresolved_through(meaning):
+                path = files.new_file_of(name)
+                if path is not None:
+                    wanted.append(path)
         if not wanted:
             break
         found.extend(
             read_names_outline(path, settings, skeleton=True) for path in sorted(wanted)[: _MAX_FILES_BEYOND - len(found)]
         )
     return found
+
+
+def plan_reading_callees(
+    outlines: list[FileOutline], bases_of: Callable[[list[FileOutline]], list[FileOutline]],
+    outline_files: Callable[[list[str]], list[FileOutline]],
+) -> ProjectPlan:
+    """The plan of a run (``outlines``), with the files outside it that its findings may rest on
+    planned too (``ProjectPlan.callees``): those holding the functions its hot code calls, and
+    those its functions that may hand a view or a cast on call, to any depth
+    (``ProjectPlan.unread_callees``), in the run's own top-level packages beside it
+    (``ModuleFiles``). A run of part of a package (pre-commit's staged files, a folder) then
+    reads the summaries a run of every file reads, as mypy follows imports silently: the run
+    lints those files and reports none of their findings. Read level by level, each new file's
+    reached functions followed in turn; a run of every file reads none. ``bases_of``:
+    ``outlines_beyond``; ``outline_files``: ``outline`` of each path.
+
+    What a run cannot see this way: a function of the run that only a hot function outside it
+    calls (the callers of a run's code are not looked for)."""
+    bases = bases_of(outlines)
+    plan = ProjectPlan(outlines, bases)
+    own = {o.module_name.partition(".")[0] for o in outlines if o.module_name}
+    files = ModuleFiles(outlines)
+    callees: list[FileOutline] = []
+    while files.roots:
+        with span("project plan: callees beyond the run"):
+            wanted = plan.unread_callees(files, own)
+        if not wanted:
+            break
+        callees.extend(outline_files(sorted(wanted)))
+        plan = ProjectPlan(outlines, bases, callees)
+    if callees:  # a class of theirs may derive from a file beyond them
+        plan = ProjectPlan(outlines, bases_of([*outlines, *callees]), callees)
+    return plan
+
+
+def holds_its_packages(paths: list[str]) -> bool:
+    """Does a run hold every Python file of its top-level packages, under each folder they are
+    looked for in (``ModuleFiles``)? Then no function it calls is beyond it, and
+    ``plan_reading_callees`` reads no file: the plain path, which makes no plan, need not
+    outline the run to learn so."""
+    held = {os.path.abspath(path) for path in paths}
+    roots, own = set(), set()
+    for path in paths:
+        module = module_name_for(path)
+        root = _package_root(path, module)
+        if root is not None:
+            roots.add(root)
+            own.add(module.partition(".")[0])
+    for root in roots:
+        for top in own:
+            for folder, _, names in os.walk(os.path.join(root, top)):
+                if any(name.endswith(".py") and os.path.join(folder, name) not in held for name in names):
+                    return False
+            if os.path.join(root, top + ".py") not in held and os.path.isfile(os.path.join(root, top + ".py")):
+                return False
+    return True
+
+
+class ModuleFiles:
+    """The files beside a run's packages (``_package_root``) that modules of it are in, and which
+    of them the run has not read yet."""
+
+    def __init__(self, outlines: list[FileOutline]) -> None:
+        self.roots = sorted({root for o in outlines if (root := _package_root(o.path, o.module_name)) is not None})
+        self.known = {os.path.abspath(o.path) for o in outlines}
+        self._files: dict[str, str | None] = {}
+
+    def file_of(self, module: str) -> str | None:
+        """``root/a/b.py`` or ``root/a/b/__init__.py`` of module ``a.b`` (absolute), under the
+        first root that has one; None: no such file."""
+        if module not in self._files:
+            self._files[module] = None
+            parts = module.split(".")
+            for root in self.roots:
+                base = os.path.join(root, *parts)
+                for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+                    if os.path.isfile(candidate):
+                        self._files[module] = candidate = os.path.abspath(candidate)
+                        return candidate
+        return self._files[module]
+
+    def new_file_of(self, name: str) -> str | None:
+        """The file of the longest module prefix of the dotted ``name`` (a function, a class)
+        beside the run, where the run has not read it yet; it then counts as read."""
+        module, dot, _ = name.rpartition(".")
+        while dot:
+            path = self.file_of(module)
+            if path is not None:
+                if path in self.known:
+                    return None
+                self.known.add(path)
+                return path
+            module, dot, _ = module.rpartition(".")
+        return None
 
 
 def _package_root(path: str, module_name: str) -> str | None:
@@ -1007,13 +1078,22 @@ def _class_bases(tree: ast.Module, module_name: str, imports: dict[str, tuple[st
 class ProjectPlan:
     """The units each file of a run needs parsed, from the outlines of all of them."""
 
-    def __init__(self, outlines: list[FileOutline], beyond: list[FileOutline] | tuple = ()) -> None:
+    def __init__(
+        self, outlines: list[FileOutline], beyond: list[FileOutline] | tuple = (),
+        callees: list[FileOutline] | tuple = (),
+    ) -> None:
         """``beyond``: the outlines of files outside the run its classes' bases may be in
-        (``outlines_beyond``)."""
+        (``outlines_beyond``). ``callees``: those of the files outside the run its findings may
+        rest on (``plan_reading_callees``), planned as the run's own files are; the run lints them
+        and reports none of their findings (``silent``)."""
+        self._run = outlines
+        outlines = [*outlines, *callees]
         self.outlines = {o.path: o for o in outlines}
-        self.beyond = tuple((os.path.abspath(o.path), o.fingerprint) for o in beyond)
+        self.silent = tuple(o.path for o in callees)
+        self.beyond = tuple((os.path.abspath(o.path), o.fingerprint) for o in (*beyond, *callees))
         self._ids: dict[tuple[str, int], int] = {}
         self._units: list[tuple[str, int]] = []
+        self._unit_outlines: list[UnitOutline] = []
         by_qualname: dict[str, list[int]] = {}
         module_imports = _module_imports(outlines)
         for o in outlines:
@@ -1021,6 +1101,7 @@ class ProjectPlan:
                 self._ids[(o.path, unit.index)] = len(self._units)
                 by_qualname.setdefault(unit.qualname, []).append(len(self._units))
                 self._units.append((o.path, unit.index))
+                self._unit_outlines.append(unit)
         self._resolver = resolver = _Resolver(by_qualname, module_imports)
         self._calls: list[set[int]] = [set() for _ in self._units]
         with span("project plan: calls"):
@@ -1046,6 +1127,37 @@ class ProjectPlan:
             self.names = ProjectNames(outlines, self._module_classes)
         with span("project plan: closure"):
             self.kept = self._close(outlines)
+
+    def unread_callees(self, files: ModuleFiles, own: set[str]) -> set[str]:
+        """The files, not read yet (``ModuleFiles.new_file_of``; in packages named ``own``), of
+        the names that the run's starting functions reach through calls naming no function of
+        the plan (see ``plan_reading_callees``). The starting functions: the run's hot units
+        (its hot-scope seeds, and the hot-named methods of its module classes), and its units
+        that may hand a suspect value on, or that the scout could not read."""
+        starts: list[int] = []
+        run_paths = set()
+        for o in self._run:
+            run_paths.add(o.path)
+            hot = {index for code, (seeds, _) in o.seeds.items() if code in o.in_hot_scopes for index in seeds}
+            for unit in o.units:
+                hands_on = bool(o.at_sinks) and (
+                    unit.handed is None or any(suspect for _, arguments in unit.handed for _, _, suspect in arguments)
+                )
+                if unit.index in hot or hands_on:
+                    starts.append(self._ids[(o.path, unit.index)])
+        starts.extend(self._ids[key] for key in self._module_classes.hot_units if key[0] in run_paths)
+        memo = self._resolver.memo  # every name a unit may call was asked in ``__init__``
+        unresolved = {
+            ref for unit_id in _reach(starts, self._calls) for ref in self._unit_outlines[unit_id].refs if not memo[ref]
+        }
+        if not unresolved:
+            return set()
+        wanted = set()
+        for ref in sorted(unresolved):
+            for name in self._resolver.unresolved_through(ref):
+                if name.partition(".")[0] in own and (path := files.new_file_of(name)) is not None:
+                    wanted.add(path)
+        return wanted
 
     def _close(self, outlines: list[FileOutline]) -> set[int]:
         """The units to keep: each rule's seeds (over all files), followed along the calls the
@@ -1212,7 +1324,9 @@ class ProjectPlan:
 
     def kept_by_file(self) -> KeptPlan:
         """What the plan keeps of each file, without the outlines: what a cache stores."""
-        return KeptPlan({path: self.units_to_keep(path) for path in self.outlines}, self.names, self.beyond)
+        return KeptPlan(
+            {path: self.units_to_keep(path) for path in self.outlines}, self.names, self.beyond, self.silent
+        )
 
     def units_to_keep(self, path: str) -> KeptUnits | None:
         """The function units of ``path`` to parse; None: parse it whole."""
@@ -1271,8 +1385,10 @@ class KeptPlan:
 
     kept: dict[str, KeptUnits | None]
     names: ProjectNames | None = None
-    # The files outside the run it read (``outlines_beyond``): (absolute path, fingerprint).
+    # The files outside the run it read (``outlines_beyond``, ``plan_reading_callees``): (absolute
+    # path, fingerprint); and those of them the run lints without reporting (``plan_reading_callees``).
     beyond: tuple[tuple[str, int], ...] = ()
+    silent: tuple[str, ...] = ()
 
     def units_to_keep(self, path: str) -> KeptUnits | None:
         return self.kept.get(path)
@@ -1403,20 +1519,19 @@ class _Resolver:
 
     def __init__(
         self, by_qualname: dict[str, list[int]], module_imports: dict[str, dict[str, tuple[str, ...]]],
-        keep_reached: bool = False,
     ) -> None:
-        """``keep_reached``: keep the names each ``targets`` question went through
-        (``reached``)."""
         self.by_qualname = by_qualname
         self.module_imports = module_imports
         self.memo: dict[str, frozenset[int]] = {}  # name -> ``targets(name)``
-        self._reached: dict[str, set[str]] | None = {} if keep_reached else None
+        # name -> the names its question went through, for the names that name no unit: what
+        # a run may look for beyond itself (``unresolved_through``). Few, so kept.
+        self._unresolved: dict[str, frozenset[str]] = {}
 
-    def reached(self, name: str) -> set[str]:
-        """The names a ``targets(name)`` question went through: itself, and what re-exports
-        made of it (with ``keep_reached``)."""
+    def unresolved_through(self, name: str) -> frozenset[str]:
+        """The names a ``targets(name)`` question that found no unit went through: itself, and
+        what re-exports made of it; empty where it found one."""
         self.targets(name)
-        return self._reached[name]
+        return self._unresolved.get(name, frozenset())
 
     def targets(self, name: str) -> frozenset[int]:
         found = self.memo.get(name)
@@ -1457,6 +1572,6 @@ class _Resolver:
             if not following:
                 break
             frontier = following
-        if self._reached is not None:
-            self._reached[asked] = seen
+        if not found:
+            self._unresolved[asked] = frozenset(seen)
         return found

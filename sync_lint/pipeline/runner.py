@@ -269,15 +269,34 @@ class Linter:
         self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
     ) -> ProjectPlan:
         with profile.span("outline"):
-            if pool is None:
-                outlines = [self.outline_one(path, scope, sources.get(path)) for path in paths]
-            else:
-                outlines = pool.map(_worker_outline_batch, paths, costs=[_file_size(path) for path in paths])
-        beyond = self._outlines_beyond(outlines)
-        with profile.span("project plan"):
-            from sync_lint.pipeline.project_plan import ProjectPlan
+            outlines = self._outline_many(paths, pool, scope, sources)
+        from sync_lint.pipeline import project_plan
 
-            return ProjectPlan(outlines, beyond)
+        def outline_callees(paths: list[str]) -> list[FileOutline]:
+            with profile.span("outline: callees beyond the run"):
+                return self._outline_many(paths, pool if len(paths) > 1 else None, scope, {})
+
+        with profile.span("project plan"):
+            return project_plan.plan_reading_callees(outlines, self._outlines_beyond, outline_callees)
+
+    def _silent_for_plain(
+        self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
+    ) -> list[str]:
+        """The files a plan of the run would lint silently (``ProjectPlan.silent``), for the plain
+        path, which makes no plan: it outlines the run for this alone, unless the run holds
+        every file of its packages."""
+        from sync_lint.pipeline import project_plan
+
+        if project_plan.holds_its_packages(paths):
+            return []
+        return list(self._plan(paths, pool, scope, sources).silent)
+
+    def _outline_many(
+        self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
+    ) -> list[FileOutline]:
+        if pool is None:
+            return [self.outline_one(path, scope, sources.get(path)) for path in paths]
+        return pool.map(_worker_outline_batch, paths, costs=[_file_size(path) for path in paths])
 
     def run(self, paths: list[str], jobs: int | None = None, progress=None) -> RunResult:
         started = time.perf_counter()
@@ -298,16 +317,22 @@ class Linter:
                         scope, names = self.lone_scope(*next(iter(sources.items())))
                     else:
                         scope = self.scope_of([source.text for source in sources.values()])
+            silent: list[str] = []  # files beyond the run it reads summaries of (``plan_reading_callees``)
             if self.fast and len(paths) > 1:
                 plan = self.outline_all(paths, pool, scope, sources)
                 names = plan.names
+                silent = list(plan.silent)
             elif len(paths) > 1:
-                names = self.names_all(paths, pool, sources)
-            facts = self.lint_all(paths, jobs, progress, plan=plan, pool=pool, scope=scope, sources=sources, names=names)
+                silent = self._silent_for_plain(paths, pool, scope, sources)
+                names = self.names_all([*paths, *silent], pool, sources)
+            facts = self.lint_all(
+                paths, jobs, progress, plan=plan, pool=pool, scope=scope, sources=sources, names=names
+            )
             if sources:
                 facts, names = self._hearing_ops_beside(facts, names, plan, scope, sources)
+            beside = self.lint_all(silent, jobs, plan=plan, pool=pool, scope=scope, names=names) if silent else []
             with profile.span("project summaries"):
-                index = ProjectIndex(facts, follow_unread=len(paths) > 1, names=names)
+                index = ProjectIndex([*facts, *beside], follow_unread=len(paths) > 1, names=names)
             with profile.span("cross-file findings and noqa"):
                 diagnostics = [self.finalize(file_facts, index) for file_facts in facts]
             # A masked file with a reported finding whose fix needs the whole module
