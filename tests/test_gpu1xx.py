@@ -2004,7 +2004,8 @@ def test_a_custom_op_another_file_implements_in_python_is_judged_by_its_body(tmp
     still needs every tensor dense. Checked alone (the CLI, the editor's engine, the flake8
     plugin), the file hears of the ops its findings rest on from a scan of its package: what it
     reports is what the run reports, but where the finding rests on the op's function in
-    another file (``_copy_impl``), which it does not read."""
+    another file (``_copy_impl``), which it does not read; a run of two of the files reads that
+    function too, and reports all that the whole run reports in them."""
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
@@ -2082,8 +2083,14 @@ def test_a_custom_op_another_file_implements_in_python_is_judged_by_its_body(tmp
     alone = Linter(settings).run([str(pkg / "user.py")], jobs=1).diagnostics
     assert [d.line for d in alone] == [9, 10, 11]
     assert Linter(settings).run([str(pkg / "wrapped.py")], jobs=1).diagnostics == []
-    staged = Linter(settings).run([str(pkg / "user.py"), str(pkg / "wrapped.py")], jobs=1).diagnostics
-    assert [(Path(d.path).name, d.line) for d in staged] == [("user.py", 9), ("user.py", 10), ("user.py", 11)]
+    # A run of two files (pre-commit's staged files) reads the registrations beyond it, and the
+    # functions it calls (``plan_reading_callees``): it reports what the whole run reports there.
+    for fast_path in (True, False):
+        staged = Linter(settings, fast=fast_path).run([str(pkg / "user.py"), str(pkg / "wrapped.py")], jobs=1)
+        assert [(Path(d.path).name, d.line) for d in staged.diagnostics] == [
+            ("user.py", 8), ("user.py", 9), ("user.py", 10), ("user.py", 11),
+        ]
+        assert staged.diagnostics[0].message == fast[0].message
     from sync_lint.codemods import DocumentLinter
 
     buffer = DocumentLinter().lint(textwrap.dedent(user), str(pkg / "user.py"))

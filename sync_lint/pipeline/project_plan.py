@@ -586,10 +586,22 @@ def python_ops_beside(
     root = _package_root(outline.path, outline.module_name)
     if root is None:
         return ()
-    names = sorted({name.encode() for _, name in wanted})
-    itself = os.path.abspath(outline.path)
+    folder = os.path.join(root, outline.module_name.partition(".")[0])
+    found = [
+        read_names_outline(path, settings)
+        for path in files_registering([folder], wanted, {os.path.abspath(outline.path)})
+    ]
+    calls = PythonOpTable([outline, *found]).calls.get(outline.path, ())
+    return tuple(op for op in calls if op[:2] in wanted)
+
+
+def files_registering(folders: list[str], ops: set[tuple[str, str]], skip: set[str]) -> list[str]:
+    """The Python files under ``folders`` (absolute paths, not in ``skip``) that may register one
+    of the custom ops ``(namespace, name)`` in Python: the op's name and a registration word in
+    the text (``PythonOpTable`` reads what they register)."""
+    names = sorted({name.encode() for _, name in ops})
     found = []
-    folders = [os.path.join(root, outline.module_name.partition(".")[0])]
+    folders = list(folders)
     while folders:
         try:
             entries = list(os.scandir(folders.pop()))
@@ -598,16 +610,15 @@ def python_ops_beside(
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
                 folders.append(entry.path)
-            elif entry.name.endswith(".py") and os.path.abspath(entry.path) != itself:
+            elif entry.name.endswith(".py") and (path := os.path.abspath(entry.path)) not in skip:
                 try:
-                    with open(entry.path, "rb") as handle:
+                    with open(path, "rb") as handle:
                         raw = handle.read()
                 except OSError:
                     continue
                 if any(name in raw for name in names) and (b"custom_op" in raw or b"triton_op" in raw):
-                    found.append(read_names_outline(entry.path, settings))
-    calls = PythonOpTable([outline, *found]).calls.get(outline.path, ())
-    return tuple(op for op in calls if op[:2] in wanted)
+                    found.append(path)
+    return sorted(found)
 
 
 # A custom op a finding names (``analysis.sinks``: "the custom op `torch.ops.<ns>.<name>`").
@@ -750,12 +761,11 @@ def plan_reading_callees(
     calls (the callers of a run's code are not looked for)."""
     bases = bases_of(outlines)
     plan = ProjectPlan(outlines, bases)
-    own = {o.module_name.partition(".")[0] for o in outlines if o.module_name}
     files = ModuleFiles(outlines)
     callees: list[FileOutline] = []
     while files.roots:
         with span("project plan: callees beyond the run"):
-            wanted = plan.unread_callees(files, own)
+            wanted = plan.unread_callees(files)
         if not wanted:
             break
         callees.extend(outline_files(sorted(wanted)))
@@ -794,8 +804,10 @@ class ModuleFiles:
 
     def __init__(self, outlines: list[FileOutline]) -> None:
         self.roots = sorted({root for o in outlines if (root := _package_root(o.path, o.module_name)) is not None})
+        self.own = frozenset(o.module_name.partition(".")[0] for o in outlines if o.module_name)  # top-level packages
         self.known = {os.path.abspath(o.path) for o in outlines}
         self._files: dict[str, str | None] = {}
+        self._ops_asked: set[tuple[str, str]] = set()
 
     def file_of(self, module: str) -> str | None:
         """``root/a/b.py`` or ``root/a/b/__init__.py`` of module ``a.b`` (absolute), under the
@@ -810,6 +822,20 @@ class ModuleFiles:
                         self._files[module] = candidate = os.path.abspath(candidate)
                         return candidate
         return self._files[module]
+
+    def registering(self, ops: set[tuple[str, str]]) -> list[str]:
+        """The files of the run's own packages not read yet that may register one of ``ops`` in
+        Python (``files_registering``; an extension's own namespace, ``_C``, is C++ by the
+        engines' convention and not asked for). Each op is looked for once: a scan reads every
+        file of the packages (about 0.2 s on vLLM's)."""
+        ops = ops - self._ops_asked
+        if not ops:
+            return []
+        self._ops_asked |= ops
+        folders = [os.path.join(root, top) for root in self.roots for top in self.own]
+        found = files_registering(folders, ops, self.known)
+        self.known.update(found)
+        return found
 
     def new_file_of(self, name: str) -> str | None:
         """The file of the longest module prefix of the dotted ``name`` (a function, a class)
@@ -1128,34 +1154,42 @@ class ProjectPlan:
         with span("project plan: closure"):
             self.kept = self._close(outlines)
 
-    def unread_callees(self, files: ModuleFiles, own: set[str]) -> set[str]:
-        """The files, not read yet (``ModuleFiles.new_file_of``; in packages named ``own``), of
-        the names that the run's starting functions reach through calls naming no function of
-        the plan (see ``plan_reading_callees``). The starting functions: the run's hot units
-        (its hot-scope seeds, and the hot-named methods of its module classes), and its units
-        that may hand a suspect value on, or that the scout could not read."""
+    def unread_callees(self, files: ModuleFiles) -> set[str]:
+        """The files of the run's own packages not read yet (``ModuleFiles``) that the run's
+        starting functions may reach (see ``plan_reading_callees``): those of the names they
+        reach through calls naming no function of the plan, and those that may register in
+        Python a custom op they hand a value to that no file read implements. The starting
+        functions: the run's hot units (its hot-scope seeds, and the hot-named methods of its
+        module classes), and its units that may hand a suspect value on, or that the scout
+        could not read, with the functions of the ops they call that the run implements."""
         starts: list[int] = []
         run_paths = set()
+        ops: set[tuple[str, str]] = set()  # custom ops handed a value that no file read implements
         for o in self._run:
             run_paths.add(o.path)
             hot = {index for code, (seeds, _) in o.seeds.items() if code in o.in_hot_scopes for index in seeds}
+            implemented = {(namespace, name): function for namespace, name, function in self.names.of(o.path).python_ops}
             for unit in o.units:
                 hands_on = bool(o.at_sinks) and (
                     unit.handed is None or any(suspect for _, arguments in unit.handed for _, _, suspect in arguments)
                 )
                 if unit.index in hot or hands_on:
                     starts.append(self._ids[(o.path, unit.index)])
+                if o.at_sinks and (hands_on or unit.reports_at_sink):  # an op call is a sink of its own
+                    for op in unit.op_calls:
+                        if op in implemented:
+                            starts.extend(self._resolver.targets(implemented[op]))
+                        elif not op[0].startswith("_"):
+                            ops.add(op)
         starts.extend(self._ids[key] for key in self._module_classes.hot_units if key[0] in run_paths)
+        wanted = set(files.registering(ops))
         memo = self._resolver.memo  # every name a unit may call was asked in ``__init__``
         unresolved = {
             ref for unit_id in _reach(starts, self._calls) for ref in self._unit_outlines[unit_id].refs if not memo[ref]
         }
-        if not unresolved:
-            return set()
-        wanted = set()
         for ref in sorted(unresolved):
             for name in self._resolver.unresolved_through(ref):
-                if name.partition(".")[0] in own and (path := files.new_file_of(name)) is not None:
+                if name.partition(".")[0] in files.own and (path := files.new_file_of(name)) is not None:
                     wanted.add(path)
         return wanted
 

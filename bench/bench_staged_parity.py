@@ -1,0 +1,79 @@
+"""Runs of a few files (pre-commit's staged files) against a run of the whole tree: does a run of
+two files report, in them, what a run of every file reports there?
+
+Run by hand from the repository root, after ``bench_scale.py`` has unpacked the corpora:
+
+    .venv/bin/python bench/bench_staged_parity.py bench/corpus/src/sglang-0.5.23 --pairs 25 --seed 7
+    .venv/bin/python bench/bench_staged_parity.py bench/corpus/src/vllm-0.33.0 --code /path/to/old/worktree
+
+The whole tree is checked once (``sync-lint check . --preview``, isolated settings, no cache);
+then ``--pairs`` pairs of files, each a file with a finding in that run and a file drawn from the
+whole tree (``--seed``), are checked as one run of two files, as pre-commit checks two staged files.
+A pair is identical when its run reports, line for line, what the whole run reports in its two
+files. ``--code``: the sync-lint source to run (a worktree of another revision, put first on
+``PYTHONPATH``), to compare revisions on the same pairs. Prints each pair that differs, then the
+findings expected, the findings reported, and the pairs identical. Wall times are printed for
+reference only: they compare with no peer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def check(tree: Path, code: Path, paths: list[str]) -> tuple[list[str], float]:
+    """The concise findings of one run (sorted), and its wall time."""
+    environment = {**os.environ, "PYTHONPATH": str(code)}
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "sync_lint", "check", *paths, "--isolated", "--no-cache", "--preview",
+         "--output-format", "concise", "--exit-zero", "-q"],
+        cwd=tree, env=environment, capture_output=True, text=True, check=False,
+    )
+    if done.returncode != 0 or "Traceback" in done.stderr:
+        sys.exit(f"sync-lint failed on {paths[:3]}: {done.stderr.strip()[-400:]}")
+    return sorted(line for line in done.stdout.splitlines() if line), time.perf_counter() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("tree", type=Path)
+    parser.add_argument("--pairs", type=int, default=25)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--code", type=Path, default=ROOT, help="the sync-lint source to run (default: this checkout)")
+    args = parser.parse_args()
+    tree = args.tree.resolve()
+    whole, seconds = check(tree, args.code.resolve(), ["."])
+    print(f"whole tree: {len(whole)} findings in {seconds:.1f} s")
+    by_file: dict[str, list[str]] = {}
+    for line in whole:
+        by_file.setdefault(line.split(":", 1)[0], []).append(line)
+    every = sorted(str(path.relative_to(tree)) for path in tree.rglob("*.py"))
+    rng = random.Random(args.seed)
+    with_findings = rng.sample(sorted(by_file), min(args.pairs, len(by_file)))
+    expected = reported = identical = 0
+    for path in with_findings:
+        other = rng.choice([candidate for candidate in every if candidate != path])
+        want = sorted(by_file.get(path, []) + by_file.get(other, []))
+        got, seconds = check(tree, args.code.resolve(), [path, other])
+        expected += len(want)
+        reported += len(got)
+        if got == want:
+            identical += 1
+        else:
+            print(f"differs ({len(want)} expected, {len(got)} reported, {seconds:.1f} s): {path} {other}")
+    print(f"pairs: {len(with_findings)}; findings expected {expected}, reported {reported}; "
+          f"pairs identical {identical} of {len(with_findings)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
