@@ -12,8 +12,8 @@ whole tree (``--seed``), are checked as one run of two files, as pre-commit chec
 A pair is identical when its run reports, line for line, what the whole run reports in its two
 files. ``--code``: the sync-lint source to run (a worktree of another revision, put first on
 ``PYTHONPATH``), to compare revisions on the same pairs. Prints each pair that differs, then the
-findings expected, the findings reported, and the pairs identical. Wall times are printed for
-reference only: they compare with no peer.
+findings expected, the findings reported, the pairs identical, and the median and worst wall
+time of a pair's run, for reference only: they compare with no peer.
 """
 
 from __future__ import annotations
@@ -60,10 +60,12 @@ def main() -> int:
     rng = random.Random(args.seed)
     with_findings = rng.sample(sorted(by_file), min(args.pairs, len(by_file)))
     expected = reported = identical = 0
+    times = []
     for path in with_findings:
         other = rng.choice([candidate for candidate in every if candidate != path])
         want = sorted(by_file.get(path, []) + by_file.get(other, []))
         got, seconds = check(tree, args.code.resolve(), [path, other])
+        times.append(seconds)
         expected += len(want)
         reported += len(got)
         if got == want:
@@ -72,6 +74,9 @@ def main() -> int:
             print(f"differs ({len(want)} expected, {len(got)} reported, {seconds:.1f} s): {path} {other}")
     print(f"pairs: {len(with_findings)}; findings expected {expected}, reported {reported}; "
           f"pairs identical {identical} of {len(with_findings)}")
+    times.sort()
+    if times:
+        print(f"wall per pair (no peer; for reference): median {times[len(times) // 2]:.2f} s, worst {times[-1]:.2f} s")
     return 0
 
 
