@@ -132,7 +132,7 @@ class Linter:
         from sync_lint.pipeline import project_plan
 
         ops = project_plan.ops_heard_alone(source, self.settings, facts)
-        if ops:  # as ``_hearing_ops_beside``
+        if ops:  # as ``_hearing_ops_alone``
             facts = lint_source(source, self.settings, scope.rules, project=heard.hearing_ops(ops))
         return facts
 
@@ -167,26 +167,21 @@ class Linter:
             names = project_plan.names_of_a_lone_file(source, self.settings, module_name, is_package_init(path), tree)
         return self.scope_of([text], module_name, names.of(path).module_bases, tree), names
 
-    def _hearing_ops_beside(
-        self, facts: list[FileFacts], names: ProjectNames | None, plan: ProjectPlan | KeptPlan | None,
-        scope: RunScope | None, sources: dict[str, SourceFile],
-    ) -> tuple[list[FileFacts], ProjectNames | None]:
-        """A small run (pre-commit's staged files), each file of it linted again where a finding
-        may rest on a custom op a file beside the run implements in Python
-        (``project_plan.ops_heard_alone``), hearing those ops as a run of every file does."""
+    def _hearing_ops_alone(
+        self, facts: FileFacts, names: ProjectNames | None, scope: RunScope | None, source: SourceFile,
+    ) -> tuple[FileFacts, ProjectNames | None]:
+        """A run of one file, linted again where a finding may rest on a custom op a file beside
+        it implements in Python (``project_plan.ops_heard_alone``), hearing those ops as a run
+        of every file does. (A run of more files reads such files in its plan:
+        ``ProjectPlan.unread_callees``.)"""
         from sync_lint.pipeline import project_plan
 
-        for position, file_facts in enumerate(facts):
-            source = sources.get(file_facts.path)
-            ops = project_plan.ops_heard_alone(source, self.settings, file_facts) if source is not None else ()
-            heard = names.of(file_facts.path) if names is not None else NOTHING_FROM_THE_PROJECT
-            if not set(ops) - set(heard.python_ops):
-                continue
-            path = file_facts.path
-            names = (names or project_plan.ProjectNames([])).hearing_ops(path, ops)
-            kept = plan.units_to_keep(path) if plan is not None else None
-            facts[position] = self.lint_one(path, kept, scope, source, names.of(path))
-        return facts, names
+        ops = project_plan.ops_heard_alone(source, self.settings, facts)
+        heard = names.of(facts.path) if names is not None else NOTHING_FROM_THE_PROJECT
+        if not set(ops) - set(heard.python_ops):
+            return facts, names
+        names = (names or project_plan.ProjectNames([])).hearing_ops(facts.path, ops)
+        return self.lint_one(facts.path, None, scope, source, names.of(facts.path)), names
 
     def finalize(self, facts: FileFacts, index: ProjectIndex) -> list[Diagnostic]:
         """Local + resolved cross-file findings of one file, after selection and suppression."""
@@ -251,36 +246,41 @@ class Linter:
 
     def outline_all(
         self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
+        spare: _Pool | None = None,
     ) -> ProjectPlan | KeptPlan:
         """The project plan of a run of these files; with a cache, what it keeps of each file,
-        made again only when a file, its module name or the configuration changed."""
+        made again only when a file, its module name or the configuration changed. ``spare``:
+        a pool for the files beyond a small run (``_plan``)."""
         # Only a run of many files plans.
         from sync_lint.pipeline.project_plan import KeptPlan
 
         if self.cache is None:
-            return self._plan(paths, pool, scope, sources)
+            return self._plan(paths, pool, scope, sources, spare)
         variant = ("plan", (scope or self.whole_project).key())
         return self.cache.whole_run(
-            paths, variant, lambda: self._plan(paths, pool, scope, sources).kept_by_file(), KeptPlan, sources=sources,
-            still_valid=KeptPlan.beyond_unchanged,
+            paths, variant, lambda: self._plan(paths, pool, scope, sources, spare).kept_by_file(), KeptPlan,
+            sources=sources, still_valid=KeptPlan.beyond_unchanged,
         )
 
     def _plan(
         self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
+        spare: _Pool | None = None,
     ) -> ProjectPlan:
+        """``spare``: a pool not yet started, for a small run that reads many files beyond it."""
         with profile.span("outline"):
             outlines = self._outline_many(paths, pool, scope, sources)
         from sync_lint.pipeline import project_plan
 
         def outline_callees(paths: list[str]) -> list[FileOutline]:
             with profile.span("outline: callees beyond the run"):
-                return self._outline_many(paths, pool if len(paths) > 1 else None, scope, {})
+                return self._outline_many(paths, _pool_for(paths, pool, spare), scope, {})
 
         with profile.span("project plan"):
             return project_plan.plan_reading_callees(outlines, self._outlines_beyond, outline_callees)
 
     def _silent_for_plain(
         self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
+        spare: _Pool | None = None,
     ) -> list[str]:
         """The files a plan of the run would lint silently (``ProjectPlan.silent``), for the plain
         path, which makes no plan: it outlines the run for this alone, unless the run holds
@@ -289,7 +289,7 @@ class Linter:
 
         if project_plan.holds_its_packages(paths):
             return []
-        return list(self._plan(paths, pool, scope, sources).silent)
+        return list(self._plan(paths, pool, scope, sources, spare).silent)
 
     def _outline_many(
         self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
@@ -306,10 +306,13 @@ class Linter:
         with contextlib.ExitStack() as stack, collector.paused():
             pool = scope = plan = None
             sources: dict[str, SourceFile] = {}
+            spare = None  # a small run's pool, started only if it reads many files beyond it
             if len(paths) >= PARALLEL_THRESHOLD and jobs > 1:
                 pool = stack.enter_context(_Pool(self, jobs))
             elif len(paths) < PARALLEL_THRESHOLD:  # pre-commit's staged files: often nothing to parse
                 sources = _read_readable(paths)
+                if jobs > 1 and len(paths) > 1:
+                    spare = stack.enter_context(_Pool(self, jobs))
             names = None
             if sources:
                 with profile.span("prefilter"):
@@ -319,18 +322,20 @@ class Linter:
                         scope = self.scope_of([source.text for source in sources.values()])
             silent: list[str] = []  # files beyond the run it reads summaries of (``plan_reading_callees``)
             if self.fast and len(paths) > 1:
-                plan = self.outline_all(paths, pool, scope, sources)
+                plan = self.outline_all(paths, pool, scope, sources, spare)
                 names = plan.names
                 silent = list(plan.silent)
             elif len(paths) > 1:
-                silent = self._silent_for_plain(paths, pool, scope, sources)
-                names = self.names_all([*paths, *silent], pool, sources)
+                silent = self._silent_for_plain(paths, pool, scope, sources, spare)
+                names = self.names_all([*paths, *silent], _pool_for([*paths, *silent], pool, spare), sources)
             facts = self.lint_all(
                 paths, jobs, progress, plan=plan, pool=pool, scope=scope, sources=sources, names=names
             )
-            if sources:
-                facts, names = self._hearing_ops_beside(facts, names, plan, scope, sources)
-            beside = self.lint_all(silent, jobs, plan=plan, pool=pool, scope=scope, names=names) if silent else []
+            if len(sources) == 1 and len(paths) == 1:
+                facts[0], names = self._hearing_ops_alone(facts[0], names, scope, sources[paths[0]])
+            beside = []
+            if silent:
+                beside = self.lint_all(silent, jobs, plan=plan, pool=_pool_for(silent, pool, spare), scope=scope, names=names)
             with profile.span("project summaries"):
                 index = ProjectIndex([*facts, *beside], follow_unread=len(paths) > 1, names=names)
             with profile.span("cross-file findings and noqa"):
@@ -388,16 +393,26 @@ class _Pool:
 
     def __init__(self, linter: Linter, jobs: int) -> None:
         self.jobs = jobs
-        # Imported here: a small run (what pre-commit does) starts no pool and skips the import.
-        from concurrent.futures import ProcessPoolExecutor
+        self._linter = linter
+        self._executor = None  # started at the first ``map``: a small run may never need it
 
-        self.executor = ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(linter, profile.active() is not None))
+    @property
+    def executor(self):
+        if self._executor is None:
+            # Imported here: a small run (what pre-commit does) starts no pool and skips the import.
+            from concurrent.futures import ProcessPoolExecutor
+
+            self._executor = ProcessPoolExecutor(
+                max_workers=self.jobs, initializer=_worker_init, initargs=(self._linter, profile.active() is not None)
+            )
+        return self._executor
 
     def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc_info) -> None:
-        self.executor.shutdown()
+        if self._executor is not None:
+            self._executor.shutdown()
 
     def map(self, work, items: list, progress=None, costs: list[float] | None = None) -> list:
         """``work`` over ``items`` in batches, results in order. ``costs``: an estimate of each
@@ -420,6 +435,14 @@ class _Pool:
             if progress:
                 progress(len(batch_result))
         return results
+
+
+def _pool_for(paths: list[str], pool: _Pool | None, spare: _Pool | None) -> _Pool | None:
+    """The run's pool; in a small run, its spare one where these files are many enough to pay
+    for starting it (files read beyond the run: ``plan_reading_callees``)."""
+    if pool is None and spare is not None and len(paths) >= PARALLEL_THRESHOLD:
+        return spare
+    return pool
 
 
 def _guided_batches(costs: list[float], jobs: int) -> list[list[int]]:
