@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from broken_files import BROKEN_KINDS, write_broken
 from expectations import expected_in_text
 
 from sync_lint import api
@@ -2540,7 +2541,7 @@ def test_a_run_of_part_of_a_package_reads_the_bases_beyond_it(tmp_path):
         assert again.stdout == "" and again.returncode == 0, (paths, again)
 
 
-@pytest.mark.parametrize("broken", ["syntax", "bytes", "loop", "folder"])
+@pytest.mark.parametrize("broken", BROKEN_KINDS)
 def test_a_broken_file_beside_the_run_is_no_module(tmp_path, broken):
     """A base's file that does not parse, is not UTF-8, is a symlink loop or a folder named like
     a module: the run goes on, without a traceback, and the class is no module by way of it."""
@@ -2549,15 +2550,7 @@ def test_a_broken_file_beside_the_run_is_no_module(tmp_path, broken):
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    base = pkg / "base.py"
-    if broken == "syntax":
-        base.write_text("from torch import nn\n\n\nclass Layer(nn.Module:\n    pass\n")
-    elif broken == "bytes":
-        base.write_bytes(b"from torch import nn\n\n\nclass Layer(nn.Module):\n    x = '\xff\xfe'\n")
-    elif broken == "loop":
-        base.symlink_to(base)
-    else:
-        base.mkdir()
+    write_broken(pkg / "base.py", broken, "from torch import nn\n\n\nclass Layer(nn.Module):\n    pass\n")
     (pkg / "model.py").write_text(
         "import torch\n\nfrom pkg.base import Layer\n\n\nclass Model(Layer):\n"
         "    def forward(self, x):\n        torch.cuda.synchronize()\n        return x\n"

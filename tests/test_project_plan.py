@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from broken_files import BROKEN_KINDS, write_broken
 
 from sync_lint.api import make_settings
 from sync_lint.pipeline import lint_file, runner
@@ -1595,7 +1596,7 @@ def test_a_run_of_part_of_a_package_reads_the_functions_it_calls_beyond_it(tmp_p
     assert (tmp_path / "pkg/ops/kernels.py").read_text() == kernels
 
 
-@pytest.mark.parametrize("broken", ["syntax", "bytes", "loop", "folder"])
+@pytest.mark.parametrize("broken", BROKEN_KINDS)
 def test_a_broken_file_a_run_calls_beyond_it_is_not_reported(tmp_path, broken):
     """A file read beyond the run (``plan_reading_callees``) that does not parse, is not UTF-8,
     is a symlink loop or a folder named like a module: the run reports its own findings only,
@@ -1605,15 +1606,7 @@ def test_a_broken_file_a_run_calls_beyond_it_is_not_reported(tmp_path, broken):
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    helpers = pkg / "helpers.py"
-    if broken == "syntax":
-        helpers.write_text("import torch\n\n\ndef wait(x:\n    torch.cuda.synchronize()\n")
-    elif broken == "bytes":
-        helpers.write_bytes(b"import torch\n\n\ndef wait(x):\n    torch.cuda.synchronize()  # \xff\xfe\n")
-    elif broken == "loop":
-        helpers.symlink_to(helpers)
-    else:
-        helpers.mkdir()
+    write_broken(pkg / "helpers.py", broken, "import torch\n\n\ndef wait(x):\n    torch.cuda.synchronize()\n")
     (pkg / "util.py").write_text("def helper(x):\n    return x\n")
     (pkg / "model.py").write_text(
         "import torch\nfrom torch import nn\n\nfrom pkg.helpers import wait\n\n\nclass Model(nn.Module):\n"
