@@ -389,7 +389,8 @@ def _read_readable(paths: list[str]) -> dict[str, SourceFile]:
 
 
 class _Pool:
-    """Worker processes, each holding a copy of the linter, started once per run."""
+    """Worker processes, each holding a copy of the linter: started at the first ``map`` (a small
+    run's spare pool may never be), then kept for the run."""
 
     def __init__(self, linter: Linter, jobs: int) -> None:
         self.jobs = jobs
