@@ -1616,3 +1616,35 @@ def test_a_broken_file_a_run_calls_beyond_it_is_not_reported(tmp_path, broken):
     assert "Traceback" not in result.stderr, result
     assert [line.split(" ")[:2] for line in result.stdout.splitlines()] == [["pkg/model.py:10:9:", "GPU201"]], result
     assert result.returncode == 1, result
+
+
+def test_a_run_reads_beyond_it_only_the_files_a_call_may_reach(tmp_path):
+    """Of the files a run's hot code names beyond it (``ProjectPlan.unread_callees``), only those
+    that may define a function it calls, or import one (a re-export, here in a parenthesized
+    import over lines), are read: a class named in an annotation, or a constant, is no function
+    of the plan's. A file that may register a custom op is found by the op's name as a word."""
+    files = write_package(tmp_path, {
+        "types.py": "class Batch:\n    pass\n\n\nLIMIT = 4\n",
+        "helpers/__init__.py": "from pkg.helpers.impl import (\n    other,\n    wait,\n)\n",
+        "helpers/impl.py": "import torch\n\n\ndef other():\n    pass\n\n\ndef wait(x):\n    torch.cuda.synchronize()\n",
+        "model.py": (
+            "from torch import nn\n\nfrom pkg import types\nfrom pkg.helpers import wait\n\n\n"
+            "class Model(nn.Module):\n    def forward(self, x, batch: types.Batch):\n        wait(x)\n"
+            "        return x[: types.LIMIT]\n"
+        ),
+        "util.py": "def helper(x):\n    return x\n",
+    })
+    run = [path for path in files if path.endswith(("model.py", "util.py"))]
+    linter = runner.Linter(make_settings())
+    plan = linter._plan(run, None, None, {})
+    assert sorted(Path(path).relative_to(tmp_path).as_posix() for path in plan.silent) == [
+        "pkg/helpers/__init__.py", "pkg/helpers/impl.py",
+    ]
+    found = linter.run(run, jobs=1).diagnostics
+    assert [(Path(d.path).name, d.line, d.code) for d in found] == [("model.py", 9, "GPU201")]
+
+    from sync_lint.pipeline.project_plan import files_registering
+
+    texts = {"fused.py": b'direct_register_custom_op(op_name="fused_rms_norm", op_func=f)\n',
+             "plain.py": b'direct_register_custom_op(op_name="rms_norm", op_func=g)\n'}
+    assert files_registering(texts, {("vllm", "rms_norm")}, set()) == ["plain.py"]

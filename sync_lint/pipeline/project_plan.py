@@ -622,10 +622,11 @@ def registration_texts(folders: list[str], skip: set[str] = frozenset()) -> dict
 
 def files_registering(texts: dict[str, bytes], ops: set[tuple[str, str]], skip: set[str]) -> list[str]:
     """Of ``texts`` (``registration_texts``), the files not in ``skip`` that may register one of
-    the custom ops ``(namespace, name)`` in Python: their text holds the op's name
-    (``PythonOpTable`` reads what they register)."""
-    names = sorted({name.encode() for _, name in ops})
-    return sorted(path for path, raw in texts.items() if path not in skip and any(name in raw for name in names))
+    the custom ops ``(namespace, name)`` in Python: their text holds the op's name as a word, as
+    each way of registering one writes it (``op_name="name"``, ``"ns::name"``, ``def name``;
+    ``PythonOpTable`` reads what they register)."""
+    named = re.compile(rb"\b(?:" + b"|".join(sorted({re.escape(name.encode()) for _, name in ops})) + rb")\b")
+    return sorted(path for path, raw in texts.items() if path not in skip and named.search(raw))
 
 
 # A custom op a finding names (``analysis.sinks``: "the custom op `torch.ops.<ns>.<name>`").
@@ -848,19 +849,42 @@ class ModuleFiles:
         self.known.update(found)
         return found
 
-    def new_file_of(self, name: str) -> str | None:
+    def new_file_of(self, name: str, calls: bool = False) -> str | None:
         """The file of the longest module prefix of the dotted ``name`` (a function, a class)
-        beside the run, where the run has not read it yet; it then counts as read."""
+        beside the run, where the run has not read it yet; it then counts as read. ``calls``:
+        ``name`` is a call's, so only a file that may define a function it names, or import
+        what it names (a re-export), is worth reading (``_may_define_or_import``): not one
+        that a type annotation or a constant names."""
         module, dot, _ = name.rpartition(".")
         while dot:
             path = self.file_of(module)
             if path is not None:
                 if path in self.known:
                     return None
+                if calls and not self._may_define_or_import(path, name[len(module) + 1 :].split(".")):
+                    return None
                 self.known.add(path)
                 return path
             module, dot, _ = module.rpartition(".")
         return None
+
+    def _may_define_or_import(self, path: str, parts: list[str]) -> bool:
+        """May the module at ``path`` define a function ``parts`` names (``f``, or a method
+        ``C.m``: a ``def`` of either of the first two parts, or a class ``C`` whose bases may
+        define ``m``), or import its first part? A name that resolves to a unit of the plan names
+        a ``def`` there, or goes through an import (``_Resolver``); a class or a constant named
+        alone (an annotation, a constructor call) is no unit."""
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read()
+        except OSError:
+            return True  # its outline will say why it cannot be read
+        words = [re.escape(part.encode()) for part in parts[:2]]
+        if re.search(rb"\bdef\s+(?:" + b"|".join(words) + rb")\b", text):
+            return True
+        if len(parts) > 1 and re.search(rb"\bclass\s+" + words[0] + rb"\b", text):
+            return True
+        return re.search(rb"\bimport\b[^\n]*?(?:\([^)]*)?\b" + words[0] + rb"\b", text) is not None
 
 
 def _package_root(path: str, module_name: str) -> str | None:
@@ -1214,7 +1238,7 @@ class ProjectPlan:
         unresolved = {ref for unit_id in reached for ref in self._unit_outlines[unit_id].refs if not memo[ref]}
         for ref in sorted(unresolved):
             for name in self._resolver.unresolved_through(ref):
-                if name.partition(".")[0] in files.own and (path := files.new_file_of(name)) is not None:
+                if name.partition(".")[0] in files.own and (path := files.new_file_of(name, calls=True)) is not None:
                     wanted.add(path)
         return wanted
 
