@@ -756,10 +756,10 @@ def plan_reading_callees(
     outline_files: Callable[[list[str]], list[FileOutline]],
 ) -> ProjectPlan:
     """The plan of a run (``outlines``), with the files outside it that its findings may rest on
-    planned too (``ProjectPlan.callees``): those holding the functions its hot code calls, and
-    those its functions that may hand a view or a cast on call, to any depth
-    (``ProjectPlan.unread_callees``), in the run's own top-level packages beside it
-    (``ModuleFiles``). A run of part of a package (pre-commit's staged files, a folder) then
+    planned too (``ProjectPlan.silent``): those that may define the functions its hot code
+    calls, and those its functions that may hand a view or a cast on call, to any depth, and
+    those that may register the custom ops these call (``ProjectPlan.unread_callees``), in the
+    run's own top-level packages beside it (``ModuleFiles``). A run of part of a package (pre-commit's staged files, a folder) then
     reads the summaries a run of every file reads, as mypy follows imports silently: the run
     lints those files and reports none of their findings. Read level by level, each new file's
     reached functions followed in turn; a run of every file reads none. ``bases_of``:
