@@ -49,6 +49,7 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=25)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--code", type=Path, default=ROOT, help="the sync-lint source to run (default: this checkout)")
+    parser.add_argument("--verbose", action="store_true", help="print every pair, with its wall time")
     args = parser.parse_args()
     tree = args.tree.resolve()
     whole, seconds = check(tree, args.code.resolve(), ["."])
@@ -70,6 +71,8 @@ def main() -> int:
         reported += len(got)
         if got == want:
             identical += 1
+            if args.verbose:
+                print(f"same ({len(want)} findings, {seconds:.1f} s): {path} {other}")
         else:
             print(f"differs ({len(want)} expected, {len(got)} reported, {seconds:.1f} s): {path} {other}")
     print(f"pairs: {len(with_findings)}; findings expected {expected}, reported {reported}; "
