@@ -3,9 +3,11 @@
 flake8 owns selection and ``# noqa``: every sync-lint rule that is on by default (or enabled
 by ``preview`` in ``[tool.sync-lint]``) runs, nothing is suppressed here, and GPU010 (unused
 noqa) is left to flake8. Columns are 0-based because flake8 adds one. Functions in other files
-are not seen from a single file: cross-file findings need ``sync-lint check``; only whether a
-class is an ``nn.Module`` by way of a base another file defines is read from beside it, as
-``sync-lint check`` of the one file does.
+are not seen from a single file: a finding that rests on one needs ``sync-lint check`` of more
+than the file (a folder, or several staged files, which reads the functions they call beyond
+them); only whether a class is an ``nn.Module`` by way of a base another file defines, and the
+custom ops a finding rests on that a file beside implements in Python, are read from beside it,
+as ``sync-lint check`` of the one file does.
 """
 
 from __future__ import annotations
