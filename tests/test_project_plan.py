@@ -1648,3 +1648,48 @@ def test_a_run_reads_beyond_it_only_the_files_a_call_may_reach(tmp_path):
     texts = {"fused.py": b'direct_register_custom_op(op_name="fused_rms_norm", op_func=f)\n',
              "plain.py": b'direct_register_custom_op(op_name="rms_norm", op_func=g)\n'}
     assert files_registering(texts, {("vllm", "rms_norm")}, set()) == ["plain.py"]
+
+
+def test_a_file_skipped_as_not_worth_reading_answers_no_name_it_was_asked_for():
+    """``ModuleFiles._may_define_or_import`` skips a file beyond a run only where the plan could
+    not resolve the name into it: over every module of this repository (engine and reference
+    kernels, varied real code), each name a call may give, a function, a method, a class, a
+    constant, an imported name, a method of an imported class, is asked of its own module's
+    file; wherever the plan resolves it to a function of that file, or follows it through the
+    file's imports, the file must be worth reading."""
+    import ast as python_ast
+
+    from sync_lint.pipeline.project_plan import ModuleFiles, _module_imports, _Resolver
+
+    root = Path(__file__).resolve().parent.parent
+    linter = runner.Linter(make_settings())
+    paths = sorted(str(path) for folder in ("sync_lint", "reference_kernels") for path in (root / folder).rglob("*.py"))
+    asked = 0
+    for path in paths:
+        outline = linter.outline_one(path)
+        if not outline.module_name:
+            continue
+        files = ModuleFiles([outline])
+        by_qualname: dict[str, list[int]] = {}
+        for number, unit in enumerate(outline.units):
+            by_qualname.setdefault(unit.qualname, []).append(number)
+        resolver = _Resolver(by_qualname, _module_imports([outline]))
+        tree = python_ast.parse(read(path).text)
+        names = {unit.qualname[len(outline.module_name) + 1 :] for unit in outline.units if unit.index >= 0}
+        names |= set(outline.imports) | {f"{name}.forward" for name in outline.imports}
+        for node in tree.body:
+            if isinstance(node, python_ast.ClassDef):
+                names |= {node.name, f"{node.name}.__init__", f"{node.name}.missing"}
+            elif isinstance(node, python_ast.Assign):
+                names |= {target.id for target in node.targets if isinstance(target, python_ast.Name)}
+        for name in sorted(n for n in names if n):
+            full = f"{outline.module_name}.{name}"
+            # The module's own code (``MODULE_CODE``) answers any name of the module where it
+            # defines a function under a block; a constant then "resolves" to it, but no
+            # analysis follows a call of a constant or a class, so only functions count.
+            functions = [t for t in resolver.targets(full) if outline.units[t].index >= 0]
+            resolves = bool(functions) or len(resolver.unresolved_through(full)) > 1
+            if resolves:
+                asked += 1
+                assert files._may_define_or_import(str(Path(path).resolve()), name.split(".")), (path, name)
+    assert asked > 500  # the question was asked of real names, not of a handful

@@ -871,9 +871,13 @@ class ModuleFiles:
     def _may_define_or_import(self, path: str, parts: list[str]) -> bool:
         """May the module at ``path`` define a function ``parts`` names (``f``, or a method
         ``C.m``: a ``def`` of either of the first two parts, or a class ``C`` whose bases may
-        define ``m``), or import its first part? A name that resolves to a unit of the plan names
-        a ``def`` there, or goes through an import (``_Resolver``); a class or a constant named
-        alone (an annotation, a constructor call) is no unit."""
+        define ``m``), or import its first part? A name that resolves to a function of the plan
+        names a ``def`` there, or goes through an import (``_Resolver``); a class or a constant
+        named alone (an annotation, a constructor call) is no function, and no analysis follows
+        a call of one (the plan may resolve it to the module's own code, ``MODULE_CODE``, where
+        that defines a function under a block: an over-approximation that no finding rests
+        on). ``test_a_file_skipped_as_not_worth_reading_answers_no_name_it_was_asked_for``
+        checks this against the plan's resolution over this repository's modules."""
         try:
             with open(path, "rb") as handle:
                 text = handle.read()
