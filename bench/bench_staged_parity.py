@@ -13,7 +13,8 @@ A pair is identical when its run reports, line for line, what the whole run repo
 files. ``--code``: the sync-lint source to run (a worktree of another revision, put first on
 ``PYTHONPATH``), to compare revisions on the same pairs. Prints each pair that differs, then the
 findings expected, the findings reported, the pairs identical, and the median and worst wall
-time of a pair's run, for reference only: they compare with no peer.
+time of a pair's run, and of its ratio to ``flake8 --select E9,F`` on the same two files (run once
+right after it, without sync-lint's own plugin).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_scale import flake8  # the peer, without sync-lint's own flake8 plugin
 
 
 def check(tree: Path, code: Path, paths: list[str]) -> tuple[list[str], float]:
@@ -41,6 +45,13 @@ def check(tree: Path, code: Path, paths: list[str]) -> tuple[list[str], float]:
     if done.returncode != 0 or "Traceback" in done.stderr:
         sys.exit(f"sync-lint failed on {paths[:3]}: {done.stderr.strip()[-400:]}")
     return sorted(line for line in done.stdout.splitlines() if line), time.perf_counter() - started
+
+
+def peer(tree: Path, paths: list[str]) -> float:
+    """The wall time of ``flake8 --select E9,F`` on the same files (the one-file target's peer)."""
+    started = time.perf_counter()
+    subprocess.run(flake8("--isolated", "--select", "E9,F", "--exit-zero", *paths), cwd=tree, capture_output=True, check=False)
+    return time.perf_counter() - started
 
 
 def main() -> int:
@@ -66,7 +77,7 @@ def main() -> int:
         other = rng.choice([candidate for candidate in every if candidate != path])
         want = sorted(by_file.get(path, []) + by_file.get(other, []))
         got, seconds = check(tree, args.code.resolve(), [path, other])
-        times.append(seconds)
+        times.append((seconds, seconds / peer(tree, [path, other])))
         expected += len(want)
         reported += len(got)
         if got == want:
@@ -77,9 +88,12 @@ def main() -> int:
             print(f"differs ({len(want)} expected, {len(got)} reported, {seconds:.1f} s): {path} {other}")
     print(f"pairs: {len(with_findings)}; findings expected {expected}, reported {reported}; "
           f"pairs identical {identical} of {len(with_findings)}")
-    times.sort()
     if times:
-        print(f"wall per pair (no peer; for reference): median {times[len(times) // 2]:.2f} s, worst {times[-1]:.2f} s")
+        walls = sorted(wall for wall, _ in times)
+        ratios = sorted(ratio for _, ratio in times)
+        print(f"wall per pair: median {walls[len(walls) // 2]:.2f} s, worst {walls[-1]:.2f} s; against flake8 "
+              f"--select E9,F on the same two files, each run once after it: median {ratios[len(ratios) // 2]:.2f}x, "
+              f"worst {ratios[-1]:.2f}x")
     return 0
 
 
