@@ -83,12 +83,10 @@ class DocumentLinter:
         linter = self.linter_for(path)
         source = self.source(text, path)
         _, names = linter.lone_scope(path, source)  # what the file hears of those beside it, as ``lint``
-        project = names.of(path) if names is not None else NOTHING_FROM_THE_PROJECT
-        facts = linter.lint_source(source, project=project)
-        ops = project_plan.ops_heard_alone(source, linter.settings, facts)
-        if ops:
-            names = (names or project_plan.ProjectNames([])).hearing_ops(path, ops)
-            facts = linter.lint_source(source, project=names.of(path))
+        facts = linter.lint_source(source, project=names.of(path) if names is not None else NOTHING_FROM_THE_PROJECT)
+        facts, names = project_plan.hearing_ops_alone(
+            source, linter.settings, facts, names, lambda heard: linter.lint_source(source, project=heard)
+        )
         return fix_source(linter, source, ProjectIndex([facts], names=names), unsafe)
 
 

@@ -20,7 +20,7 @@ from sync_lint import __version__, config
 from sync_lint.analysis.modules import is_package_init
 from sync_lint.analysis.project_names import NOTHING_FROM_THE_PROJECT, FileProjectNames
 from sync_lint.pipeline import project_plan
-from sync_lint.pipeline.lint_file import lint_source, module_name_for
+from sync_lint.pipeline.lint_file import FileFacts, lint_source, module_name_for
 from sync_lint.pipeline.prefilter import rules_that_can_report
 from sync_lint.pipeline.project import ProjectIndex
 from sync_lint.pipeline.scout import Scout
@@ -58,14 +58,16 @@ class SyncLintChecker:
         # functions that can matter to it alone parsed.
         # flake8's own parse of the same lines, and the module name the lint gives the file
         module_name = module_name_for(self.filename)
-        project = _beyond_the_file(source, settings, rules, module_name, self.tree)
+        names = _beyond_the_file(source, settings, rules, module_name, self.tree)
+        project = names.of(source.path) if names is not None else NOTHING_FROM_THE_PROJECT
         file_scout = Scout(text, settings, self.tree, module_name, project.module_bases)
         rules = rules_that_can_report(rules, [text], settings, file_scout)
-        facts = lint_source(source, settings, rules, alone=file_scout, project=project)
-        ops = project_plan.ops_heard_alone(source, settings, facts, self.tree)
-        if ops:  # a finding at a custom op a file beside implements in Python: judged by its function
-            project = project.hearing_ops(ops)
-            facts = lint_source(source, settings, rules, alone=file_scout, project=project)
+
+        def lint(heard: FileProjectNames) -> FileFacts:
+            return lint_source(source, settings, rules, alone=file_scout, project=heard)
+
+        # A finding at a custom op a file beside implements in Python is judged by its function.
+        facts, _ = project_plan.hearing_ops_alone(source, settings, lint(project), names, lint, self.tree)
         index = ProjectIndex([facts])
         found = list(facts.diagnostics)
         found.extend(d for d in (index.resolve(p) for p in facts.pending) if d is not None)
@@ -75,10 +77,12 @@ class SyncLintChecker:
             yield d.line, d.col - 1, f"{d.code} {d.message}", type(self)
 
 
-def _beyond_the_file(source: SourceFile, settings: config.Settings, rules: list, module_name: str, tree) -> FileProjectNames:
+def _beyond_the_file(
+    source: SourceFile, settings: config.Settings, rules: list, module_name: str, tree,
+) -> project_plan.ProjectNames | None:
     """What the file hears of the files beside it, as ``sync-lint check`` of it alone would
-    (``Linter.lone_scope``): which of its classes' bases are ``nn.Module`` subclasses."""
+    (``Linter.lone_scope``): which of its classes' bases are ``nn.Module`` subclasses. None:
+    nothing to ask (standard input, or no rule that reports in hot scopes)."""
     if source.path in ("stdin", "-") or not project_plan.may_hear_of_bases(rules, source.text):
-        return NOTHING_FROM_THE_PROJECT
-    names = project_plan.names_of_a_lone_file(source, settings, module_name, is_package_init(source.path), tree)
-    return names.of(source.path)
+        return None
+    return project_plan.names_of_a_lone_file(source, settings, module_name, is_package_init(source.path), tree)

@@ -658,6 +658,23 @@ def ops_heard_alone(
         return python_ops_beside(outline, settings, wanted)
 
 
+def hearing_ops_alone(
+    source: SourceFile, settings: Settings, facts: FileFacts, names: ProjectNames | None,
+    relint: Callable[[FileProjectNames], FileFacts], tree: ast.Module | None = None,
+) -> tuple[FileFacts, ProjectNames | None]:
+    """A file checked alone, after its lint (``facts``), linted again (``relint``, handed what
+    it hears then) where a finding may rest on a custom op a file beside it implements in
+    Python (``ops_heard_alone``), hearing those ops as a run of every file does; with what it
+    hears of the files beside it (``names``: ``names_of_a_lone_file``'s, or None). The CLI's
+    one-file run, the editor's lint and fix, and the flake8 plugin each lint their own way."""
+    ops = ops_heard_alone(source, settings, facts, tree)
+    heard = names.of(source.path) if names is not None else NOTHING_FROM_THE_PROJECT
+    if not set(ops) - set(heard.python_ops):
+        return facts, names
+    names = (names or ProjectNames([])).hearing_ops(source.path, ops)
+    return relint(names.of(source.path)), names
+
+
 def read_names_outline(
     path: str, settings: Settings, source: SourceFile | None = None, skeleton: bool = False,
 ) -> FileOutline:
@@ -771,7 +788,10 @@ def plan_reading_callees(
     plan = ProjectPlan(outlines, bases)
     files = ModuleFiles(outlines)
     callees: list[FileOutline] = []
-    while files.roots:
+    # A run of every file of its packages has nothing beyond it: a directory walk answers that
+    # for less than the question (0.05 s against 0.14 s on vLLM).
+    beyond = bool(files.roots) and not holds_its_packages([o.path for o in outlines])
+    while beyond:
         with span("project plan: callees beyond the run"):
             wanted = plan.unread_callees(files)
         if not wanted:
@@ -786,8 +806,8 @@ def plan_reading_callees(
 def holds_its_packages(paths: list[str]) -> bool:
     """Does a run hold every Python file of its top-level packages, under each folder they are
     looked for in (``ModuleFiles``)? Then no function it calls is beyond it, and
-    ``plan_reading_callees`` reads no file: the plain path, which makes no plan, need not
-    outline the run to learn so."""
+    ``plan_reading_callees`` reads no file: it does not ask, and the plain path, which makes no
+    plan, need not outline the run to learn so."""
     held = {os.path.abspath(path) for path in paths}
     roots, own = set(), set()
     for path in paths:

@@ -127,14 +127,13 @@ class Linter:
         if not alone:
             return lint_source(source, self.settings, self.whole_project.rules, project=project)
         scope, names = self.lone_scope(source.path, source)
-        heard = names.of(source.path) if names is not None else project
-        facts = lint_source(source, self.settings, scope.rules, project=heard)
         from sync_lint.pipeline import project_plan
 
-        ops = project_plan.ops_heard_alone(source, self.settings, facts)
-        if ops:  # as ``_hearing_ops_alone``
-            facts = lint_source(source, self.settings, scope.rules, project=heard.hearing_ops(ops))
-        return facts
+        def lint(heard: FileProjectNames) -> FileFacts:
+            return lint_source(source, self.settings, scope.rules, project=heard)
+
+        facts = lint(names.of(source.path) if names is not None else project)
+        return project_plan.hearing_ops_alone(source, self.settings, facts, names, lint)[0]
 
     def scope_of(
         self, texts: list[str], module_name: str | None = None, module_bases: tuple[str, ...] = (),
@@ -166,22 +165,6 @@ class Linter:
         with profile.span("outline: bases beyond the run"):
             names = project_plan.names_of_a_lone_file(source, self.settings, module_name, is_package_init(path), tree)
         return self.scope_of([text], module_name, names.of(path).module_bases, tree), names
-
-    def _hearing_ops_alone(
-        self, facts: FileFacts, names: ProjectNames | None, scope: RunScope | None, source: SourceFile,
-    ) -> tuple[FileFacts, ProjectNames | None]:
-        """A run of one file, linted again where a finding may rest on a custom op a file beside
-        it implements in Python (``project_plan.ops_heard_alone``), hearing those ops as a run
-        of every file does. (A run of more files reads such files in its plan:
-        ``ProjectPlan.unread_callees``.)"""
-        from sync_lint.pipeline import project_plan
-
-        ops = project_plan.ops_heard_alone(source, self.settings, facts)
-        heard = names.of(facts.path) if names is not None else NOTHING_FROM_THE_PROJECT
-        if not set(ops) - set(heard.python_ops):
-            return facts, names
-        names = (names or project_plan.ProjectNames([])).hearing_ops(facts.path, ops)
-        return self.lint_one(facts.path, None, scope, source, names.of(facts.path)), names
 
     def finalize(self, facts: FileFacts, index: ProjectIndex) -> list[Diagnostic]:
         """Local + resolved cross-file findings of one file, after selection and suppression."""
@@ -331,8 +314,13 @@ class Linter:
             facts = self.lint_all(
                 paths, jobs, progress, plan=plan, pool=pool, scope=scope, sources=sources, names=names
             )
-            if len(sources) == 1 and len(paths) == 1:
-                facts[0], names = self._hearing_ops_alone(facts[0], names, scope, sources[paths[0]])
+            if len(sources) == 1 and len(paths) == 1:  # a run of more files reads registrations in its plan
+                from sync_lint.pipeline import project_plan
+
+                source = sources[paths[0]]
+                facts[0], names = project_plan.hearing_ops_alone(
+                    source, self.settings, facts[0], names, lambda heard: self.lint_one(source.path, None, scope, source, heard)
+                )
             beside = []
             if silent:
                 beside = self.lint_all(silent, jobs, plan=plan, pool=_pool_for(silent, pool, spare), scope=scope, names=names)
