@@ -511,7 +511,7 @@ class Model(nn.Module):
 
 def test_a_function_that_names_a_device_but_syncs_on_no_value_from_it_is_masked(tmp_path):
     """Hot code's callees are kept only where they may sync on a value from a named device
-    (``Scout.units_that_may_sync``): a function that names a device and has no sync site
+    (``Scout.sync_outline``): a function that names a device and has no sync site
     (``device_buffer``), or whose only sync site reads a host value (``host_branch``), records
     no sync in its summary; one that syncs on a tensor it put on a device is kept."""
     files = write_package(tmp_path, {"devices.py": DEVICE_HELPERS, "hot.py": HOT_DEVICE_CALLER})

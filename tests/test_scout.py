@@ -563,7 +563,7 @@ def test_a_helper_that_syncs_on_what_hot_code_hands_it_may_sync():
         "def outer(t, n):\n    return inner(t[:n])\n\n\ndef inner(u):\n    return u.tolist()\n\n\n"
         "def unused(v):\n    return v.tolist()\n\n\ndef shaped(n):\n    return int(n)\n"
     )
-    assert Scout(text, SETTINGS).units_that_may_sync() == {(None, "inner")}
+    assert Scout(text, SETTINGS).sync_outline().may_sync == {(None, "inner")}
 
 
 def test_the_units_that_may_sync_explicitly_on_a_parameter():
@@ -581,7 +581,7 @@ def test_the_units_that_may_sync_explicitly_on_a_parameter():
 
 
 def test_the_methods_of_a_hot_class_that_may_sync_hold_a_sync_site():
-    """For a run of many files (``units_that_may_sync``): of a hot class's methods, only those with
+    """For a run of many files (``Scout.sync_outline``): of a hot class's methods, only those with
     a sync site that may be handed a tensor may record a sync; ``build`` syncs only through
     ``_count``, which the plan follows along the call."""
     text = (
@@ -590,7 +590,7 @@ def test_the_methods_of_a_hot_class_that_may_sync_hold_a_sync_site():
         "    def _shape(self, common):\n        if common.seq_lens is None:\n            return 0\n"
         "        return common.seq_lens.shape[0]\n"
     )
-    assert Scout(text, SETTINGS).units_that_may_sync() == {("FlashMetadataBuilder", "_count")}
+    assert Scout(text, SETTINGS).sync_outline().may_sync == {("FlashMetadataBuilder", "_count")}
 
 
 @pytest.mark.parametrize(
@@ -607,7 +607,7 @@ def test_the_methods_of_a_hot_class_that_may_sync_hold_a_sync_site():
     ],
 )
 def test_a_unit_may_sync_only_where_a_sync_site_may_read_a_value_from_a_device(body, may):
-    """For a run of many files (``units_that_may_sync``): outside hot classes, a method may record
+    """For a run of many files (``Scout.sync_outline``): outside hot classes, a method may record
     a sync only where a sync site of it may be handed a value from a named device; naming a
     device, or testing host values, is not enough."""
     text = (
@@ -615,7 +615,7 @@ def test_a_unit_may_sync_only_where_a_sync_site_may_read_a_value_from_a_device(b
         "        self.device = device\n        self.sizes = sizes\n"
         "        self.lens = torch.zeros(n, device=device)\n\n" + body
     )
-    assert (("Lens", "f") in Scout(text, SETTINGS).units_that_may_sync()) is may
+    assert (("Lens", "f") in Scout(text, SETTINGS).sync_outline().may_sync) is may
 
 
 def test_unknown_device_option_decides_for_hot_classes_and_everywhere():
@@ -1140,8 +1140,8 @@ def test_unknown_device_always_lets_any_value_sync_in_every_function():
     from sync_lint.api import lint_text
 
     always = make_settings(unknown_device="always")
-    assert Scout(ANY_VALUE_MODULE, always).units_that_may_sync() == {(None, "count")}
-    assert Scout(ANY_VALUE_MODULE, SETTINGS).units_that_may_sync() == set()
+    assert Scout(ANY_VALUE_MODULE, always).sync_outline().may_sync == {(None, "count")}
+    assert Scout(ANY_VALUE_MODULE, SETTINGS).sync_outline().may_sync == set()
     assert not Scout(ANY_VALUE_MODULE, always).may_sync_in_a_hot_scope()
     assert lint_text(ANY_VALUE_MODULE, unknown_device="always") == []
     calls_count = ANY_VALUE_MODULE.replace("return rows(x)", "return count(x)")

@@ -105,7 +105,7 @@ class UnitOutline:
     needs: frozenset[str] | None = None
     signature: tuple[tuple[str, ...], str | None, str | None, bool] | None = None
     # For the hot-scope rules (``ProjectPlan._hot_closure``): whether its code may sync on a
-    # value from a named device (``Scout.units_that_may_sync``; True: not known), and whether it
+    # value from a named device (``Scout.sync_outline``; True: not known), and whether it
     # may be memoised (``Scout.memoised_functions``), which hot code reads its definition for.
     may_sync: bool = True
     memoised: bool = False

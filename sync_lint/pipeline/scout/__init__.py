@@ -138,19 +138,14 @@ class Scout:
             return True
         return self._once(("hot sync",), lambda: SyncScout(names, self._tree, self.settings, self.module_name, self.module_bases).found())
 
-    def units_that_may_sync(self) -> set[tuple[str | None, str]] | None:
-        """The units (as ``hot_units`` names them) whose code may sync on a value from a named
-        device (or, as ``unknown-device`` says, on any value), for a run of many files
-        (``SyncScout.units_that_may_sync``); None when the file does not parse. (Which
-        functions are hot, ``hot-functions`` among the reasons, does not change where a sync
-        may be: that is the question of ``hot_units``.)"""
-        outline = self.sync_outline()
-        return None if outline is None else outline.may_sync
-
     def sync_outline(self) -> SyncOutline | None:
-        """``units_that_may_sync``, with what a sync of another file's function may rest on: the
-        units that may sync explicitly on a parameter, and the calls that may hand one a value
-        from a named device (``SyncOutline``); None when the file does not parse."""
+        """For a run of many files (``SyncScout.outline``): the units (as ``hot_units`` names them)
+        whose code may sync on a value from a named device (or, as ``unknown-device`` says, on
+        any value), with what a sync of another file's function may rest on: the units that may
+        sync explicitly on a parameter, and the calls that may hand one a value from a named
+        device (``SyncOutline``); None when the file does not parse. (Which functions are hot,
+        ``hot-functions`` among the reasons, does not change where a sync may be: that is the
+        question of ``hot_units``.)"""
         names = self._names_of_tree()
         if names is None:
             return None

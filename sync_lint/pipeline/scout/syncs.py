@@ -37,7 +37,7 @@ from sync_lint.pipeline.scout.syntax import (
 @dataclass
 class SyncOutline:
     """What a run of many files needs of a file for the hot-scope rules (``SyncScout.outline``):
-    the units that may sync on a value from a named device (``units_that_may_sync``), those
+    the units that may sync on a value from a named device (``may_sync``), those
     that may make an explicit sync (``.item()``, ``.tolist()``, ``.cpu()``...) on a value from
     a parameter (``FunctionSummary.syncs_on``: a call from another file that hands a GPU value
     there syncs), and those whose code may hold a value from a named device at all (only their
@@ -142,9 +142,6 @@ class SyncScout:
                         reached.append((callee, callee))
             callers.append(scope)
         return bool(self._handed_a_sync(callers, attributes))
-
-    def units_that_may_sync(self, lines: list[str]) -> set[tuple[str | None, str]]:
-        return self.outline(lines).may_sync
 
     def outline(self, lines: list[str]) -> SyncOutline:
         """The units (``UnitSpans``) whose code may sync on a value from a named device: a sync
@@ -568,7 +565,7 @@ _SITE_KINDS = (
 )  # fmt: skip
 
 # What a unit's text must hold to hand a sync site a value from a named device, or to sync
-# itself (``units_that_may_sync``): a device word anywhere in it, in any case (read loosely:
+# itself (``SyncOutline.may_sync``): a device word anywhere in it, in any case (read loosely:
 # ``cudagraph`` too), a string device (``.to("npu")``), or ``synchronize``.
 _DEVICE_WORDS = ("device", "cuda", "gpu", "synchroni")
 _STRING_DEVICE = re.compile(r"\.\s*to\s*\(\s*[rbuf]*[\"']", re.IGNORECASE)
