@@ -62,7 +62,6 @@ FLAKE8_NO_PLUGIN = (
 )
 
 
-
 # -- corpus -----------------------------------------------------------------------------------
 def fetch(name: str, spec: str | None) -> tuple[Path, str, str]:
     """(wheel, version, note). Reuses a wheel already in bench/corpus/wheels."""
