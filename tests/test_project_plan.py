@@ -115,9 +115,10 @@ def write_package(root: Path, files: dict[str, str]) -> list[str]:
     return Discovery(DEFAULT_EXCLUDE, root).files([str(root)])
 
 
-def kept_functions(linter: runner.Linter, files: list[str]) -> dict[str, set[str]]:
-    """File name -> the names of the function units the plan keeps there."""
-    plan = linter.outline_all(files, None, None, {})
+def kept_functions(linter: runner.Linter, files: list[str], plan=None) -> dict[str, set[str]]:
+    """File name -> the names of the function units the plan keeps there (``plan``: of a run
+    these files are read in, else of these files)."""
+    plan = plan or linter.outline_all(files, None, None, {})
     found = {}
     for path in files:
         text = read(path).text
@@ -1648,6 +1649,87 @@ def test_a_run_reads_beyond_it_only_the_files_a_call_may_reach(tmp_path):
     texts = {"fused.py": b'direct_register_custom_op(op_name="fused_rms_norm", op_func=f)\n',
              "plain.py": b'direct_register_custom_op(op_name="rms_norm", op_func=g)\n'}
     assert files_registering(texts, {("vllm", "rms_norm")}, set()) == ["plain.py"]
+
+
+def test_a_file_read_beyond_a_run_is_parsed_only_where_the_run_may_reach(tmp_path):
+    """A file read beyond a run (``ProjectPlan.silent``) has hot methods and kernel wrappers of
+    its own, seeds of the plan like the run's; its findings are not reported, so of its
+    functions only those the run's kept functions may reach are parsed (``_needed_by_the_run``),
+    and the run still reports what a run of every file reports in its files."""
+    files = write_package(tmp_path, {
+        "ops/__init__.py": OPS_INIT, "ops/kernels.py": KERNELS,
+        "layers.py": (
+            "import torch\nfrom torch import nn\n\nfrom pkg.ops import copy_rows\n\n\n"
+            "def wait(x):\n    torch.cuda.synchronize()\n\n\n"
+            "def gather(table):\n    copy_rows(table)\n\n\n"
+            "def first_column(table):\n    copy_rows(table[:, 0])\n\n\n"
+            "class Layer(nn.Module):\n    def forward(self, x):\n        return x[: int(x.sum().item())]\n"
+        ),
+        "model.py": (
+            "import torch\nfrom torch import nn\n\nfrom pkg.layers import gather, wait\n\n\n"
+            "class Model(nn.Module):\n    def forward(self, x, table):\n        wait(x)\n"
+            "        gather(table[:, 1])\n        return x\n"
+        ),
+        "util.py": "def helper(x):\n    return x\n",
+    })
+    run = [path for path in files if path.endswith(("model.py", "util.py"))]
+    linter = runner.Linter(make_settings())
+    plan = linter._plan(run, None, None, {})
+    layers = [path for path in plan.silent if path.endswith("layers.py")]
+    assert layers, plan.silent
+    assert kept_functions(linter, layers, plan) == {"layers.py": {"wait", "gather"}}
+
+    def reported(paths: list[str], fast: bool) -> list[tuple]:
+        return [d for d in findings(paths, fast) if Path(d[0]).name in ("model.py", "util.py")]
+
+    whole = reported(files, True)
+    assert [(Path(d[0]).name, d[1], d[3]) for d in whole] == [("model.py", 9, "GPU201"), ("model.py", 10, "GPU102")]
+    assert reported(run, True) == reported(run, False) == whole
+
+
+def test_a_module_path_through_an_ops_folder_is_no_custom_op():
+    """A run looks for the Python registration of each custom op its code may call
+    (``ModuleFiles.registering``). ``torch.ops.<ns>.<name>`` is one, through ``import torch as
+    th`` or ``from torch import ops`` too; a module path through a package's ``ops`` folder
+    (``pkg.kernels.ops.moe.topk``, in an import or a string) is not, and sends the run to no file
+    that merely names ``topk`` beside a registration word."""
+    from sync_lint.pipeline.project_plan import _op_calls
+
+    assert _op_calls("torch.ops.pkg.rms_norm(x)\nth.ops.pkg.silu(x)\nops.pkg.gelu(x)\n", {"th": ("torch",)}) == (
+        ("pkg", "gelu"), ("pkg", "rms_norm"), ("pkg", "silu"),
+    )
+    module_paths = (
+        "from pkg.kernels.ops.moe.topk import fast_topk\nimport aiter.ops.flydsl.kernels\n"
+        "from .ops.attention.decode import run\nname = 'aiter.ops.flydsl.kimi_decode'\n"
+    )
+    assert _op_calls(module_paths, {"fast_topk": ("pkg.kernels.ops.moe.topk.fast_topk",)}) == ()
+
+
+def test_a_run_reads_no_registration_for_a_module_path_through_an_ops_folder(tmp_path):
+    """What ``_op_calls`` spares a run of two files: the file that registers the op its hot code
+    calls is read, and not one that names a module path's last part beside a registration word."""
+    files = write_package(tmp_path, {
+        "kernels/ops/moe/topk.py": "def fast_topk(x):\n    return x\n",
+        "registry.py": (
+            "import torch\n\n\n@torch.library.custom_op('pkg::rms_norm', mutates_args=())\n"
+            "def rms_norm(x: torch.Tensor) -> torch.Tensor:\n    return x.clone()\n"
+        ),
+        "topk_ops.py": (
+            "import torch\n\n\n@torch.library.custom_op('pkg::topk', mutates_args=())\n"
+            "def topk(x: torch.Tensor) -> torch.Tensor:\n    return x.clone()\n"
+        ),
+        "model.py": (
+            "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n"
+            "    def forward(self, x):\n        from pkg.kernels.ops.moe.topk import fast_topk\n\n"
+            "        return torch.ops.pkg.rms_norm(fast_topk(x)[:, 0])\n"
+        ),
+        "util.py": "def helper(x):\n    return x\n",
+    })
+    run = [path for path in files if path.endswith(("model.py", "util.py"))]
+    plan = runner.Linter(make_settings())._plan(run, None, None, {})
+    assert sorted(Path(path).relative_to(tmp_path).as_posix() for path in plan.silent) == [
+        "pkg/kernels/ops/moe/topk.py", "pkg/registry.py",
+    ]
 
 
 def test_a_file_skipped_as_not_worth_reading_answers_no_name_it_was_asked_for():

@@ -117,8 +117,8 @@ class UnitOutline:
     # Whether its text holds the words of a hot-scope rule that reports only at sites of its own
     # (``Rule.own_site_words``): kept wherever hot code may reach it, syncing or not.
     own_sites: bool = False
-    # For the GPU1xx plan: the ``(namespace, op name)`` of the ``ops.<namespace>.<name>`` chains
-    # its text holds (an op the run implements in Python is a call of that function).
+    # For the GPU1xx plan: the ``(namespace, op name)`` of the custom ops its text may call
+    # (``_op_calls``; an op the run implements in Python is a call of that function).
     op_calls: tuple[tuple[str, str], ...] = ()
 
 
@@ -158,7 +158,7 @@ class FileOutline:
     cuts: tuple = ()
     classes: tuple[ClassOutline, ...] = ()
     # The custom ops it registers in Python, ``(namespace, op name, function)``, and the
-    # ``(namespace, op name)`` of the ``ops.<namespace>.<name>`` chains its text holds.
+    # ``(namespace, op name)`` of the custom ops its text may call (``_op_calls``).
     op_impls: tuple[tuple[str, str, str], ...] = ()
     op_calls: tuple[tuple[str, str], ...] = ()
 
@@ -240,7 +240,7 @@ def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_n
     if found.at_sinks and found.op_calls:
         for unit in found.units:
             text = plan.text_outside_functions if unit.index == MODULE_CODE else plan.unit_text(plan.units[unit.index])
-            unit.op_calls = tuple(sorted(set(_OP_CALL.findall(text)))) if "ops" in text else ()
+            unit.op_calls = _op_calls(text, found.imports)
     own_words = [pattern for rule in active if (pattern := prefilter.own_site_words(rule)) is not None]
     if own_words:
         with_words = {index for pattern in own_words for index in plan.matching(pattern, set())}
@@ -357,14 +357,29 @@ def _class_outlines(
     return tuple(found)
 
 
-_OP_CALL = re.compile(r"\bops\s*\.\s*(\w+)\s*\.\s*(\w+)")
+# An ``ops.<namespace>.<name>`` chain, with the name before it if any (``torch``, or the package
+# of a module path: ``from sglang.kernels.ops.moe.topk import ...``, ``"aiter.ops.flydsl.x"``).
+_OP_CHAIN = re.compile(r"(?:\b(\w+)\s*\.\s*|(?<![.\w]))ops\s*\.\s*(\w+)\s*\.\s*(\w+)")
+
+
+def _op_calls(text: str, imports: dict[str, tuple[str, ...]]) -> tuple[tuple[str, str], ...]:
+    """The ``(namespace, op name)`` of the custom ops ``text`` may call: ``torch.ops.<ns>.<name>``
+    chains, through a name the file imports ``torch`` as too, or ``ops.<ns>.<name>`` alone (``from
+    torch import ops``); not a module path through a package's ``ops`` folder, which is no op
+    (two in three of the chains in vLLM and SGLang, whose registrations a run would look for)."""
+    if "ops" not in text:
+        return ()
+    found = set()
+    for head, namespace, name in _OP_CHAIN.findall(text):
+        if not head or head == "torch" or "torch" in imports.get(head, ()):
+            found.add((namespace, name))
+    return tuple(sorted(found))
 
 
 def _read_ops(found: FileOutline, tree: ast.Module, text: str) -> None:
     """The ops the file registers in Python and those it may call (``FileOutline.op_impls``,
     ``op_calls``)."""
-    if "ops" in text:
-        found.op_calls = tuple(sorted(set(_OP_CALL.findall(text))))
+    found.op_calls = _op_calls(text, found.imports)
     if op_words.may_register(text):
         found.op_impls = _op_registrations(tree, text, found.module_name, found.imports)
 
@@ -450,8 +465,8 @@ class PythonOpTable:
     name)`` -> the function, where exactly one function registers it (an op two files register,
     one per platform, is left of unknown code: a call cannot tell which runs).
 
-    ``calls``: per file, the ops its ``ops.<namespace>.<name>`` chains may name that the run
-    implements, as ``FileProjectNames.python_ops``."""
+    ``calls``: per file, the ops it may call (``_op_calls``) that the run implements, as
+    ``FileProjectNames.python_ops``."""
 
     def __init__(self, outlines: list[FileOutline]) -> None:
         registered: dict[tuple[str, str], set[str]] = {}
@@ -1246,16 +1261,9 @@ class ProjectPlan:
             reached |= new
             starts = []
             for unit_id in (*calling_ops, *new):
-                unit = self._unit_outlines[unit_id]
-                if not unit.op_calls:
-                    continue
-                path = self._units[unit_id][0]
-                implemented = {(namespace, name): function for namespace, name, function in self.names.of(path).python_ops}
-                for op in unit.op_calls:
-                    if op in implemented:
-                        starts.extend(self._resolver.targets(implemented[op]) - reached)
-                    elif not op[0].startswith("_"):  # an extension's own (``_C``): C++
-                        ops.add(op)
+                functions, unimplemented = self._ops_called(unit_id)
+                starts.extend(functions - reached)
+                ops |= {op for op in unimplemented if not op[0].startswith("_")}  # an extension's own (``_C``): C++
             calling_ops = []
         wanted = set(files.registering(ops))
         memo = self._resolver.memo  # every name a unit may call was asked in ``__init__``
@@ -1265,6 +1273,40 @@ class ProjectPlan:
                 if name.partition(".")[0] in files.own and (path := files.new_file_of(name, calls=True)) is not None:
                     wanted.add(path)
         return wanted
+
+    def _ops_called(self, unit_id: int) -> tuple[set[int], set[tuple[str, str]]]:
+        """The custom ops a unit calls: the functions of those a file read implements in Python
+        (``PythonOps``), and the ops no file read implements."""
+        unit = self._unit_outlines[unit_id]
+        if not unit.op_calls:
+            return set(), set()
+        path = self._units[unit_id][0]
+        implemented = {(namespace, name): function for namespace, name, function in self.names.of(path).python_ops}
+        functions: set[int] = set()
+        unimplemented: set[tuple[str, str]] = set()
+        for op in unit.op_calls:
+            if op in implemented:
+                functions |= self._resolver.targets(implemented[op])
+            else:
+                unimplemented.add(op)
+        return functions, unimplemented
+
+    def _needed_by_the_run(self, kept: set[int]) -> set[int]:
+        """The kept units of a run and what they may reach, over calls and the custom ops they
+        call that a file read implements: of a file read beyond the run (``silent``), only
+        these hold a summary that a finding of the run may rest on. Its own hot methods and
+        kernel wrappers, seeds of the closures like the run's, are judged for no report."""
+        silent = set(self.silent)
+        run = [unit_id for unit_id in kept if self._units[unit_id][0] not in silent]
+        needed = set(run)
+        todo = deque(run)
+        while todo:
+            unit_id = todo.popleft()
+            for other in (*self._calls[unit_id], *self._ops_called(unit_id)[0]):
+                if other not in needed:
+                    needed.add(other)
+                    todo.append(other)
+        return needed
 
     def _close(self, outlines: list[FileOutline]) -> set[int]:
         """The units to keep: each rule's seeds (over all files), followed along the calls the
@@ -1312,7 +1354,13 @@ class ProjectPlan:
         if sink_seeds:
             with span("project plan: sinks"):
                 self._sink_kept = self._sink_closure(outlines, sink_seeds, callers)
-        return kept | self._sink_kept
+        kept |= self._sink_kept
+        if self.silent:  # the two families' summaries flow only from callees to callers
+            needed = self._needed_by_the_run(kept)
+            self._hot_kept &= needed
+            self._sink_kept &= needed
+            kept = self._hot_kept | self._other_kept | self._sink_kept
+        return kept
 
     def _reach_within_files(self, seeds: list[int]) -> set[int]:
         """What the seeds call, to any depth, in their own files: a sync declaration's block is
