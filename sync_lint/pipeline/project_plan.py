@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import os
 import re
 import sys
@@ -852,6 +853,9 @@ class ModuleFiles:
         self._files: dict[str, str | None] = {}
         self._ops_asked: set[tuple[str, str]] = set()
         self._registration_texts: dict[str, bytes] | None = None  # read at the first op asked for
+        # ``_may_define_or_import``'s answers: each level of ``plan_reading_callees`` asks again
+        # of the names a file was not worth reading for (two in three questions on SGLang).
+        self._worth_reading: dict[tuple[str, tuple[str, ...]], bool] = {}
 
     def file_of(self, module: str) -> str | None:
         """``root/a/b.py`` or ``root/a/b/__init__.py`` of module ``a.b`` (absolute), under the
@@ -913,17 +917,27 @@ class ModuleFiles:
         that defines a function under a block: an over-approximation that no finding rests
         on). ``test_a_file_skipped_as_not_worth_reading_answers_no_name_it_was_asked_for``
         checks this against the plan's resolution over this repository's modules."""
-        try:
-            with open(path, "rb") as handle:
-                text = handle.read()
-        except OSError:
-            return True  # its outline will say why it cannot be read
-        words = [re.escape(part.encode()) for part in parts[:2]]
-        if re.search(rb"\bdef\s+(?:" + b"|".join(words) + rb")\b", text):
-            return True
-        if len(parts) > 1 and re.search(rb"\bclass\s+" + words[0] + rb"\b", text):
-            return True
-        return re.search(rb"\bimport\b[^\n]*?(?:\([^)]*)?\b" + words[0] + rb"\b", text) is not None
+        key = (path, tuple(parts[:2]))
+        if key not in self._worth_reading:
+            self._worth_reading[key] = _may_define_or_import(path, key[1])
+        return self._worth_reading[key]
+
+
+def _may_define_or_import(path: str, parts: tuple[str, ...]) -> bool:
+    """``ModuleFiles._may_define_or_import`` of the first two parts of a name."""
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read()
+    except OSError:
+        return True  # its outline will say why it cannot be read
+    if not any(part.encode() in text for part in parts):
+        return False  # a file that holds neither word: no pattern need scan it
+    words = [re.escape(part.encode()) for part in parts]
+    if re.search(rb"\bdef\s+(?:" + b"|".join(words) + rb")\b", text):
+        return True
+    if len(parts) > 1 and re.search(rb"\bclass\s+" + words[0] + rb"\b", text):
+        return True
+    return re.search(rb"\bimport\b[^\n]*?(?:\([^)]*)?\b" + words[0] + rb"\b", text) is not None
 
 
 def _package_root(path: str, module_name: str) -> str | None:
@@ -1225,8 +1239,14 @@ class ProjectPlan:
         with span("project plan: module classes and python ops"):
             self._module_classes = ModuleClasses(outlines, beyond)
             self.names = ProjectNames(outlines, self._module_classes)
+        self._all_outlines = outlines
+
+    @functools.cached_property
+    def kept(self) -> set[int]:
+        """The units to keep (``_close``), made at the first question: a plan asked only what
+        lies beyond its run (each level of ``plan_reading_callees`` but the last) needs none."""
         with span("project plan: closure"):
-            self.kept = self._close(outlines)
+            return self._close(self._all_outlines)
 
     def unread_callees(self, files: ModuleFiles) -> set[str]:
         """The files of the run's own packages not read yet (``ModuleFiles``) that the run's
@@ -1485,11 +1505,12 @@ class ProjectPlan:
 
     def units_to_keep(self, path: str) -> KeptUnits | None:
         """The function units of ``path`` to parse; None: parse it whole."""
+        kept = self.kept  # made first: each family's closure too (``_close``)
         o = self.outlines.get(path)
         if o is None or o.whole:
             return None
         indices = tuple(
-            unit.index for unit in o.units if unit.index != MODULE_CODE and self._ids[(path, unit.index)] in self.kept
+            unit.index for unit in o.units if unit.index != MODULE_CODE and self._ids[(path, unit.index)] in kept
         )
         # Without a module name, a function outside every unit has no unit (``_unit_outlines``).
         names_only = not indices and bool(o.module_name) and all(unit.index != MODULE_CODE for unit in o.units)
