@@ -1597,6 +1597,37 @@ def test_a_run_of_part_of_a_package_reads_the_functions_it_calls_beyond_it(tmp_p
     assert (tmp_path / "pkg/ops/kernels.py").read_text() == kernels
 
 
+def test_a_cached_plan_is_made_again_where_a_file_it_looked_for_beyond_the_run_appears_or_changes(tmp_path):
+    """A run of part of a package looks beyond it for the files its calls may reach
+    (``ModuleFiles``); a cached plan (``KeptPlan.beyond``) rests on the files it looked for and
+    did not find, and on those it judged not worth reading, as on those it read: a helper
+    module written after the first run, or a file that comes to define the function called,
+    is read by the next warm run as by a cold one."""
+    from cli_runner import run
+
+    (tmp_path / "pkg/models").mkdir(parents=True)
+    (tmp_path / "pkg/__init__.py").write_text("")
+    (tmp_path / "pkg/models/__init__.py").write_text("")
+    (tmp_path / "pkg/models/util.py").write_text("def helper(x):\n    return x\n")
+    (tmp_path / "pkg/models/llama.py").write_text(
+        "from torch import nn\n\nfrom pkg.helpers import wait\nfrom pkg.steps import step\n\n\n"
+        "class Model(nn.Module):\n    def forward(self, x):\n        wait(x)\n        step(x)\n        return x\n"
+    )
+    (tmp_path / "pkg/steps.py").write_text("def other(x):\n    return x\n")
+
+    def found(*extra: str) -> list[str]:
+        result = run("check", "pkg/models/llama.py", "pkg/models/util.py", "--output-format", "concise", *extra, cwd=tmp_path)
+        assert "Traceback" not in result.stderr, result
+        return [" ".join(line.split(" ", 2)[:2]) for line in result.stdout.splitlines()]
+
+    assert found() == found() == []  # the second run reads the plan from the cache
+    syncing = "import torch\n\n\ndef {name}(x):\n    torch.cuda.synchronize()\n"
+    (tmp_path / "pkg/helpers.py").write_text(syncing.format(name="wait"))
+    assert found() == found("--no-cache") == ["pkg/models/llama.py:9:9: GPU201"]
+    (tmp_path / "pkg/steps.py").write_text(syncing.format(name="step"))
+    assert found() == found("--no-cache") == ["pkg/models/llama.py:9:9: GPU201", "pkg/models/llama.py:10:9: GPU201"]
+
+
 @pytest.mark.parametrize("broken", BROKEN_KINDS)
 def test_a_broken_file_a_run_calls_beyond_it_is_not_reported(tmp_path, broken):
     """A file read beyond the run (``plan_reading_callees``) that does not parse, is not UTF-8,

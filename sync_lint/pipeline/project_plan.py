@@ -755,7 +755,9 @@ def _bracket_depth(line: str) -> int:
     return code.count("(") + code.count("[") + code.count("{") - code.count(")") - code.count("]") - code.count("}")
 
 
-def outlines_beyond(outlines: list[FileOutline], settings: Settings) -> list[FileOutline]:
+def outlines_beyond(
+    outlines: list[FileOutline], settings: Settings, looked_at: dict[str, int | None] | None = None,
+) -> list[FileOutline]:
     """The names outlines (``names_outline``) of the files outside a run that its classes'
     bases may be defined in, and theirs, to a fixpoint: whether a class is an ``nn.Module``
     must not hang on which other files the run holds (pre-commit checks the staged files, CI
@@ -763,8 +765,8 @@ def outlines_beyond(outlines: list[FileOutline], settings: Settings) -> list[Fil
     only (``_package_root``): torch's, a library's installed elsewhere, are not read; nor a
     base the run defines, or one of torch's modules. Read level by level, and only the bases of
     classes not yet known to be modules: once one base makes a class a module, its others
-    (mixins, caches) are not followed."""
-    files = ModuleFiles(outlines)
+    (mixins, caches) are not followed. ``looked_at``: see ``ModuleFiles``."""
+    files = ModuleFiles(outlines, looked_at)
     if not files.roots:
         return []
     found: list[FileOutline] = []
@@ -785,7 +787,7 @@ def outlines_beyond(outlines: list[FileOutline], settings: Settings) -> list[Fil
 
 
 def plan_reading_callees(
-    outlines: list[FileOutline], bases_of: Callable[[list[FileOutline]], list[FileOutline]],
+    outlines: list[FileOutline], bases_of: Callable[[list[FileOutline], dict[str, int | None]], list[FileOutline]],
     outline_files: Callable[[list[str]], list[FileOutline]],
 ) -> ProjectPlan:
     """The plan of a run (``outlines``), with the files outside it that its findings may rest on
@@ -799,10 +801,14 @@ def plan_reading_callees(
     ``outlines_beyond``; ``outline_files``: ``outline`` of each path.
 
     What a run cannot see this way: a function of the run that only a hot function outside it
-    calls (the callers of a run's code are not looked for)."""
-    bases = bases_of(outlines)
-    plan = ProjectPlan(outlines, bases)
-    files = ModuleFiles(outlines)
+    calls (the callers of a run's code are not looked for).
+
+    The files it looked at beyond the run and did not read (``ModuleFiles.looked_at``) are the
+    plan's too (``ProjectPlan.beyond``): a cached plan is made again where one appears or changes."""
+    looked_at: dict[str, int | None] = {}
+    bases = bases_of(outlines, looked_at)
+    plan = ProjectPlan(outlines, bases, looked_at=looked_at)
+    files = ModuleFiles(outlines, looked_at)
     callees: list[FileOutline] = []
     # A run of every file of its packages has nothing beyond it: a directory walk answers that
     # for less than the question (0.05 s against 0.14 s on vLLM).
@@ -813,9 +819,9 @@ def plan_reading_callees(
         if not wanted:
             break
         callees.extend(outline_files(sorted(wanted)))
-        plan = ProjectPlan(outlines, bases, callees)
+        plan = ProjectPlan(outlines, bases, callees, looked_at)
     if callees:  # a class of theirs may derive from a file beyond them
-        plan = ProjectPlan(outlines, bases_of([*outlines, *callees]), callees)
+        plan = ProjectPlan(outlines, bases_of([*outlines, *callees], looked_at), callees, looked_at)
     return plan
 
 
@@ -846,7 +852,7 @@ class ModuleFiles:
     """The files beside a run's packages (``_package_root``) that modules of it are in, and which
     of them the run has not read yet."""
 
-    def __init__(self, outlines: list[FileOutline]) -> None:
+    def __init__(self, outlines: list[FileOutline], looked_at: dict[str, int | None] | None = None) -> None:
         self.roots = sorted({root for o in outlines if (root := _package_root(o.path, o.module_name)) is not None})
         self.own = frozenset(o.module_name.partition(".")[0] for o in outlines if o.module_name)  # top-level packages
         self.known = {os.path.abspath(o.path) for o in outlines}
@@ -856,6 +862,9 @@ class ModuleFiles:
         # ``_may_define_or_import``'s answers: each level of ``plan_reading_callees`` asks again
         # of the names a file was not worth reading for (two in three questions on SGLang).
         self._worth_reading: dict[tuple[str, tuple[str, ...]], bool] = {}
+        # The paths a question looked for and found no file at (None), and the files it judged
+        # not worth reading (their fingerprint): where one appears or changes, the answers may.
+        self.looked_at: dict[str, int | None] = {} if looked_at is None else looked_at
 
     def file_of(self, module: str) -> str | None:
         """``root/a/b.py`` or ``root/a/b/__init__.py`` of module ``a.b`` (absolute), under the
@@ -866,9 +875,11 @@ class ModuleFiles:
             for root in self.roots:
                 base = os.path.join(root, *parts)
                 for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+                    candidate = os.path.abspath(candidate)
                     if os.path.isfile(candidate):
-                        self._files[module] = candidate = os.path.abspath(candidate)
+                        self._files[module] = candidate
                         return candidate
+                    self.looked_at.setdefault(candidate, None)
         return self._files[module]
 
     def registering(self, ops: set[tuple[str, str]]) -> list[str]:
@@ -919,17 +930,19 @@ class ModuleFiles:
         checks this against the plan's resolution over this repository's modules."""
         key = (path, tuple(parts[:2]))
         if key not in self._worth_reading:
-            self._worth_reading[key] = _may_define_or_import(path, key[1])
+            try:
+                with open(path, "rb") as handle:
+                    text = handle.read()
+            except OSError:
+                text = None  # its outline will say why it cannot be read
+            self._worth_reading[key] = text is None or _may_define_or_import(text, key[1])
+            if not self._worth_reading[key]:
+                self.looked_at[path] = zlib.crc32(text)
         return self._worth_reading[key]
 
 
-def _may_define_or_import(path: str, parts: tuple[str, ...]) -> bool:
-    """``ModuleFiles._may_define_or_import`` of the first two parts of a name."""
-    try:
-        with open(path, "rb") as handle:
-            text = handle.read()
-    except OSError:
-        return True  # its outline will say why it cannot be read
+def _may_define_or_import(text: bytes, parts: tuple[str, ...]) -> bool:
+    """``ModuleFiles._may_define_or_import`` of a file's text and the first two parts of a name."""
     if not any(part.encode() in text for part in parts):
         return False  # a file that holds neither word: no pattern need scan it
     words = [re.escape(part.encode()) for part in parts]
@@ -1194,17 +1207,19 @@ class ProjectPlan:
 
     def __init__(
         self, outlines: list[FileOutline], beyond: list[FileOutline] | tuple = (),
-        callees: list[FileOutline] | tuple = (),
+        callees: list[FileOutline] | tuple = (), looked_at: dict[str, int | None] | None = None,
     ) -> None:
         """``beyond``: the outlines of files outside the run its classes' bases may be in
         (``outlines_beyond``). ``callees``: those of the files outside the run its findings may
         rest on (``plan_reading_callees``), planned as the run's own files are; the run lints them
-        and reports none of their findings (``silent``)."""
+        and reports none of their findings (``silent``). ``looked_at``: the files outside the run
+        the questions that found those looked at (``ModuleFiles.looked_at``), still filling."""
         self._run = outlines
         outlines = [*outlines, *callees]
         self.outlines = {o.path: o for o in outlines}
         self.silent = tuple(o.path for o in callees)
-        self.beyond = tuple((os.path.abspath(o.path), o.fingerprint) for o in (*beyond, *callees))
+        self._read_beyond = tuple((os.path.abspath(o.path), o.fingerprint) for o in (*beyond, *callees))
+        self._looked_at = looked_at if looked_at is not None else {}
         self._ids: dict[tuple[str, int], int] = {}
         self._units: list[tuple[str, int]] = []
         self._unit_outlines: list[UnitOutline] = []
@@ -1247,6 +1262,13 @@ class ProjectPlan:
         lies beyond its run (each level of ``plan_reading_callees`` but the last) needs none."""
         with span("project plan: closure"):
             return self._close(self._all_outlines)
+
+    @property
+    def beyond(self) -> tuple[tuple[str, int | None], ...]:
+        """The files outside the run the plan rests on (``KeptPlan.beyond``): those it read, and
+        those it looked at and did not read."""
+        read = {path for path, _ in self._read_beyond}
+        return self._read_beyond + tuple(sorted(item for item in self._looked_at.items() if item[0] not in read))
 
     def unread_callees(self, files: ModuleFiles) -> set[str]:
         """The files of the run's own packages not read yet (``ModuleFiles``) that the run's
@@ -1561,18 +1583,23 @@ class KeptPlan:
 
     kept: dict[str, KeptUnits | None]
     names: ProjectNames | None = None
-    # The files outside the run it read (``outlines_beyond``, ``plan_reading_callees``): (absolute
-    # path, fingerprint); and those of them the run lints without reporting (``plan_reading_callees``).
-    beyond: tuple[tuple[str, int], ...] = ()
+    # The files outside the run it read (``outlines_beyond``, ``plan_reading_callees``), and
+    # those it looked at and did not read (``ModuleFiles.looked_at``): (absolute path, fingerprint;
+    # None: no such file); and those it read that the run lints without reporting.
+    beyond: tuple[tuple[str, int | None], ...] = ()
     silent: tuple[str, ...] = ()
 
     def units_to_keep(self, path: str) -> KeptUnits | None:
         return self.kept.get(path)
 
     def beyond_unchanged(self) -> bool:
-        """Do the files outside the run it read still hold what it read? (The cache key holds
-        the run's files only.)"""
+        """Do the files outside the run it read or looked at still hold what they did, and does
+        none it looked for and did not find exist now? (The cache key holds the run's files only.)"""
         for path, was in self.beyond:
+            if was is None:
+                if os.path.exists(path):
+                    return False
+                continue
             try:
                 with open(path, "rb") as handle:
                     if zlib.crc32(handle.read()) != was:

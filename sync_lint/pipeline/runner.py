@@ -220,12 +220,12 @@ class Linter:
                 outlines = pool.map(_worker_names_batch, paths, costs=[_file_size(path) for path in paths])
         return project_plan.ProjectNames(outlines, beyond=self._outlines_beyond(outlines))
 
-    def _outlines_beyond(self, outlines: list[FileOutline]) -> list[FileOutline]:
+    def _outlines_beyond(self, outlines: list[FileOutline], looked_at: dict[str, int | None] | None = None) -> list[FileOutline]:
         """The files outside the run its classes' bases may be in (``project_plan.outlines_beyond``)."""
         from sync_lint.pipeline import project_plan
 
         with profile.span("outline: bases beyond the run"):
-            return project_plan.outlines_beyond(outlines, self.settings)
+            return project_plan.outlines_beyond(outlines, self.settings, looked_at)
 
     def outline_all(
         self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
