@@ -860,7 +860,7 @@ class ModuleFiles:
         self._ops_asked: set[tuple[str, str]] = set()
         self._registration_texts: dict[str, bytes] | None = None  # read at the first op asked for
         # ``_may_define_or_import``'s answers: each level of ``plan_reading_callees`` asks again
-        # of the names a file was not worth reading for (two in three questions on SGLang).
+        # of the names a file was not worth reading for (three in five questions on SGLang).
         self._worth_reading: dict[tuple[str, tuple[str, ...]], bool] = {}
         # The paths a question looked for and found no file at (None), and the files it judged
         # not worth reading (their fingerprint): where one appears or changes, the answers may.
