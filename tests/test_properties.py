@@ -8,7 +8,9 @@ makes the GPU rules fire and offer fixes. For each program:
 - ``lint_text`` returns normally and reports no tool error (GPU004 internal error, GPU005);
 - ``fix_text(..., unsafe=True)`` returns code that parses (CPython and libcst), and fixing it
   again changes nothing;
-- the project plan (function-level masking over a run of many files) finds what the whole-file parse finds.
+- the project plan (function-level masking over a run of many files) finds what the whole-file parse finds;
+- a run of part of a package (the staged files) reports in its files what a run of the whole
+  package reports there, the program being a file beyond it that its findings rest on.
 """
 
 from __future__ import annotations
@@ -267,6 +269,35 @@ def fired() -> set[str]:
 def test_engine_like_programs(fired, source):
     found = check_program(source)
     fired.update(d.code for d in found)
+
+
+@examples(12)
+@given(engine_module())
+def test_a_run_of_part_of_a_package_reports_what_the_whole_run_reports(source):
+    """The generated program is ``pkg/example.py``; ``pkg/caller.py`` calls each of its functions
+    with a column view from a hot method and derives a module from each of its classes
+    (``_caller_of``). A run of the caller and another file of the package (pre-commit's staged
+    files) reads the program beyond it (``project_plan.plan_reading_callees``): by the plan and by
+    the plain path, it reports in its two files what a run of the whole package reports there."""
+    with tempfile.TemporaryDirectory() as folder:
+        package = os.path.join(folder, "pkg")
+        os.mkdir(package)
+        texts = {
+            "__init__.py": "", "example.py": source, "util.py": "def helper(x):\n    return x\n",
+            "caller.py": _caller_of(source).replace("import example\n", "from pkg import example\n", 1),
+        }
+        for name, text in texts.items():
+            with open(os.path.join(package, name), "w", encoding="utf-8", newline="") as handle:
+                handle.write(text)
+        part = [os.path.join(package, "caller.py"), os.path.join(package, "util.py")]
+
+        def run(paths: list[str], fast: bool = True) -> list:
+            result = Linter(make_settings(**OPTIONS), fast=fast).run(paths, jobs=1)
+            return sorted(((d.path, d.line, d.col, d.code, d.message) for d in result.diagnostics if d.path in part), key=repr)
+
+        whole = run([os.path.join(package, name) for name in texts])
+        assert run(part) == whole
+        assert run(part, fast=False) == whole
 
 
 def test_engine_like_programs_make_rules_fire(fired):
