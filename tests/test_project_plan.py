@@ -1718,6 +1718,38 @@ def test_a_file_read_beyond_a_run_is_parsed_only_where_the_run_may_reach(tmp_pat
     assert reported(run, True) == reported(run, False) == whole
 
 
+def test_a_small_run_reads_the_files_beyond_it_in_its_spare_pool(tmp_path, monkeypatch):
+    """A run of two files whose hot method calls a helper in each of 20 files (one of which
+    calls a 21st) outlines and lints them in a pool of workers (``runner._pool_for``: the spare
+    pool starts at ``SPARE_POOL_THRESHOLD`` files, then serves every level, the one file of the
+    second too) and reports what a serial run does."""
+    helpers = {f"helpers/h{i}.py": f"import torch\n\n\ndef wait{i}(x):\n    torch.cuda.synchronize()\n" for i in range(1, 20)}
+    helpers["helpers/h0.py"] = "from pkg.deep import settle\n\n\ndef wait0(x):\n    settle(x)\n    return x.to(x.device)\n"
+    helpers["deep.py"] = "import torch\n\n\ndef settle(x):\n    torch.cuda.synchronize()\n"
+    imports = "".join(f"from pkg.helpers.h{i} import wait{i}\n" for i in range(20))
+    calls = "".join(f"        wait{i}(x)\n" for i in range(20))
+    files = write_package(tmp_path, {
+        **helpers, "helpers/__init__.py": "",
+        "model.py": f"from torch import nn\n\n{imports}\n\nclass Model(nn.Module):\n    def forward(self, x):\n{calls}",
+        "util.py": "def helper(x):\n    return x\n",
+    })
+    run = [path for path in files if path.endswith(("model.py", "util.py"))]
+    maps = []
+    original = runner._Pool.map
+
+    def counted(self, work, items, *args, **kwargs):
+        maps.append((work.__name__, len(items)))
+        return original(self, work, items, *args, **kwargs)
+
+    monkeypatch.setattr(runner._Pool, "map", counted)
+    linter = runner.Linter(make_settings())
+    serial = [(Path(d.path).name, d.line, d.code) for d in linter.run(run, jobs=1).diagnostics]
+    assert not maps
+    assert serial == [("model.py", 27 + i, "GPU201") for i in range(20)]
+    assert [(Path(d.path).name, d.line, d.code) for d in linter.run(run, jobs=2).diagnostics] == serial
+    assert maps == [("_worker_outline_batch", 20), ("_worker_outline_batch", 1), ("_worker_lint_batch", 21)], maps
+
+
 def test_a_module_path_through_an_ops_folder_is_no_custom_op():
     """A run looks for the Python registration of each custom op its code may call
     (``ModuleFiles.registering``). ``torch.ops.<ns>.<name>`` is one, through ``import torch as

@@ -42,6 +42,9 @@ if TYPE_CHECKING:
 
 # Below this many files a process pool costs more than it saves (start-up and imports).
 PARALLEL_THRESHOLD = 48
+# A small run's spare pool, for the files it reads beyond it (``_pool_for``), starts at fewer:
+# those are outlined level by level and linted last, so a pool started once serves them all.
+SPARE_POOL_THRESHOLD = 16
 
 
 @dataclass
@@ -249,7 +252,7 @@ class Linter:
         self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
         spare: _Pool | None = None,
     ) -> ProjectPlan:
-        """``spare``: a pool not yet started, for a small run that reads many files beyond it."""
+        """``spare``: a pool not yet started, for a small run that reads files beyond it (``_pool_for``)."""
         with profile.span("outline"):
             outlines = self._outline_many(paths, pool, scope, sources)
         from sync_lint.pipeline import project_plan
@@ -289,7 +292,7 @@ class Linter:
         with contextlib.ExitStack() as stack, collector.paused():
             pool = scope = plan = None
             sources: dict[str, SourceFile] = {}
-            spare = None  # a small run's pool, started only if it reads many files beyond it
+            spare = None  # a small run's pool, started only if it reads enough files beyond it
             if len(paths) >= PARALLEL_THRESHOLD and jobs > 1:
                 pool = stack.enter_context(_Pool(self, jobs))
             elif len(paths) < PARALLEL_THRESHOLD:  # pre-commit's staged files: often nothing to parse
@@ -386,6 +389,10 @@ class _Pool:
         self._executor = None  # started at the first ``map``: a small run may never need it
 
     @property
+    def started(self) -> bool:
+        return self._executor is not None
+
+    @property
     def executor(self):
         if self._executor is None:
             # Imported here: a small run (what pre-commit does) starts no pool and skips the import.
@@ -428,8 +435,8 @@ class _Pool:
 
 def _pool_for(paths: list[str], pool: _Pool | None, spare: _Pool | None) -> _Pool | None:
     """The run's pool; in a small run, its spare one where these files are many enough to pay
-    for starting it (files read beyond the run: ``plan_reading_callees``)."""
-    if pool is None and spare is not None and len(paths) >= PARALLEL_THRESHOLD:
+    for starting it, or it is started already (files read beyond the run: ``plan_reading_callees``)."""
+    if pool is None and spare is not None and (spare.started or len(paths) >= SPARE_POOL_THRESHOLD):
         return spare
     return pool
 
