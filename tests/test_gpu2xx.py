@@ -2541,6 +2541,35 @@ def test_a_run_of_part_of_a_package_reads_the_bases_beyond_it(tmp_path):
         assert again.stdout == "" and again.returncode == 0, (paths, again)
 
 
+def test_a_base_beyond_the_run_imported_under_a_block_is_read(tmp_path):
+    """A file read beyond a run for its classes' bases (``project_plan._skeleton``) binds the
+    names its imports under a block bind (``try:`` / ``if TYPE_CHECKING:``), as the outline of a
+    run of every file reads them: the model's ``forward`` is hot in a run of its file alone, of
+    two files and of the package."""
+    from cli_runner import run
+
+    pkg = tmp_path / "pkg"
+    (pkg / "models").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "models" / "__init__.py").write_text("")
+    (pkg / "core.py").write_text("from torch import nn\n\n\nclass CustomOp(nn.Module):\n    pass\n")
+    (pkg / "layers.py").write_text(
+        "from typing import TYPE_CHECKING\n\ntry:\n    from pkg.core import CustomOp\nexcept ImportError:  # a host without torch\n"
+        "    CustomOp = object\nif TYPE_CHECKING:\n    from pkg.models.util import (\n        helper,\n    )\n\n\n"
+        "class Base(CustomOp):\n    def extra(self):\n        from os import path\n        return path\n"
+    )
+    (pkg / "models" / "llama.py").write_text(
+        "import torch\n\nfrom pkg.layers import Base\n\n\n"
+        "class Model(Base):\n    def forward(self, x):\n        torch.cuda.synchronize()\n        return x\n"
+    )
+    (pkg / "models" / "util.py").write_text("def helper(x):\n    return x\n")
+    for paths in (["pkg/models/llama.py"], ["pkg/models/llama.py", "pkg/models/util.py"], ["pkg"]):
+        result = run("check", *paths, "--no-cache", "--output-format", "concise", cwd=tmp_path)
+        assert [line.split(" ")[:2] for line in result.stdout.splitlines()] == [["pkg/models/llama.py:8:9:", "GPU201"]], (
+            paths, result,
+        )
+
+
 @pytest.mark.parametrize("broken", BROKEN_KINDS)
 def test_a_broken_file_beside_the_run_is_no_module(tmp_path, broken):
     """A base's file that does not parse, is not UTF-8, is a symlink loop or a folder named like

@@ -715,10 +715,12 @@ _SKELETON_STARTS = ("import ", "from ", "class ", "@")
 
 
 def _skeleton(text: str) -> str:
-    """The top-level imports, class headers (each with ``...`` for a body) and the decorators
+    """The imports, top-level class headers (each with ``...`` for a body) and the decorators
     of those classes, of a file read only for its classes' bases (``outlines_beyond``): a
     tenth of a parse of the whole. A statement of several lines is followed by its brackets;
-    an import or a class under a block (``try``, ``if``), or nested in a class, is left out."""
+    an import under a block (``try:``, ``if TYPE_CHECKING:``, a function) is kept, moved to the
+    top level, as the names outline of the whole file reads every import (``_import_statements``);
+    a class under a block, or nested in a class, is left out, as ``_class_outlines`` leaves it."""
     kept: list[str] = []
     decorators: list[str] = []
     lines = text.splitlines()
@@ -729,7 +731,10 @@ def _skeleton(text: str) -> str:
         if not line.startswith(_SKELETON_STARTS):
             if line[:1] not in ("", " ", "\t", "#"):
                 decorators = []  # a decorator of something else
-            continue
+                continue
+            line = line.lstrip()
+            if not line.startswith(("import ", "from ")):
+                continue
         statement = [line]
         depth = _bracket_depth(line)
         while (depth > 0 or statement[-1].rstrip().endswith("\\")) and index < len(lines):
