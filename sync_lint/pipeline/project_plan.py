@@ -712,6 +712,9 @@ def read_names_outline(
 
 
 _SKELETON_STARTS = ("import ", "from ", "class ", "@")
+# An import statement's start, for an indented line (``_skeleton``): prose in a docstring ("from
+# their weights ...", "import the cache") is not one, and would fail the skeleton's parse.
+_INDENTED_IMPORT = re.compile(r"(?:from\s+\.*[\w.]*\s+import\s*[(*\w]|import\s+[\w.]+(?:\s+as\s+\w+)?\s*(?:[,#;\\]|$))")
 
 
 def _skeleton(text: str) -> str:
@@ -733,7 +736,7 @@ def _skeleton(text: str) -> str:
                 decorators = []  # a decorator of something else
                 continue
             line = line.lstrip()
-            if not line.startswith(("import ", "from ")):
+            if not _INDENTED_IMPORT.match(line):
                 continue
         statement = [line]
         depth = _bracket_depth(line)
