@@ -115,6 +115,24 @@ def write_package(root: Path, files: dict[str, str]) -> list[str]:
     return Discovery(DEFAULT_EXCLUDE, root).files([str(root)])
 
 
+def staged_pair(root: Path, files: dict[str, str]) -> list[str]:
+    """A package of ``files`` and a ``util.py``: the run of its ``model.py`` and ``util.py``, as
+    pre-commit checks two staged files."""
+    written = write_package(root, {**files, "util.py": "def helper(x):\n    return x\n"})
+    return [path for path in written if path.endswith(("/model.py", "/util.py"))]
+
+
+def planned(run: list[str]) -> tuple[runner.Linter, object]:
+    """A linter of the default settings, and its plan of ``run`` (``Linter._plan``)."""
+    linter = runner.Linter(make_settings())
+    return linter, linter._plan(run, None, None, {})
+
+
+def read_beyond(plan, root: Path) -> list[str]:
+    """The files a plan lints beyond its run (``ProjectPlan.silent``), relative to ``root``."""
+    return sorted(Path(path).relative_to(root).as_posix() for path in plan.silent)
+
+
 def kept_functions(linter: runner.Linter, files: list[str], plan=None) -> dict[str, set[str]]:
     """File name -> the names of the function units the plan keeps there (``plan``: of a run
     these files are read in, else of these files)."""
@@ -1654,26 +1672,35 @@ def test_a_run_reads_beyond_it_only_the_files_a_call_may_reach(tmp_path):
     """Of the files a run's hot code names beyond it (``ProjectPlan.unread_callees``), only those
     that may define a function it calls, or import one (a re-export, here in a parenthesized
     import over lines), are read: a class named in an annotation, or a constant, is no function
-    of the plan's. A file that may register a custom op is found by the op's name as a word."""
-    files = write_package(tmp_path, {
+    of the plan's. A file that may register a custom op the run calls is found by the op's name
+    as a word, and a module path through a package's ``ops`` folder is no op (``_op_calls``): the
+    file that names its last part beside a registration word is not read."""
+    run = staged_pair(tmp_path, {
         "types.py": "class Batch:\n    pass\n\n\nLIMIT = 4\n",
         "helpers/__init__.py": "from pkg.helpers.impl import (\n    other,\n    wait,\n)\n",
         "helpers/impl.py": "import torch\n\n\ndef other():\n    pass\n\n\ndef wait(x):\n    torch.cuda.synchronize()\n",
-        "model.py": (
-            "from torch import nn\n\nfrom pkg import types\nfrom pkg.helpers import wait\n\n\n"
-            "class Model(nn.Module):\n    def forward(self, x, batch: types.Batch):\n        wait(x)\n"
-            "        return x[: types.LIMIT]\n"
+        "kernels/ops/moe/topk.py": "def fast_topk(x):\n    return x\n",
+        "registry.py": (
+            "import torch\n\n\n@torch.library.custom_op('pkg::rms_norm', mutates_args=())\n"
+            "def rms_norm(x: torch.Tensor) -> torch.Tensor:\n    return x.clone()\n"
         ),
-        "util.py": "def helper(x):\n    return x\n",
+        "topk_ops.py": (
+            "import torch\n\n\n@torch.library.custom_op('pkg::topk', mutates_args=())\n"
+            "def topk(x: torch.Tensor) -> torch.Tensor:\n    return x.clone()\n"
+        ),
+        "model.py": (
+            "import torch\nfrom torch import nn\n\nfrom pkg import types\nfrom pkg.helpers import wait\n\n\n"
+            "class Model(nn.Module):\n    def forward(self, x, batch: types.Batch):\n        wait(x)\n"
+            "        from pkg.kernels.ops.moe.topk import fast_topk\n\n"
+            "        return torch.ops.pkg.rms_norm(fast_topk(x)[: types.LIMIT, 0])\n"
+        ),
     })
-    run = [path for path in files if path.endswith(("model.py", "util.py"))]
-    linter = runner.Linter(make_settings())
-    plan = linter._plan(run, None, None, {})
-    assert sorted(Path(path).relative_to(tmp_path).as_posix() for path in plan.silent) == [
-        "pkg/helpers/__init__.py", "pkg/helpers/impl.py",
+    linter, plan = planned(run)
+    assert read_beyond(plan, tmp_path) == [
+        "pkg/helpers/__init__.py", "pkg/helpers/impl.py", "pkg/kernels/ops/moe/topk.py", "pkg/registry.py",
     ]
     found = linter.run(run, jobs=1).diagnostics
-    assert [(Path(d.path).name, d.line, d.code) for d in found] == [("model.py", 9, "GPU201")]
+    assert [(Path(d.path).name, d.line, d.code) for d in found] == [("model.py", 10, "GPU201")]
 
     from sync_lint.pipeline.project_plan import files_registering
 
@@ -1687,7 +1714,7 @@ def test_a_file_read_beyond_a_run_is_parsed_only_where_the_run_may_reach(tmp_pat
     its own, seeds of the plan like the run's; its findings are not reported, so of its
     functions only those the run's kept functions may reach are parsed (``_needed_by_the_run``),
     and the run still reports what a run of every file reports in its files."""
-    files = write_package(tmp_path, {
+    run = staged_pair(tmp_path, {
         "ops/__init__.py": OPS_INIT, "ops/kernels.py": KERNELS,
         "layers.py": (
             "import torch\nfrom torch import nn\n\nfrom pkg.ops import copy_rows\n\n\n"
@@ -1701,11 +1728,8 @@ def test_a_file_read_beyond_a_run_is_parsed_only_where_the_run_may_reach(tmp_pat
             "class Model(nn.Module):\n    def forward(self, x, table):\n        wait(x)\n"
             "        gather(table[:, 1])\n        return x\n"
         ),
-        "util.py": "def helper(x):\n    return x\n",
     })
-    run = [path for path in files if path.endswith(("model.py", "util.py"))]
-    linter = runner.Linter(make_settings())
-    plan = linter._plan(run, None, None, {})
+    linter, plan = planned(run)
     layers = [path for path in plan.silent if path.endswith("layers.py")]
     assert layers, plan.silent
     assert kept_functions(linter, layers, plan) == {"layers.py": {"wait", "gather"}}
@@ -1713,7 +1737,7 @@ def test_a_file_read_beyond_a_run_is_parsed_only_where_the_run_may_reach(tmp_pat
     def reported(paths: list[str], fast: bool) -> list[tuple]:
         return [d for d in findings(paths, fast) if Path(d[0]).name in ("model.py", "util.py")]
 
-    whole = reported(files, True)
+    whole = reported(Discovery(DEFAULT_EXCLUDE, tmp_path).files([str(tmp_path)]), True)
     assert [(Path(d[0]).name, d[1], d[3]) for d in whole] == [("model.py", 9, "GPU201"), ("model.py", 10, "GPU102")]
     assert reported(run, True) == reported(run, False) == whole
 
@@ -1728,12 +1752,10 @@ def test_a_small_run_reads_the_files_beyond_it_in_its_spare_pool(tmp_path, monke
     helpers["deep.py"] = "import torch\n\n\ndef settle(x):\n    torch.cuda.synchronize()\n"
     imports = "".join(f"from pkg.helpers.h{i} import wait{i}\n" for i in range(20))
     calls = "".join(f"        wait{i}(x)\n" for i in range(20))
-    files = write_package(tmp_path, {
+    run = staged_pair(tmp_path, {
         **helpers, "helpers/__init__.py": "",
         "model.py": f"from torch import nn\n\n{imports}\n\nclass Model(nn.Module):\n    def forward(self, x):\n{calls}",
-        "util.py": "def helper(x):\n    return x\n",
     })
-    run = [path for path in files if path.endswith(("model.py", "util.py"))]
     maps = []
     original = runner._Pool.map
 
@@ -1766,33 +1788,6 @@ def test_a_module_path_through_an_ops_folder_is_no_custom_op():
         "from .ops.attention.decode import run\nname = 'aiter.ops.flydsl.kimi_decode'\n"
     )
     assert _op_calls(module_paths, {"fast_topk": ("pkg.kernels.ops.moe.topk.fast_topk",)}) == ()
-
-
-def test_a_run_reads_no_registration_for_a_module_path_through_an_ops_folder(tmp_path):
-    """What ``_op_calls`` spares a run of two files: the file that registers the op its hot code
-    calls is read, and not one that names a module path's last part beside a registration word."""
-    files = write_package(tmp_path, {
-        "kernels/ops/moe/topk.py": "def fast_topk(x):\n    return x\n",
-        "registry.py": (
-            "import torch\n\n\n@torch.library.custom_op('pkg::rms_norm', mutates_args=())\n"
-            "def rms_norm(x: torch.Tensor) -> torch.Tensor:\n    return x.clone()\n"
-        ),
-        "topk_ops.py": (
-            "import torch\n\n\n@torch.library.custom_op('pkg::topk', mutates_args=())\n"
-            "def topk(x: torch.Tensor) -> torch.Tensor:\n    return x.clone()\n"
-        ),
-        "model.py": (
-            "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n"
-            "    def forward(self, x):\n        from pkg.kernels.ops.moe.topk import fast_topk\n\n"
-            "        return torch.ops.pkg.rms_norm(fast_topk(x)[:, 0])\n"
-        ),
-        "util.py": "def helper(x):\n    return x\n",
-    })
-    run = [path for path in files if path.endswith(("model.py", "util.py"))]
-    plan = runner.Linter(make_settings())._plan(run, None, None, {})
-    assert sorted(Path(path).relative_to(tmp_path).as_posix() for path in plan.silent) == [
-        "pkg/kernels/ops/moe/topk.py", "pkg/registry.py",
-    ]
 
 
 def test_a_file_skipped_as_not_worth_reading_answers_no_name_it_was_asked_for():
