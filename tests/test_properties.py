@@ -10,7 +10,9 @@ makes the GPU rules fire and offer fixes. For each program:
   again changes nothing;
 - the project plan (function-level masking over a run of many files) finds what the whole-file parse finds;
 - a run of part of a package (the staged files) reports in its files what a run of the whole
-  package reports there, the program being a file beyond it that its findings rest on.
+  package reports there, the program being a file beyond it that its findings rest on;
+- and after any history of edits to the files beyond it, a warm run of that part (its plan read
+  from the cache) reports what a cold run reports.
 """
 
 from __future__ import annotations
@@ -298,6 +300,61 @@ def test_a_run_of_part_of_a_package_reports_what_the_whole_run_reports(source):
         whole = run([os.path.join(package, name) for name in texts])
         assert run(part) == whole
         assert run(part, fast=False) == whole
+
+
+# What the modules beyond a run of ``pkg/models`` may become between two runs (None: no file).
+HELPERS_VERSIONS = {
+    "syncs": "import torch\n\n\ndef wait(x):\n    torch.cuda.synchronize()\n",
+    "quiet": "import torch\n\n\ndef wait(x):\n    return x.to(x.device)\n",
+    "another function": "import torch\n\n\ndef settle(x):\n    torch.cuda.synchronize()\n",
+    "re-export": "from pkg.deep import wait as wait\n",
+    "absent": None,
+}
+DEEP_VERSIONS = {
+    "syncs": "import torch\n\n\ndef wait(x):\n    x.cpu()\n    torch.cuda.synchronize()\n",
+    "quiet": "def wait(x):\n    return x\n",
+    "absent": None,
+}
+
+
+@examples(15)
+@given(st.lists(st.tuples(st.sampled_from(sorted(HELPERS_VERSIONS)), st.sampled_from(sorted(DEEP_VERSIONS))), min_size=1, max_size=4))
+def test_a_warm_run_of_part_of_a_package_reports_what_a_cold_one_does(history):
+    """A run of ``pkg/models`` whose ``forward`` calls ``pkg.helpers.wait`` caches its plan, which
+    rests on the files it read beyond the run, and on those it looked for and did not find or
+    did not read (``KeptPlan.beyond``). After each step of a history of edits to
+    ``pkg/helpers.py`` and ``pkg/deep.py`` (a sync, none, another function, a re-export, no file),
+    the run with the cache reports what a run without it does."""
+    with tempfile.TemporaryDirectory() as folder:
+        texts = {
+            "pkg/__init__.py": "", "pkg/models/__init__.py": "", "pkg/models/util.py": "def helper(x):\n    return x\n",
+            "pkg/models/model.py": (
+                "from torch import nn\n\nfrom pkg.helpers import wait\n\n\n"
+                "class Model(nn.Module):\n    def forward(self, x):\n        wait(x)\n        return x\n"
+            ),
+        }
+        for name, text in texts.items():
+            os.makedirs(os.path.dirname(os.path.join(folder, name)), exist_ok=True)
+            with open(os.path.join(folder, name), "w", encoding="utf-8") as handle:
+                handle.write(text)
+        part = [os.path.join(folder, "pkg/models", name) for name in ("model.py", "util.py")]
+        cache = os.path.join(folder, "cache")
+
+        def run(cache_dir: str | None) -> list:
+            result = Linter(make_settings(**OPTIONS), cache_dir=cache_dir).run(part, jobs=1)
+            return sorted(((d.path, d.line, d.code, d.message) for d in result.diagnostics), key=repr)
+
+        run(cache)
+        for helpers, deep in history:
+            for name, text in (("pkg/helpers.py", HELPERS_VERSIONS[helpers]), ("pkg/deep.py", DEEP_VERSIONS[deep])):
+                path = os.path.join(folder, name)
+                if text is None:
+                    if os.path.exists(path):
+                        os.remove(path)
+                else:
+                    with open(path, "w", encoding="utf-8") as handle:
+                        handle.write(text)
+            assert run(cache) == run(None), (helpers, deep)
 
 
 def test_engine_like_programs_make_rules_fire(fired):
