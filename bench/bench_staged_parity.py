@@ -33,12 +33,14 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_scale import flake8  # the peer, without sync-lint's own flake8 plugin
 
 
-def check(tree: Path, code: Path, paths: list[str]) -> tuple[list[str], float]:
-    """The concise findings of one run (sorted), and its wall time."""
+def check(tree: Path, code: Path, paths: list[str], settings: Path | None = None) -> tuple[list[str], float]:
+    """The concise findings of one run (sorted), and its wall time. ``settings``: a pyproject.toml
+    to read (``--config``) instead of the default settings (``--isolated``)."""
     environment = {**os.environ, "PYTHONPATH": str(code)}
+    chosen = ["--config", str(settings)] if settings else ["--isolated"]
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "sync_lint", "check", *paths, "--isolated", "--no-cache", "--preview",
+        [sys.executable, "-m", "sync_lint", "check", *paths, *chosen, "--no-cache", "--preview",
          "--output-format", "concise", "--exit-zero", "-q"],
         cwd=tree, env=environment, capture_output=True, text=True, check=False,
     )
@@ -61,9 +63,12 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--code", type=Path, default=ROOT, help="the sync-lint source to run (default: this checkout)")
     parser.add_argument("--verbose", action="store_true", help="print every pair, with its wall time")
+    parser.add_argument("--config", type=Path, help="a pyproject.toml whose [tool.sync-lint] both runs read "
+                        "(`follow-imports = \"skip\"`: what a staged run gives up for speed)")
     args = parser.parse_args()
     tree = args.tree.resolve()
-    whole, seconds = check(tree, args.code.resolve(), ["."])
+    settings = args.config.resolve() if args.config else None
+    whole, seconds = check(tree, args.code.resolve(), ["."], settings)
     print(f"whole tree: {len(whole)} findings in {seconds:.1f} s")
     by_file: dict[str, list[str]] = {}
     for line in whole:
@@ -76,7 +81,7 @@ def main() -> int:
     for path in with_findings:
         other = rng.choice([candidate for candidate in every if candidate != path])
         want = sorted(by_file.get(path, []) + by_file.get(other, []))
-        got, seconds = check(tree, args.code.resolve(), [path, other])
+        got, seconds = check(tree, args.code.resolve(), [path, other], settings)
         times.append((seconds, seconds / peer(tree, [path, other])))
         expected += len(want)
         reported += len(got)

@@ -123,6 +123,17 @@ OPTIONS: dict[str, Option] = {
     "sync-guard": Option(
         str, "", "`package.module:name` imported by the GPU201/GPU202 fix; no fix is offered when unset."
     ),
+    "follow-imports": Option(
+        str,
+        "silent",
+        "What a run of part of a package (pre-commit's staged files, a folder) reads of the package beside it: "
+        "`silent` (as mypy's option of that name) also reads the files its findings may rest on, the functions "
+        "its hot code calls and those it hands a view or a cast to, to any depth, lints them and reports none "
+        "of their findings, so that it reports in its files what a run of the whole package reports there; "
+        "`skip` reads only what a run of one file reads (its classes' bases, and the Python registrations of "
+        "the custom ops it calls), for a faster first run, and judges a call of another file's function as of "
+        "unknown code.",
+    ),
     "unknown-device": Option(
         str,
         "hot-classes",
@@ -225,6 +236,8 @@ def validate(table: dict, where: str) -> dict[str, Any]:
         for pattern, methods in values.get(key, {}).items():
             if not (isinstance(methods, list) and all(isinstance(m, str) for m in methods)):
                 raise ConfigError(f"{where}: `{key}` entry `{pattern}` must be a list of method names or globs")
+    if values.get("follow-imports", "silent") not in ("silent", "skip"):
+        raise ConfigError(f"{where}: `follow-imports` must be `silent` or `skip`")
     if values.get("unknown-device", "hot-classes") not in ("always", "hot-classes", "never"):
         raise ConfigError(f"{where}: `unknown-device` must be `always`, `hot-classes` or `never`")
     guard = values.get("sync-guard", "")

@@ -1772,6 +1772,40 @@ def test_a_small_run_reads_the_files_beyond_it_in_its_spare_pool(tmp_path, monke
     assert maps == [("_worker_outline_batch", 20), ("_worker_outline_batch", 1), ("_worker_lint_batch", 21)], maps
 
 
+@pytest.mark.parametrize("follow", ["silent", "skip"])
+def test_follow_imports_skip_reads_beyond_a_run_only_what_a_run_of_one_file_reads(tmp_path, follow):
+    """``follow-imports = "skip"`` (a faster first run of pre-commit's staged files): a run of
+    two files reads beyond it only the files that may register the custom ops it calls, as a run
+    of one file does, so it neither reports a sync in a function of another file (of unknown
+    code to it) nor a view handed to an op whose Python function takes any strides; by the plan
+    and by the plain path. ``silent``, the default, reads the function too and reports the sync,
+    as a run of the whole package does."""
+    run = staged_pair(tmp_path, {
+        "helpers.py": "import torch\n\n\ndef wait(x):\n    torch.cuda.synchronize()\n",
+        "registry.py": (
+            "import torch\n\n\n@torch.library.custom_op('pkg::rms_norm', mutates_args=())\n"
+            "def rms_norm(x: torch.Tensor) -> torch.Tensor:\n    return x.clone()\n"
+        ),
+        "model.py": (
+            "import torch\nfrom torch import nn\n\nfrom pkg.helpers import wait\n\n\n"
+            "class Model(nn.Module):\n    def forward(self, x):\n        wait(x)\n"
+            "        return torch.ops.pkg.rms_norm(x[:, 0])\n"
+        ),
+    })
+    linter = runner.Linter(make_settings(follow_imports=follow))
+    plan = linter._plan(run, None, None, {})
+    expected = {"silent": ["pkg/helpers.py", "pkg/registry.py"], "skip": ["pkg/registry.py"]}[follow]
+    assert read_beyond(plan, tmp_path) == expected
+    found = {"silent": [("model.py", 9, "GPU201")], "skip": []}[follow]
+    for fast in (True, False):
+        assert [(Path(d[0]).name, d[1], d[3]) for d in findings(run, fast, follow_imports=follow)] == found, fast
+
+    from sync_lint.config import ConfigError, validate
+
+    with pytest.raises(ConfigError, match="`follow-imports` must be `silent` or `skip`"):
+        validate({"follow-imports": "normal"}, "pyproject.toml")
+
+
 def test_a_module_path_through_an_ops_folder_is_no_custom_op():
     """A run looks for the Python registration of each custom op its code may call
     (``ModuleFiles.registering``). ``torch.ops.<ns>.<name>`` is one, through ``import torch as

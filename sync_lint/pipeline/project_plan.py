@@ -796,7 +796,7 @@ def outlines_beyond(
 
 def plan_reading_callees(
     outlines: list[FileOutline], bases_of: Callable[[list[FileOutline], dict[str, int | None]], list[FileOutline]],
-    outline_files: Callable[[list[str]], list[FileOutline]],
+    outline_files: Callable[[list[str]], list[FileOutline]], follow_calls: bool = True,
 ) -> ProjectPlan:
     """The plan of a run (``outlines``), with the files outside it that its findings may rest on
     planned too (``ProjectPlan.silent``): those that may define the functions its hot code
@@ -806,7 +806,9 @@ def plan_reading_callees(
     reads the summaries a run of every file reads, as mypy follows imports silently: the run
     lints those files and reports none of their findings. Read level by level, each new file's
     reached functions followed in turn; a run of every file reads none. ``bases_of``:
-    ``outlines_beyond``; ``outline_files``: ``outline`` of each path.
+    ``outlines_beyond``; ``outline_files``: ``outline`` of each path. ``follow_calls`` False
+    (``follow-imports = "skip"``): only the files that may register the custom ops it calls are
+    read, as a run of one file reads them (``hearing_ops_alone``).
 
     What a run cannot see this way: a function of the run that only a hot function outside it
     calls (the callers of a run's code are not looked for).
@@ -823,7 +825,7 @@ def plan_reading_callees(
     beyond = bool(files.roots) and not holds_its_packages([o.path for o in outlines])
     while beyond:
         with span("project plan: callees beyond the run"):
-            wanted = plan.unread_callees(files)
+            wanted = plan.unread_callees(files, follow_calls)
         if not wanted:
             break
         callees.extend(outline_files(sorted(wanted)))
@@ -1278,7 +1280,7 @@ class ProjectPlan:
         read = {path for path, _ in self._read_beyond}
         return self._read_beyond + tuple(sorted(item for item in self._looked_at.items() if item[0] not in read))
 
-    def unread_callees(self, files: ModuleFiles) -> set[str]:
+    def unread_callees(self, files: ModuleFiles, follow_calls: bool = True) -> set[str]:
         """The files of the run's own packages not read yet (``ModuleFiles``) that the run's
         starting functions may reach (see ``plan_reading_callees``): those of the names they
         reach through calls naming no function of the plan, and those that may register in
@@ -1287,7 +1289,7 @@ class ProjectPlan:
         functions: the run's hot units (its hot-scope seeds, and the hot-named methods of its
         module classes), and its units that may hand a suspect value on, or that the scout
         could not read; and for the ops they call, its units that may hand one to a sink of
-        their own."""
+        their own. ``follow_calls`` False: the files of the ops alone."""
         starts: list[int] = []
         at_own_sinks: list[int] = []  # the run's units that may hand a suspect value to a sink of their own
         run_paths = set()
@@ -1316,6 +1318,8 @@ class ProjectPlan:
                 ops |= {op for op in unimplemented if not op[0].startswith("_")}  # an extension's own (``_C``): C++
             calling_ops = []
         wanted = set(files.registering(ops))
+        if not follow_calls:
+            return wanted
         memo = self._resolver.memo  # every name a unit may call was asked in ``__init__``
         unresolved = {ref for unit_id in reached for ref in self._unit_outlines[unit_id].refs if not memo[ref]}
         for ref in sorted(unresolved):

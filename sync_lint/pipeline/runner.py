@@ -262,7 +262,9 @@ class Linter:
                 return self._outline_many(paths, _pool_for(paths, pool, spare), scope, {})
 
         with profile.span("project plan"):
-            return project_plan.plan_reading_callees(outlines, self._outlines_beyond, outline_callees)
+            return project_plan.plan_reading_callees(
+                outlines, self._outlines_beyond, outline_callees, follow_calls=self.settings["follow-imports"] == "silent"
+            )
 
     def _silent_for_plain(
         self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
