@@ -11,10 +11,11 @@ then ``--pairs`` pairs of files, each a file with a finding in that run and a fi
 whole tree (``--seed``), are checked as one run of two files, as pre-commit checks two staged files.
 A pair is identical when its run reports, line for line, what the whole run reports in its two
 files. ``--code``: the sync-lint source to run (a worktree of another revision, put first on
-``PYTHONPATH``), to compare revisions on the same pairs. Prints each pair that differs, then the
-findings expected, the findings reported, the pairs identical, and the median and worst wall
-time of a pair's run, and of its ratio to ``flake8 --select E9,F`` on the same two files (run once
-right after it, without sync-lint's own plugin).
+``PYTHONPATH``), to compare revisions on the same pairs. ``--config``: a pyproject.toml both runs
+read instead of the default settings. Prints each pair that differs, then the findings expected,
+the findings reported (and how many of them the whole run does not report), the pairs identical,
+and the median and worst wall time of a pair's run, and of its ratio to ``flake8 --select E9,F``
+on the same two files (run once right after it, without sync-lint's own plugin).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def main() -> int:
     every = sorted(str(path.relative_to(tree)) for path in tree.rglob("*.py"))
     rng = random.Random(args.seed)
     with_findings = rng.sample(sorted(by_file), min(args.pairs, len(by_file)))
-    expected = reported = identical = 0
+    expected = reported = identical = unwanted = 0
     times = []
     for path in with_findings:
         other = rng.choice([candidate for candidate in every if candidate != path])
@@ -85,14 +86,15 @@ def main() -> int:
         times.append((seconds, seconds / peer(tree, [path, other])))
         expected += len(want)
         reported += len(got)
+        unwanted += len(set(got) - set(want))  # reported where the whole run reports nothing
         if got == want:
             identical += 1
             if args.verbose:
                 print(f"same ({len(want)} findings, {seconds:.1f} s): {path} {other}")
         else:
             print(f"differs ({len(want)} expected, {len(got)} reported, {seconds:.1f} s): {path} {other}")
-    print(f"pairs: {len(with_findings)}; findings expected {expected}, reported {reported}; "
-          f"pairs identical {identical} of {len(with_findings)}")
+    print(f"pairs: {len(with_findings)}; findings expected {expected}, reported {reported} ({unwanted} of them "
+          f"not in the whole run's report); pairs identical {identical} of {len(with_findings)}")
     if times:
         walls = sorted(wall for wall, _ in times)
         ratios = sorted(ratio for _, ratio in times)
