@@ -945,14 +945,15 @@ class ModuleFiles:
                     text = handle.read()
             except OSError:
                 text = None  # its outline will say why it cannot be read
-            self._worth_reading[key] = text is None or _may_define_or_import(text, key[1])
+            self._worth_reading[key] = text is None or _defines_or_imports(text, key[1])
             if not self._worth_reading[key]:
                 self.looked_at[path] = zlib.crc32(text)
         return self._worth_reading[key]
 
 
-def _may_define_or_import(text: bytes, parts: tuple[str, ...]) -> bool:
-    """``ModuleFiles._may_define_or_import`` of a file's text and the first two parts of a name."""
+def _defines_or_imports(text: bytes, parts: tuple[str, ...]) -> bool:
+    """``ModuleFiles._may_define_or_import``'s answer from a file's text, for the first two parts
+    of a name."""
     if not any(part.encode() in text for part in parts):
         return False  # a file that holds neither word: no pattern need scan it
     words = [re.escape(part.encode()) for part in parts]
@@ -1264,14 +1265,13 @@ class ProjectPlan:
         with span("project plan: module classes and python ops"):
             self._module_classes = ModuleClasses(outlines, beyond)
             self.names = ProjectNames(outlines, self._module_classes)
-        self._all_outlines = outlines
 
     @functools.cached_property
     def kept(self) -> set[int]:
         """The units to keep (``_close``), made at the first question: a plan asked only what
         lies beyond its run (each level of ``plan_reading_callees`` but the last) needs none."""
         with span("project plan: closure"):
-            return self._close(self._all_outlines)
+            return self._close(list(self.outlines.values()))
 
     @property
     def beyond(self) -> tuple[tuple[str, int | None], ...]:
