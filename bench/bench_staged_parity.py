@@ -12,7 +12,10 @@ whole tree (``--seed``), are checked as one run of two files, as pre-commit chec
 A pair is identical when its run reports, line for line, what the whole run reports in its two
 files. ``--code``: the sync-lint source to run (a worktree of another revision, put first on
 ``PYTHONPATH``), to compare revisions on the same pairs. ``--config``: a pyproject.toml both runs
-read instead of the default settings. Prints each pair that differs, then the findings expected,
+read instead of the default settings. ``--cached``: pre-commit on a machine that checked the
+whole tree before: the runs share one cache (the whole run fills it; each pair's run reads and adds
+to it, as successive commits do), on a copy of the tree in which each pair's two files get a
+comment appended first (staged files are edited ones; restored after). Prints each pair that differs, then the findings expected,
 the findings reported (and how many of them the whole run does not report), the pairs identical,
 and the median and worst wall time of a pair's run, and of its ratio to ``flake8 --select E9,F``
 on the same two files (run once right after it, without sync-lint's own plugin).
@@ -21,10 +24,13 @@ on the same two files (run once right after it, without sync-lint's own plugin).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,20 +40,37 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_scale import flake8  # the peer, without sync-lint's own flake8 plugin
 
 
-def check(tree: Path, code: Path, paths: list[str], settings: Path | None = None) -> tuple[list[str], float]:
+def check(
+    tree: Path, code: Path, paths: list[str], settings: Path | None = None, cache: Path | None = None,
+) -> tuple[list[str], float]:
     """The concise findings of one run (sorted), and its wall time. ``settings``: a pyproject.toml
-    to read (``--config``) instead of the default settings (``--isolated``)."""
+    to read (``--config``) instead of the default settings (``--isolated``). ``cache``: the cache
+    folder to use (default: none)."""
     environment = {**os.environ, "PYTHONPATH": str(code)}
     chosen = ["--config", str(settings)] if settings else ["--isolated"]
+    caching = ["--cache-dir", str(cache)] if cache else ["--no-cache"]
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "sync_lint", "check", *paths, *chosen, "--no-cache", "--preview",
+        [sys.executable, "-m", "sync_lint", "check", *paths, *chosen, *caching, "--preview",
          "--output-format", "concise", "--exit-zero", "-q"],
         cwd=tree, env=environment, capture_output=True, text=True, check=False,
     )
     if done.returncode != 0 or "Traceback" in done.stderr:
         sys.exit(f"sync-lint failed on {paths[:3]}: {done.stderr.strip()[-400:]}")
     return sorted(line for line in done.stdout.splitlines() if line), time.perf_counter() - started
+
+
+@contextlib.contextmanager
+def staged(tree: Path, paths: list[str]):
+    """The files edited as a commit stages them: a comment appended, which moves no finding."""
+    originals = {path: (tree / path).read_bytes() for path in paths}
+    try:
+        for path, text in originals.items():
+            (tree / path).write_bytes(text + b"\n# staged edit\n")
+        yield
+    finally:
+        for path, text in originals.items():
+            (tree / path).write_bytes(text)
 
 
 def peer(tree: Path, paths: list[str]) -> float:
@@ -66,10 +89,20 @@ def main() -> int:
     parser.add_argument("--verbose", action="store_true", help="print every pair, with its wall time")
     parser.add_argument("--config", type=Path, help="a pyproject.toml whose [tool.sync-lint] both runs read "
                         "(`follow-imports = \"skip\"`: what a staged run gives up for speed)")
+    parser.add_argument("--cached", action="store_true", help="pre-commit after a run of the whole tree: one "
+                        "cache for all runs, each pair's files edited (a comment appended) in a copy of the tree")
     args = parser.parse_args()
-    tree = args.tree.resolve()
     settings = args.config.resolve() if args.config else None
-    whole, seconds = check(tree, args.code.resolve(), ["."], settings)
+    with tempfile.TemporaryDirectory() as scratch:
+        tree, cache = args.tree.resolve(), None
+        if args.cached:
+            tree, cache = Path(scratch) / "tree", Path(scratch) / "cache"
+            shutil.copytree(args.tree.resolve(), tree, ignore=shutil.ignore_patterns(".sync_lint_cache"))
+        return compare(tree, args, settings, cache)
+
+
+def compare(tree: Path, args: argparse.Namespace, settings: Path | None, cache: Path | None) -> int:
+    whole, seconds = check(tree, args.code.resolve(), ["."], settings, cache)
     print(f"whole tree: {len(whole)} findings in {seconds:.1f} s")
     by_file: dict[str, list[str]] = {}
     for line in whole:
@@ -82,7 +115,8 @@ def main() -> int:
     for path in with_findings:
         other = rng.choice([candidate for candidate in every if candidate != path])
         want = sorted(by_file.get(path, []) + by_file.get(other, []))
-        got, seconds = check(tree, args.code.resolve(), [path, other], settings)
+        with staged(tree, [path, other] if cache else []):
+            got, seconds = check(tree, args.code.resolve(), [path, other], settings, cache)
         times.append((seconds, seconds / peer(tree, [path, other])))
         expected += len(want)
         reported += len(got)

@@ -125,7 +125,7 @@ def staged_pair(root: Path, files: dict[str, str]) -> list[str]:
 def planned(run: list[str]) -> tuple[runner.Linter, object]:
     """A linter of the default settings, and its plan of ``run`` (``Linter._plan``)."""
     linter = runner.Linter(make_settings())
-    return linter, linter._plan(run, None, None, {})
+    return linter, linter._plan(run, None, {})
 
 
 def read_beyond(plan, root: Path) -> list[str]:
@@ -136,7 +136,7 @@ def read_beyond(plan, root: Path) -> list[str]:
 def kept_functions(linter: runner.Linter, files: list[str], plan=None) -> dict[str, set[str]]:
     """File name -> the names of the function units the plan keeps there (``plan``: of a run
     these files are read in, else of these files)."""
-    plan = plan or linter.outline_all(files, None, None, {})
+    plan = plan or linter.outline_all(files, None, {})
     found = {}
     for path in files:
         text = read(path).text
@@ -430,7 +430,7 @@ def test_hot_code_that_cannot_reach_a_sync_is_masked(tmp_path):
     calls: a ``forward`` whose code names no device and calls nothing that may sync is masked,
     and so is what it calls."""
     files = write_package(tmp_path, {"helpers.py": HELPERS, "hot.py": HOT_MODULES})
-    plan = runner.Linter(make_settings()).outline_all(files, None, None, {})
+    plan = runner.Linter(make_settings()).outline_all(files, None, {})
     kept = {}
     for path in files:
         text = read(path).text
@@ -696,7 +696,7 @@ def test_a_launch_under_a_module_level_block_keeps_its_callers_not_the_whole_fil
     file is masked instead of parsed whole."""
     files = write_package(tmp_path, {"ops/__init__.py": OPS_INIT, "ops/kernels.py": KERNELS, "embed.py": LAUNCH_UNDER_A_BLOCK})
     linter = runner.Linter(make_settings())
-    plan = linter.outline_all(files, None, None, {})
+    plan = linter.outline_all(files, None, {})
     assert plan.units_to_keep(next(p for p in files if p.endswith("embed.py"))) is not None  # not parsed whole
     assert kept_functions(linter, files)["embed.py"] == {"forward"}
     fast = findings(files, fast=True)
@@ -724,7 +724,7 @@ def test_masked_file_with_a_finding_gets_the_whole_file_fix(tmp_path):
     assert any(entry[5] is not None for entry in fast), fast
     assert fast == findings(files, fast=False)
     linter = runner.Linter(make_settings())
-    plan = linter.outline_all(files, None, None, {})
+    plan = linter.outline_all(files, None, {})
     path = next(p for p in files if p.endswith("caller.py"))
     facts = linter.lint_one(path, plan.units_to_keep(path))
     assert "pkg.caller.unrelated" in facts.functions  # masked, but defined
@@ -744,7 +744,7 @@ def test_a_fix_that_needs_the_whole_module_is_planned_on_the_whole_file(tmp_path
     assert any(entry[3] == "GPU201" and entry[5] is not None for entry in fast), fast
     assert fast == findings(files, fast=False, sync_guard=GUARD)
     linter = runner.Linter(make_settings(sync_guard=GUARD))
-    plan = linter.outline_all(files, None, None, {})
+    plan = linter.outline_all(files, None, {})
     path = next(p for p in files if p.endswith("model.py"))
     kept = plan.units_to_keep(path)
     assert kept is not None  # ``describe`` is masked
@@ -754,7 +754,7 @@ def test_a_fix_that_needs_the_whole_module_is_planned_on_the_whole_file(tmp_path
 
 def test_a_file_changed_after_its_outline_is_parsed_whole(package):
     linter = runner.Linter(make_settings())
-    plan = linter.outline_all(package, None, None, {})
+    plan = linter.outline_all(package, None, {})
     caller = next(p for p in package if p.endswith("caller.py"))
     kept = plan.units_to_keep(caller)
     assert kept is not None and len(kept.indices) == 1
@@ -766,7 +766,7 @@ def test_a_file_changed_after_its_outline_is_parsed_whole(package):
 def test_masked_functions_still_count_as_defined(package):
     """A call of a masked function must not be followed through an import of the same name."""
     linter = runner.Linter(make_settings())
-    plan = linter.outline_all(package, None, None, {})
+    plan = linter.outline_all(package, None, {})
     caller = next(p for p in package if p.endswith("caller.py"))
     facts = linter.lint_one(caller, plan.units_to_keep(caller))
     assert {"pkg.caller.unrelated", "pkg.caller.also_unrelated", "pkg.caller.forward_step"} <= facts.functions
@@ -801,7 +801,7 @@ def test_a_file_kept_nothing_of_is_not_parsed_but_its_imports_are_followed(tmp_p
     files = write_package(tmp_path, {"ops/__init__.py": "", "ops/kernels.py": KERNELS, "facade.py": FACADE,
                                      "user.py": THROUGH_THE_FACADE})
     linter = runner.Linter(make_settings())
-    plan = linter.outline_all(files, None, None, {})
+    plan = linter.outline_all(files, None, {})
     facade = next(p for p in files if p.endswith("facade.py"))
     kept = plan.units_to_keep(facade)
     assert kept is not None and kept.names_only and kept.active
@@ -852,14 +852,14 @@ def test_a_function_outside_every_unit_keeps_the_file_parsed(tmp_path):
     unit, so a file with one is parsed even where the plan keeps none of its units."""
     text = FACADE + "\nif torch.cuda.is_available():\n    def host(x):\n        return x.item()\n"
     files = write_package(tmp_path, {"ops/__init__.py": "", "ops/kernels.py": KERNELS, "facade.py": text})
-    plan = runner.Linter(make_settings()).outline_all(files, None, None, {})
+    plan = runner.Linter(make_settings()).outline_all(files, None, {})
     kept = plan.units_to_keep(next(p for p in files if p.endswith("facade.py")))
     assert kept is not None and not kept.indices and not kept.names_only
 
 
 def test_unparsable_file_is_planned_whole(tmp_path):
     files = write_package(tmp_path, {"broken.py": "def f(:\n    x.item()\n", "caller.py": CALLER})
-    plan = runner.Linter(make_settings()).outline_all(files, None, None, {})
+    plan = runner.Linter(make_settings()).outline_all(files, None, {})
     assert plan.units_to_keep(next(p for p in files if p.endswith("broken.py"))) is None
     assert any(d.code == "GPU001" for d in runner.Linter(make_settings()).run(files, jobs=1).diagnostics)
 
@@ -995,7 +995,7 @@ def planned_rules(files: list[str]) -> dict[str, tuple[set[str], set[str]]]:
     from sync_lint.pipeline import prefilter
 
     linter = runner.Linter(make_settings())
-    plan = linter.outline_all(files, None, None, {})
+    plan = linter.outline_all(files, None, {})
     handed = 0
     active = {}
     for path in files:
@@ -1167,7 +1167,7 @@ def test_the_contiguity_analysis_records_only_the_gpu1xx_closure_of_a_file(tmp_p
         "ops/__init__.py": OPS_INIT, "ops/kernels.py": KERNELS, "layer.py": BOTH_FAMILIES,
     })
     linter = runner.Linter(make_settings())
-    plan = linter.outline_all(files, None, None, {})
+    plan = linter.outline_all(files, None, {})
     path = next(p for p in files if p.endswith("layer.py"))
     kept = plan.units_to_keep(path)
     units = MaskPlan(read(path).text, split_lines(read(path).text)).units
@@ -1760,7 +1760,7 @@ def test_a_small_run_reads_the_files_beyond_it_in_its_spare_pool(tmp_path, monke
     original = runner._Pool.map
 
     def counted(self, work, items, *args, **kwargs):
-        maps.append((work.__name__, len(items)))
+        maps.append((getattr(work, "func", work).__name__, len(items)))  # a lint batch is a ``functools.partial``
         return original(self, work, items, *args, **kwargs)
 
     monkeypatch.setattr(runner._Pool, "map", counted)
@@ -1770,6 +1770,70 @@ def test_a_small_run_reads_the_files_beyond_it_in_its_spare_pool(tmp_path, monke
     assert serial == [("model.py", 27 + i, "GPU201") for i in range(20)]
     assert [(Path(d.path).name, d.line, d.code) for d in linter.run(run, jobs=2).diagnostics] == serial
     assert maps == [("_worker_outline_batch", 20), ("_worker_outline_batch", 1), ("_worker_lint_batch", 21)], maps
+
+
+def test_a_small_run_runs_its_own_rules_in_its_spare_pool(tmp_path):
+    """The spare pool lints the files beyond a small run with the run's rules, and outlines them
+    with every rule (``Linter.outline_one``), as the run does serially: a helper beyond it
+    declares a sync (GPU203's trigger), which neither file of the run holds. The two ways make
+    the same cache entries, so a run in the pool after a serial one adds only what an edit made new."""
+    helpers = {f"helpers/h{i}.py": f"import torch\n\n\ndef wait{i}(x):\n    torch.cuda.synchronize()\n" for i in range(20)}
+    helpers["helpers/h0.py"] = (
+        "import torch\nfrom pkg.sync import gpu_sync_allowed\n\n\ndef wait0(x):\n"
+        "    with gpu_sync_allowed():\n        return x.item()\n"
+    )
+    imports = "".join(f"from pkg.helpers.h{i} import wait{i}\n" for i in range(20))
+    calls = "".join(f"        wait{i}(x)\n" for i in range(20))
+    run = staged_pair(tmp_path, {
+        **helpers, "helpers/__init__.py": "", "sync.py": "def gpu_sync_allowed():\n    pass\n",
+        "model.py": f"from torch import nn\n\n{imports}\n\nclass Model(nn.Module):\n    def forward(self, x):\n{calls}",
+    })
+    cache = tmp_path / "cache"
+
+    def entries() -> set[str]:
+        return {path.name for path in cache.rglob("*") if path.is_file()}
+
+    serial = runner.Linter(make_settings(), cache_dir=str(cache)).run(run, jobs=1).diagnostics
+    assert [(Path(d.path).name, d.line, d.code) for d in serial] == [("model.py", 27 + i, "GPU201") for i in range(1, 20)]
+    written = entries()
+    (tmp_path / "pkg" / "util.py").write_text("def helper(x):\n    return x  # edited: the run's plan is made again\n")
+    pooled = runner.Linter(make_settings(), cache_dir=str(cache)).run(run, jobs=2).diagnostics
+    assert [(d.line, d.code) for d in pooled] == [(d.line, d.code) for d in serial]
+    added = entries() - written
+    assert len(added) == 3, added  # the edited file's outline and facts, and the run's plan
+
+
+def test_a_run_of_some_files_reads_the_outlines_a_run_of_the_whole_tree_cached(tmp_path, monkeypatch):
+    """An outline is cached under the rules its file's text holds, not the run's: after a run of
+    every file (whose rules include GPU203, one file declaring a sync), a run of two staged files
+    (without it) outlines only its own files, and reports what it reports without a cache."""
+    from sync_lint.pipeline import project_plan
+
+    files = {
+        "helpers.py": "import torch\n\n\ndef wait(x):\n    torch.cuda.synchronize()\n",
+        "declared.py": "from pkg.sync import gpu_sync_allowed\n\n\ndef read(x):\n    with gpu_sync_allowed():\n        return x.item()\n",
+        "sync.py": "def gpu_sync_allowed():\n    pass\n",
+        "model.py": "from torch import nn\n\nfrom pkg.helpers import wait\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n        wait(x)\n",
+    }
+    run = staged_pair(tmp_path, files)
+    every = Discovery(DEFAULT_EXCLUDE, tmp_path).files([str(tmp_path)])
+    cache = str(tmp_path / "cache")
+    runner.Linter(make_settings(), cache_dir=cache).run(every, jobs=1)
+    outlined = []
+    original = project_plan.outline
+
+    def counted(source, *args, **kwargs):
+        outlined.append(Path(source.path).name)
+        return original(source, *args, **kwargs)
+
+    monkeypatch.setattr(project_plan, "outline", counted)
+    for path in run:  # staged: edited since the run of every file
+        Path(path).write_text(Path(path).read_text() + "# staged\n")
+    warm = runner.Linter(make_settings(), cache_dir=cache).run(run, jobs=1).diagnostics
+    assert sorted(outlined) == ["model.py", "util.py"]
+    cold = runner.Linter(make_settings()).run(run, jobs=1).diagnostics
+    assert [(Path(d.path).name, d.line, d.code) for d in warm] == [(Path(d.path).name, d.line, d.code) for d in cold]
+    assert [(Path(d.path).name, d.code) for d in cold] == [("model.py", "GPU201")]
 
 
 @pytest.mark.parametrize("follow", ["silent", "skip"])
@@ -1793,7 +1857,7 @@ def test_follow_imports_skip_reads_beyond_a_run_only_what_a_run_of_one_file_read
         ),
     })
     linter = runner.Linter(make_settings(follow_imports=follow))
-    plan = linter._plan(run, None, None, {})
+    plan = linter._plan(run, None, {})
     expected = {"silent": ["pkg/helpers.py", "pkg/registry.py"], "skip": ["pkg/registry.py"]}[follow]
     assert read_beyond(plan, tmp_path) == expected
     found = {"silent": [("model.py", 9, "GPU201")], "skip": []}[follow]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import os
 import time
 from dataclasses import dataclass, field
@@ -94,24 +95,27 @@ class Linter:
             return self.cache.lint_path(path, lint, variant=variant, source=source)
         return lint_path(path, lint) if source is None else lint(source)
 
-    def outline_one(self, path: str, scope: RunScope | None = None, source: SourceFile | None = None) -> FileOutline:
-        """The file's outline for the project plan (cached like facts)."""
-        scope = scope or self.whole_project
+    def outline_one(self, path: str, source: SourceFile | None = None) -> FileOutline:
+        """The file's outline for the project plan (cached like facts), under every rule enabled,
+        whatever rules the run needs: a rule whose triggers a file does not hold outlines nothing
+        there (``project_plan.outline``), so the outlines of the files of a small run are those
+        its rules would make, and those of the files beyond it are the ones a run of the whole
+        tree made and cached (else each set of staged files would make its own)."""
         module_name = module_name_for(path)
         is_package = is_package_init(path)
 
         from sync_lint.pipeline import project_plan
 
         def make(source: SourceFile) -> FileOutline:
-            return project_plan.outline(source, self.settings, scope.rules, module_name, is_package)
+            return project_plan.outline(source, self.settings, self.rules, module_name, is_package)
 
         def unreadable(path: str, error: SourceError) -> FileOutline:
             return project_plan.FileOutline(path)  # linting it reports why
 
         if self.cache is not None:
             return self.cache.lint_path(
-                path, make, variant=("outline", scope.key(), module_name), source=source, on_error=unreadable,
-                kind=project_plan.FileOutline,
+                path, make, variant=("outline", self.whole_project.key(), module_name), source=source,
+                on_error=unreadable, kind=project_plan.FileOutline,
             )
         if source is None:
             try:
@@ -150,6 +154,12 @@ class Linter:
         file_scout = scout.Scout(texts[0], self.settings, tree, module_name, module_bases)
         rules = prefilter.rules_that_can_report(self.rules, texts, self.settings, file_scout)
         return RunScope(rules, scout=file_scout)
+
+    def scope_named(self, codes: tuple[str, ...] | None) -> RunScope:
+        """The scope of a run of several files in a worker, from its rules' codes (``_rule_codes``)."""
+        if codes is None:
+            return self.whole_project
+        return RunScope([rule for rule in self.rules if rule.code in codes])
 
     def lone_scope(self, path: str, source: SourceFile) -> tuple[RunScope, ProjectNames | None]:
         """The scope of a run of one file (``scope_of``), and what it hears of the files beyond
@@ -209,7 +219,8 @@ class Linter:
                 return results
             with _Pool(self, jobs) as started:
                 return started.map(_worker_lint_batch, items, progress, _lint_costs(paths, kept))
-        return pool.map(_worker_lint_batch, items, progress, _lint_costs(paths, kept))
+        work = functools.partial(_worker_lint_batch, codes=_rule_codes(scope))
+        return pool.map(work, items, progress, _lint_costs(paths, kept))
 
     def names_all(self, paths: list[str], pool: _Pool | None, sources: dict[str, SourceFile]) -> ProjectNames:
         """What each file hears from the others, for the plain path (which makes no plan): every
@@ -231,8 +242,7 @@ class Linter:
             return project_plan.outlines_beyond(outlines, self.settings, looked_at)
 
     def outline_all(
-        self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
-        spare: _Pool | None = None,
+        self, paths: list[str], pool: _Pool | None, sources: dict[str, SourceFile], spare: _Pool | None = None,
     ) -> ProjectPlan | KeptPlan:
         """The project plan of a run of these files; with a cache, what it keeps of each file,
         made again only when a file, its module name or the configuration changed. ``spare``:
@@ -241,25 +251,25 @@ class Linter:
         from sync_lint.pipeline.project_plan import KeptPlan
 
         if self.cache is None:
-            return self._plan(paths, pool, scope, sources, spare)
-        variant = ("plan", (scope or self.whole_project).key())
+            return self._plan(paths, pool, sources, spare)
+        # Made of outlines under every rule enabled (``outline_one``): the same for any rules a run needs.
+        variant = ("plan", self.whole_project.key())
         return self.cache.whole_run(
-            paths, variant, lambda: self._plan(paths, pool, scope, sources, spare).kept_by_file(), KeptPlan,
+            paths, variant, lambda: self._plan(paths, pool, sources, spare).kept_by_file(), KeptPlan,
             sources=sources, still_valid=KeptPlan.beyond_unchanged,
         )
 
     def _plan(
-        self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
-        spare: _Pool | None = None,
+        self, paths: list[str], pool: _Pool | None, sources: dict[str, SourceFile], spare: _Pool | None = None,
     ) -> ProjectPlan:
         """``spare``: a pool not yet started, for a small run that reads files beyond it (``_pool_for``)."""
         with profile.span("outline"):
-            outlines = self._outline_many(paths, pool, scope, sources)
+            outlines = self._outline_many(paths, pool, sources)
         from sync_lint.pipeline import project_plan
 
         def outline_callees(paths: list[str]) -> list[FileOutline]:
             with profile.span("outline: callees beyond the run"):
-                return self._outline_many(paths, _pool_for(paths, pool, spare), scope, {})
+                return self._outline_many(paths, _pool_for(paths, pool, spare), {})
 
         with profile.span("project plan"):
             return project_plan.plan_reading_callees(
@@ -267,8 +277,7 @@ class Linter:
             )
 
     def _silent_for_plain(
-        self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
-        spare: _Pool | None = None,
+        self, paths: list[str], pool: _Pool | None, sources: dict[str, SourceFile], spare: _Pool | None = None,
     ) -> list[str]:
         """The files a plan of the run would lint silently (``ProjectPlan.silent``), for the plain
         path, which makes no plan: it outlines the run for this alone, unless the run holds
@@ -277,13 +286,11 @@ class Linter:
 
         if project_plan.holds_its_packages(paths):
             return []
-        return list(self._plan(paths, pool, scope, sources, spare).silent)
+        return list(self._plan(paths, pool, sources, spare).silent)
 
-    def _outline_many(
-        self, paths: list[str], pool: _Pool | None, scope: RunScope | None, sources: dict[str, SourceFile],
-    ) -> list[FileOutline]:
+    def _outline_many(self, paths: list[str], pool: _Pool | None, sources: dict[str, SourceFile]) -> list[FileOutline]:
         if pool is None:
-            return [self.outline_one(path, scope, sources.get(path)) for path in paths]
+            return [self.outline_one(path, sources.get(path)) for path in paths]
         return pool.map(_worker_outline_batch, paths, costs=[_file_size(path) for path in paths])
 
     def run(self, paths: list[str], jobs: int | None = None, progress=None) -> RunResult:
@@ -310,11 +317,11 @@ class Linter:
                         scope = self.scope_of([source.text for source in sources.values()])
             silent: list[str] = []  # files beyond the run it reads summaries of (``plan_reading_callees``)
             if self.fast and len(paths) > 1:
-                plan = self.outline_all(paths, pool, scope, sources, spare)
+                plan = self.outline_all(paths, pool, sources, spare)
                 names = plan.names
                 silent = list(plan.silent)
             elif len(paths) > 1:
-                silent = self._silent_for_plain(paths, pool, scope, sources, spare)
+                silent = self._silent_for_plain(paths, pool, sources, spare)
                 names = self.names_all([*paths, *silent], _pool_for([*paths, *silent], pool, spare), sources)
             facts = self.lint_all(
                 paths, jobs, progress, plan=plan, pool=pool, scope=scope, sources=sources, names=names
@@ -501,10 +508,21 @@ def _worker_init(linter: Linter, profiling: bool) -> None:
         profile.enable()
 
 
-def _worker_lint_batch(batch: list[tuple[str, KeptUnits | None, FileProjectNames]]):
-    """A batch's facts, and the worker's profile totals for it (None when not profiling)."""
+def _rule_codes(scope: RunScope | None) -> tuple[str, ...] | None:
+    """What a worker needs to run a small run's rules (``Linter.scope_named``): their codes. None:
+    the whole project's. A run of one file, whose scope holds its scout, starts no pool."""
+    if scope is None:
+        return None
+    assert scope.scout is None
+    return tuple(rule.code for rule in scope.rules)
+
+
+def _worker_lint_batch(batch: list[tuple[str, KeptUnits | None, FileProjectNames]], codes: tuple[str, ...] | None = None):
+    """A batch's facts, and the worker's profile totals for it (None when not profiling).
+    ``codes``: the run's rules (``_rule_codes``)."""
     assert _WORKER_LINTER is not None
-    facts = [_WORKER_LINTER.lint_one(path, kept, project=project) for path, kept, project in batch]
+    scope = _WORKER_LINTER.scope_named(codes)
+    facts = [_WORKER_LINTER.lint_one(path, kept, scope, project=project) for path, kept, project in batch]
     profiler = profile.active()
     return facts, profiler.take() if profiler is not None else None
 
