@@ -13,9 +13,10 @@ A pair is identical when its run reports, line for line, what the whole run repo
 files. ``--code``: the sync-lint source to run (a worktree of another revision, put first on
 ``PYTHONPATH``), to compare revisions on the same pairs. ``--config``: a pyproject.toml both runs
 read instead of the default settings. ``--cached``: pre-commit on a machine that checked the
-whole tree before: the runs share one cache (the whole run fills it; each pair's run reads and adds
-to it, as successive commits do), on a copy of the tree in which each pair's two files get a
-comment appended first (staged files are edited ones; restored after). Prints each pair that differs, then the findings expected,
+whole tree before, on a copy of the tree in which each pair's two files get a comment appended
+first (staged files are edited ones; restored after): the whole run fills a cache, and each pair's
+run starts from a copy of it (``after-whole``: the first commit after a check of the whole tree) or
+reads and adds to that one cache (``successive``: commits one after another). Prints each pair that differs, then the findings expected,
 the findings reported (and how many of them the whole run does not report), the pairs identical,
 and the median and worst wall time of a pair's run, and of its ratio to ``flake8 --select E9,F``
 on the same two files (run once right after it, without sync-lint's own plugin).
@@ -89,8 +90,9 @@ def main() -> int:
     parser.add_argument("--verbose", action="store_true", help="print every pair, with its wall time")
     parser.add_argument("--config", type=Path, help="a pyproject.toml whose [tool.sync-lint] both runs read "
                         "(`follow-imports = \"skip\"`: what a staged run gives up for speed)")
-    parser.add_argument("--cached", action="store_true", help="pre-commit after a run of the whole tree: one "
-                        "cache for all runs, each pair's files edited (a comment appended) in a copy of the tree")
+    parser.add_argument("--cached", choices=("after-whole", "successive"), help="pre-commit after a run of the "
+                        "whole tree, each pair's files edited (a comment appended) in a copy of the tree: each pair "
+                        "from a copy of the whole run's cache, or all reading and adding to one")
     args = parser.parse_args()
     settings = args.config.resolve() if args.config else None
     with tempfile.TemporaryDirectory() as scratch:
@@ -103,6 +105,10 @@ def main() -> int:
 
 def compare(tree: Path, args: argparse.Namespace, settings: Path | None, cache: Path | None) -> int:
     whole, seconds = check(tree, args.code.resolve(), ["."], settings, cache)
+    whole_cache = None
+    if args.cached == "after-whole":
+        whole_cache = cache.with_name("after-whole")
+        cache.rename(whole_cache)
     print(f"whole tree: {len(whole)} findings in {seconds:.1f} s")
     by_file: dict[str, list[str]] = {}
     for line in whole:
@@ -115,6 +121,9 @@ def compare(tree: Path, args: argparse.Namespace, settings: Path | None, cache: 
     for path in with_findings:
         other = rng.choice([candidate for candidate in every if candidate != path])
         want = sorted(by_file.get(path, []) + by_file.get(other, []))
+        if whole_cache is not None:
+            shutil.rmtree(cache, ignore_errors=True)
+            shutil.copytree(whole_cache, cache)
         with staged(tree, [path, other] if cache else []):
             got, seconds = check(tree, args.code.resolve(), [path, other], settings, cache)
         times.append((seconds, seconds / peer(tree, [path, other])))
