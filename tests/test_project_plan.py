@@ -1646,6 +1646,45 @@ def test_a_cached_plan_is_made_again_where_a_file_it_looked_for_beyond_the_run_a
     assert found() == found("--no-cache") == ["pkg/models/llama.py:9:9: GPU201", "pkg/models/llama.py:10:9: GPU201"]
 
 
+def test_a_cached_plan_is_made_again_where_a_file_comes_to_register_a_custom_op_it_calls(tmp_path):
+    """A run that calls a custom op looks in its packages for the op's Python registration
+    (``ModuleFiles.registering``); a cached plan rests on that scan (``RegistrationScan``): a
+    file written since that registers the op makes it again, as a cold run reads it (the op's
+    function takes any strides, so the view handed to it is no finding); a file that changes
+    without registering it leaves it."""
+    from cli_runner import run
+
+    run_files = staged_pair(tmp_path, {
+        "model.py": (
+            "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n"
+            "    def forward(self, x):\n        return torch.ops.pkg.rms_norm(x[:, 0])\n"
+        ),
+    })
+
+    def found(*extra: str) -> list[str]:
+        relative = [str(Path(path).relative_to(tmp_path)) for path in run_files]
+        result = run("check", *relative, "--output-format", "concise", *extra, cwd=tmp_path)
+        assert "Traceback" not in result.stderr, result
+        return [" ".join(line.split(" ", 2)[:2]) for line in result.stdout.splitlines()]
+
+    view = ["pkg/model.py:7:39: GPU102"]
+    assert found() == found() == view  # the second run reads the plan from the cache
+    scan = planned(run_files)[1].kept_by_file().registrations
+    assert scan is not None and scan.ops == {("pkg", "rms_norm")} and scan.unchanged()
+    (tmp_path / "pkg/notes.py").write_text("# rms_norm: a custom_op of the extension, one day\nLIMIT = 1\n")
+    assert not scan.unchanged()  # a new file naming the op beside a registration word is read again
+    (tmp_path / "pkg/notes.py").write_text("LIMIT = 2\n")
+    assert scan.unchanged()
+    assert found() == view
+    (tmp_path / "pkg/registry.py").write_text(
+        "import torch\n\n\n@torch.library.custom_op('pkg::rms_norm', mutates_args=())\n"
+        "def rms_norm(x: torch.Tensor) -> torch.Tensor:\n    return x.clone()\n"
+    )
+    assert found() == found("--no-cache") == []
+    (tmp_path / "pkg/registry.py").write_text((tmp_path / "pkg/registry.py").read_text().replace("rms_norm", "other"))
+    assert found() == found("--no-cache") == view
+
+
 @pytest.mark.parametrize("broken", BROKEN_KINDS)
 def test_a_broken_file_a_run_calls_beyond_it_is_not_reported(tmp_path, broken):
     """A file read beyond the run (``plan_reading_callees``) that does not parse, is not UTF-8,

@@ -611,11 +611,32 @@ def python_ops_beside(
     return tuple(op for op in calls if op[:2] in wanted)
 
 
-def registration_texts(folders: list[str], skip: set[str] = frozenset()) -> dict[str, bytes]:
+def registration_texts(
+    folders: list[str], skip: set[str] = frozenset(), stats: dict[str, tuple[int, int] | None] | None = None,
+) -> dict[str, bytes]:
     """The Python files under ``folders`` (by absolute path, not in ``skip``) whose text holds a
     word of a custom op's registration in Python, with their text: what ``files_registering``
-    searches. Reads every file once: about 0.2 s on vLLM's 3,231."""
+    searches. Reads every file once: about 0.2 s on vLLM's 3,231. ``stats``: filled with the
+    size and time of change of every file read (``RegistrationScan``)."""
     found = {}
+    for entry in _python_files(folders):
+        path = os.path.abspath(entry.path)
+        if path in skip:
+            continue
+        if stats is not None:
+            stats[path] = _stat_of(entry)
+        try:
+            with open(path, "rb") as handle:
+                raw = handle.read()
+        except OSError:
+            continue
+        if _holds_a_registration_word(raw):
+            found[path] = raw
+    return found
+
+
+def _python_files(folders: list[str]):
+    """The ``.py`` entries under ``folders``, at any depth (not through a linked folder)."""
     folders = list(folders)
     while folders:
         try:
@@ -625,15 +646,51 @@ def registration_texts(folders: list[str], skip: set[str] = frozenset()) -> dict
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
                 folders.append(entry.path)
-            elif entry.name.endswith(".py") and (path := os.path.abspath(entry.path)) not in skip:
-                try:
-                    with open(path, "rb") as handle:
-                        raw = handle.read()
-                except OSError:
-                    continue
-                if b"custom_op" in raw or b"triton_op" in raw:
-                    found[path] = raw
-    return found
+            elif entry.name.endswith(".py"):
+                yield entry
+
+
+def _stat_of(entry: os.DirEntry) -> tuple[int, int] | None:
+    try:
+        found = entry.stat()
+    except OSError:
+        return None
+    return (found.st_mtime_ns, found.st_size)
+
+
+def _holds_a_registration_word(raw: bytes) -> bool:
+    return b"custom_op" in raw or b"triton_op" in raw
+
+
+@dataclass
+class RegistrationScan:
+    """What a plan's scan of its packages for the custom ops registered in Python read
+    (``ModuleFiles.registering``), for a cached plan to tell whether a file there has come to
+    register one of the ops it looked for (``unchanged``). The files the plan read are checked
+    by their content (``KeptPlan.beyond``); the others scanned, by their size and time of change,
+    as ruff's cache tells a changed file: only a file new or changed since is read again."""
+
+    folders: tuple[str, ...] = ()
+    skip: frozenset[str] = frozenset()  # the files known when it scanned (the run's): not looked at
+    ops: set[tuple[str, str]] = field(default_factory=set)  # every op looked for
+    stats: dict[str, tuple[int, int] | None] = field(default_factory=dict)  # every file scanned
+    found: set[str] = field(default_factory=set)  # the files that may register one (read by the plan)
+
+    def unchanged(self) -> bool:
+        """Does no file under the folders that the scan did not find, new or changed since it
+        scanned, now register one of the ops it looked for?"""
+        for entry in _python_files(list(self.folders)):
+            path = os.path.abspath(entry.path)
+            if path in self.skip or path in self.found or self.stats.get(path, False) == _stat_of(entry):
+                continue
+            try:
+                with open(path, "rb") as handle:
+                    raw = handle.read()
+            except OSError:
+                continue
+            if _holds_a_registration_word(raw) and files_registering({path: raw}, self.ops, set()):
+                return False
+        return True
 
 
 def files_registering(texts: dict[str, bytes], ops: set[tuple[str, str]], skip: set[str]) -> list[str]:
@@ -814,11 +871,13 @@ def plan_reading_callees(
     calls (the callers of a run's code are not looked for).
 
     The files it looked at beyond the run and did not read (``ModuleFiles.looked_at``) are the
-    plan's too (``ProjectPlan.beyond``): a cached plan is made again where one appears or changes."""
+    plan's too (``ProjectPlan.beyond``), and so is its scan for registrations
+    (``ModuleFiles.registrations``): a cached plan is made again where one appears or changes, or
+    where a file comes to register a custom op it looked for."""
     looked_at: dict[str, int | None] = {}
     bases = bases_of(outlines, looked_at)
-    plan = ProjectPlan(outlines, bases, looked_at=looked_at)
     files = ModuleFiles(outlines, looked_at)
+    plan = ProjectPlan(outlines, bases, looked_at=looked_at, registrations=files.registrations)
     callees: list[FileOutline] = []
     # A run of every file of its packages has nothing beyond it: a directory walk answers that
     # for less than the question (0.05 s against 0.14 s on vLLM).
@@ -829,9 +888,9 @@ def plan_reading_callees(
         if not wanted:
             break
         callees.extend(outline_files(sorted(wanted)))
-        plan = ProjectPlan(outlines, bases, callees, looked_at)
+        plan = ProjectPlan(outlines, bases, callees, looked_at, files.registrations)
     if callees:  # a class of theirs may derive from a file beyond them
-        plan = ProjectPlan(outlines, bases_of([*outlines, *callees], looked_at), callees, looked_at)
+        plan = ProjectPlan(outlines, bases_of([*outlines, *callees], looked_at), callees, looked_at, files.registrations)
     return plan
 
 
@@ -867,8 +926,8 @@ class ModuleFiles:
         self.own = frozenset(o.module_name.partition(".")[0] for o in outlines if o.module_name)  # top-level packages
         self.known = {os.path.abspath(o.path) for o in outlines}
         self._files: dict[str, str | None] = {}
-        self._ops_asked: set[tuple[str, str]] = set()
         self._registration_texts: dict[str, bytes] | None = None  # read at the first op asked for
+        self.registrations = RegistrationScan()  # what reading them read, for a cached plan
         # ``_may_define_or_import``'s answers: each level of ``plan_reading_callees`` asks again
         # of the names a file was not worth reading for (three in five questions on SGLang).
         self._worth_reading: dict[tuple[str, tuple[str, ...]], bool] = {}
@@ -897,15 +956,17 @@ class ModuleFiles:
         Python (``files_registering``; an extension's own namespace, ``_C``, is C++ by the
         engines' convention and not asked for). Each op is looked for once, in the texts of the
         files that hold a registration word, read at the first question."""
-        ops = ops - self._ops_asked
+        scan = self.registrations
+        ops = ops - scan.ops
         if not ops:
             return []
-        self._ops_asked |= ops
+        scan.ops |= ops
         if self._registration_texts is None:
-            self._registration_texts = registration_texts(  # a file read already is no news
-                [os.path.join(root, top) for root in self.roots for top in sorted(self.own)], self.known
-            )
+            scan.folders = tuple(os.path.join(root, top) for root in self.roots for top in sorted(self.own))
+            scan.skip = frozenset(self.known)  # a file read already is no news
+            self._registration_texts = registration_texts(list(scan.folders), scan.skip, scan.stats)
         found = files_registering(self._registration_texts, ops, self.known)
+        scan.found.update(found)
         self.known.update(found)
         return found
 
@@ -1219,18 +1280,22 @@ class ProjectPlan:
     def __init__(
         self, outlines: list[FileOutline], beyond: list[FileOutline] | tuple = (),
         callees: list[FileOutline] | tuple = (), looked_at: dict[str, int | None] | None = None,
+        registrations: RegistrationScan | None = None,
     ) -> None:
         """``beyond``: the outlines of files outside the run its classes' bases may be in
         (``outlines_beyond``). ``callees``: those of the files outside the run its findings may
         rest on (``plan_reading_callees``), planned as the run's own files are; the run lints them
         and reports none of their findings (``silent``). ``looked_at``: the files outside the run
-        the questions that found those looked at (``ModuleFiles.looked_at``), still filling."""
+        the questions that found those looked at (``ModuleFiles.looked_at``), still filling;
+        ``registrations``: what the question for the custom ops registered in Python read
+        (``ModuleFiles.registrations``), likewise."""
         self._run = outlines
         outlines = [*outlines, *callees]
         self.outlines = {o.path: o for o in outlines}
         self.silent = tuple(o.path for o in callees)
         self._read_beyond = tuple((os.path.abspath(o.path), o.fingerprint) for o in (*beyond, *callees))
         self._looked_at = looked_at if looked_at is not None else {}
+        self._registrations = registrations
         self._ids: dict[tuple[str, int], int] = {}
         self._units: list[tuple[str, int]] = []
         self._unit_outlines: list[UnitOutline] = []
@@ -1533,8 +1598,9 @@ class ProjectPlan:
 
     def kept_by_file(self) -> KeptPlan:
         """What the plan keeps of each file, without the outlines: what a cache stores."""
+        scanned = self._registrations if self._registrations is not None and self._registrations.ops else None
         return KeptPlan(
-            {path: self.units_to_keep(path) for path in self.outlines}, self.names, self.beyond, self.silent
+            {path: self.units_to_keep(path) for path in self.outlines}, self.names, self.beyond, self.silent, scanned
         )
 
     def units_to_keep(self, path: str) -> KeptUnits | None:
@@ -1600,13 +1666,16 @@ class KeptPlan:
     # None: no such file); and those it read that the run lints without reporting.
     beyond: tuple[tuple[str, int | None], ...] = ()
     silent: tuple[str, ...] = ()
+    # Where it looked for the custom ops its run calls registered in Python: what it scanned.
+    registrations: RegistrationScan | None = None
 
     def units_to_keep(self, path: str) -> KeptUnits | None:
         return self.kept.get(path)
 
     def beyond_unchanged(self) -> bool:
         """Do the files outside the run it read or looked at still hold what they did, and does
-        none it looked for and did not find exist now? (The cache key holds the run's files only.)"""
+        none it looked for and did not find exist now, nor any file that registers a custom op it
+        looked for and did not find? (The cache key holds the run's files only.)"""
         for path, was in self.beyond:
             if was is None:
                 if os.path.exists(path):
@@ -1618,7 +1687,7 @@ class KeptPlan:
                         return False
             except OSError:
                 return False
-        return True
+        return self.registrations is None or self.registrations.unchanged()
 
 
 class _SinkFacts:
