@@ -2570,6 +2570,41 @@ def test_a_base_beyond_the_run_imported_under_a_block_is_read(tmp_path):
         )
 
 
+def test_a_file_alone_that_no_gpu2xx_rule_may_report_in_reads_no_bases_beside_it(tmp_path, monkeypatch):
+    """Checked alone, a file whose classes derive from another file's reads that file for its
+    bases (``project_plan.may_hear_of_bases``) only where a rule that reads hot scopes may report
+    in it: a parser's or a config's class, without a sync word, is not worth the read (a run of
+    it runs no GPU2xx rule). The model beside it, with one, still reads them and is hot."""
+    from sync_lint.pipeline import project_plan
+
+    pkg = tmp_path / "pkg"
+    (pkg / "models").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "models" / "__init__.py").write_text("")
+    (pkg / "layers.py").write_text("from torch import nn\n\n\nclass Base(nn.Module):\n    pass\n")
+    (pkg / "models" / "config.py").write_text(
+        "from pkg.layers import Base\n\n\nclass Config(Base):\n    def parse(self, text):\n        return text.strip()\n"
+    )
+    (pkg / "models" / "llama.py").write_text(
+        "import torch\n\nfrom pkg.layers import Base\n\n\n"
+        "class Model(Base):\n    def forward(self, x):\n        torch.cuda.synchronize()\n        return x\n"
+    )
+    read = []
+    original = project_plan.outlines_beyond
+
+    def counted(outlines, *args, **kwargs):
+        read.append([Path(o.path).name for o in outlines])
+        return original(outlines, *args, **kwargs)
+
+    monkeypatch.setattr(project_plan, "outlines_beyond", counted)
+    linter = Linter(make_settings())
+    assert linter.run([str(pkg / "models" / "config.py")], jobs=1).diagnostics == []
+    assert read == []
+    found = linter.run([str(pkg / "models" / "llama.py")], jobs=1).diagnostics
+    assert [(d.line, d.code) for d in found] == [(8, "GPU201")]
+    assert read == [["llama.py"]]
+
+
 @pytest.mark.parametrize("broken", BROKEN_KINDS)
 def test_a_broken_file_beside_the_run_is_no_module(tmp_path, broken):
     """A base's file that does not parse, is not UTF-8, is a symlink loop or a folder named like
