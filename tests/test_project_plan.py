@@ -1686,6 +1686,42 @@ def test_a_cached_plan_is_made_again_where_a_file_comes_to_register_a_custom_op_
 
 
 @pytest.mark.parametrize("broken", BROKEN_KINDS)
+def test_a_broken_file_the_registration_scan_reads_stops_no_run(tmp_path, broken):
+    """A file of the package that would register the custom op a run calls, broken (a syntax
+    error, bytes that are not UTF-8, a symlink loop, a folder named like a module): the scan
+    (``RegistrationScan``), cold and warm, and after the file is mended, ends with no traceback,
+    and a warm run reports what ``--no-cache`` reports."""
+    from cli_runner import run
+
+    registry = (
+        "import torch\n\n\n@torch.library.custom_op('pkg::rms_norm', mutates_args=())\n"
+        "def rms_norm(x: torch.Tensor) -> torch.Tensor:\n    return x.clone()\n"
+    )
+    run_files = staged_pair(tmp_path, {
+        "model.py": (
+            "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n"
+            "    def forward(self, x):\n        return torch.ops.pkg.rms_norm(x[:, 0])\n"
+        ),
+    })
+    write_broken(tmp_path / "pkg" / "registry.py", broken, registry)
+    relative = [str(Path(path).relative_to(tmp_path)) for path in run_files]
+
+    def found(*extra: str) -> tuple[list[str], int]:
+        result = run("check", *relative, "--output-format", "concise", *extra, cwd=tmp_path)
+        assert "Traceback" not in result.stderr, result
+        return [" ".join(line.split(" ", 2)[:2]) for line in result.stdout.splitlines()], result.returncode
+
+    assert found() == found() == found("--no-cache")
+    path = tmp_path / "pkg" / "registry.py"
+    if path.is_dir():
+        path.rmdir()
+    else:
+        path.unlink()
+    path.write_text(registry)
+    assert found() == found("--no-cache") == ([], 0)
+
+
+@pytest.mark.parametrize("broken", BROKEN_KINDS)
 def test_a_broken_file_a_run_calls_beyond_it_is_not_reported(tmp_path, broken):
     """A file read beyond the run (``plan_reading_callees``) that does not parse, is not UTF-8,
     is a symlink loop or a folder named like a module: the run reports its own findings only,
