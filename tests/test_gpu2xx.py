@@ -2065,6 +2065,38 @@ def test_constant_arguments_rule_out_the_syncing_branch_of_a_same_file_helper():
     """)
 
 
+def test_a_function_s_bindings_count_walrus_and_case_pattern_names_at_any_depth():
+    """``syncs._Bindings`` (what a call's constant arguments and a memoised call's handed-out
+    tensors rest on: a name bound more than once is no constant) counts the names a walrus binds
+    inside any expression (a condition, a comprehension, a call's argument, a nested function)
+    and those a ``case`` pattern binds, in a module that has a walrus; without one, it does not
+    look into expressions."""
+    import libcst as cst
+
+    from sync_lint.analysis.syncs import _Bindings
+
+    function = cst.parse_module(textwrap.dedent("""
+        def f(xs, n=1):
+            if (n := len(xs)) > 0:
+                total = sum([(y := x * 2) for x in xs])
+            print(g(w := 3), {k: (v := k) for k in xs})
+            def inner():
+                return (deep := 1)
+            match xs:
+                case [first, *rest] if (m := first):
+                    pass
+                case {"key": value, **others}:
+                    pass
+            return n
+    """)).body[0]
+    counts = _Bindings(function, walrus=True).counts
+    assert {name: counts[name] for name in ("n", "y", "w", "v", "deep", "m", "total", "inner")} == {
+        "n": 1, "y": 1, "w": 1, "v": 1, "deep": 1, "m": 1, "total": 1, "inner": 1,
+    }
+    assert counts["first"] >= 1 and counts["rest"] >= 1 and counts["value"] >= 1 and counts["others"] >= 1
+    assert "y" not in _Bindings(function, walrus=False).counts
+
+
 def test_a_memoised_helper_fed_by_another_memoised_helper_runs_once_per_key():
     # SGLang `VideoSparseAttentionMetadataBuilder.build`: `get_non_pad_index(variable_block_sizes,
     # n)` is `lru_cache`d and takes a tensor, but that tensor comes from the `lru_cache`d

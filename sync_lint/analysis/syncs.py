@@ -1785,6 +1785,8 @@ class _Bindings:
                 self.bind(current.target)
             elif (kind is cst.MatchAs or kind is cst.MatchStar) and current.name is not None:
                 self.bind(current.name)
+            elif kind is cst.MatchMapping and current.rest is not None:  # ``{"k": v, **rest}``
+                self.bind(current.rest)
             todo += children(current)
 
     def _small(self, small) -> None:
