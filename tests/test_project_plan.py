@@ -115,6 +115,16 @@ def write_package(root: Path, files: dict[str, str]) -> list[str]:
     return Discovery(DEFAULT_EXCLUDE, root).files([str(root)])
 
 
+def checked(root: Path, *args: str) -> tuple[list[str], int]:
+    """``sync-lint check ARGS`` run in ``root`` as a user runs it: each finding as ``path:line:col:
+    CODE``, and the exit status; never a traceback."""
+    from cli_runner import run
+
+    result = run("check", *args, "--output-format", "concise", cwd=root)
+    assert "Traceback" not in result.stderr, result
+    return [" ".join(line.split(" ", 2)[:2]) for line in result.stdout.splitlines()], result.returncode
+
+
 def staged_pair(root: Path, files: dict[str, str]) -> list[str]:
     """A package of ``files`` and a ``util.py``: the run of its ``model.py`` and ``util.py``, as
     pre-commit checks two staged files."""
@@ -1588,9 +1598,7 @@ def test_a_run_of_part_of_a_package_reads_the_functions_it_calls_beyond_it(tmp_p
         (tmp_path / name).write_text(text)
 
     def found(*args: str) -> list[str]:
-        result = run("check", *args, "--output-format", "concise", cwd=tmp_path)
-        assert "Traceback" not in result.stderr, result
-        return [line.split(" ", 2)[0] + " " + line.split(" ", 2)[1] for line in result.stdout.splitlines()]
+        return checked(tmp_path, *args)[0]
 
     sync, view = "pkg/models/llama.py:9:13: GPU201", "pkg/models/llama.py:10:16: GPU102"
     beyond = "pkg/ops/kernels.py:9:30: GPU102"
@@ -1621,7 +1629,6 @@ def test_a_cached_plan_is_made_again_where_a_file_it_looked_for_beyond_the_run_a
     did not find, and on those it judged not worth reading, as on those it read: a helper
     module written after the first run, or a file that comes to define the function called,
     is read by the next warm run as by a cold one."""
-    from cli_runner import run
 
     (tmp_path / "pkg/models").mkdir(parents=True)
     (tmp_path / "pkg/__init__.py").write_text("")
@@ -1634,9 +1641,7 @@ def test_a_cached_plan_is_made_again_where_a_file_it_looked_for_beyond_the_run_a
     (tmp_path / "pkg/steps.py").write_text("def other(x):\n    return x\n")
 
     def found(*extra: str) -> list[str]:
-        result = run("check", "pkg/models/llama.py", "pkg/models/util.py", "--output-format", "concise", *extra, cwd=tmp_path)
-        assert "Traceback" not in result.stderr, result
-        return [" ".join(line.split(" ", 2)[:2]) for line in result.stdout.splitlines()]
+        return checked(tmp_path, "pkg/models/llama.py", "pkg/models/util.py", *extra)[0]
 
     assert found() == found() == []  # the second run reads the plan from the cache
     syncing = "import torch\n\n\ndef {name}(x):\n    torch.cuda.synchronize()\n"
@@ -1652,7 +1657,6 @@ def test_a_cached_plan_is_made_again_where_a_file_comes_to_register_a_custom_op_
     file written since that registers the op makes it again, as a cold run reads it (the op's
     function takes any strides, so the view handed to it is no finding); a file that changes
     without registering it leaves it."""
-    from cli_runner import run
 
     run_files = staged_pair(tmp_path, {
         "model.py": (
@@ -1662,10 +1666,7 @@ def test_a_cached_plan_is_made_again_where_a_file_comes_to_register_a_custom_op_
     })
 
     def found(*extra: str) -> list[str]:
-        relative = [str(Path(path).relative_to(tmp_path)) for path in run_files]
-        result = run("check", *relative, "--output-format", "concise", *extra, cwd=tmp_path)
-        assert "Traceback" not in result.stderr, result
-        return [" ".join(line.split(" ", 2)[:2]) for line in result.stdout.splitlines()]
+        return checked(tmp_path, *(str(Path(path).relative_to(tmp_path)) for path in run_files), *extra)[0]
 
     view = ["pkg/model.py:7:39: GPU102"]
     assert found() == found() == view  # the second run reads the plan from the cache
@@ -1691,7 +1692,6 @@ def test_a_broken_file_the_registration_scan_reads_stops_no_run(tmp_path, broken
     error, bytes that are not UTF-8, a symlink loop, a folder named like a module): the scan
     (``RegistrationScan``), cold and warm, and after the file is mended, ends with no traceback,
     and a warm run reports what ``--no-cache`` reports."""
-    from cli_runner import run
 
     registry = (
         "import torch\n\n\n@torch.library.custom_op('pkg::rms_norm', mutates_args=())\n"
@@ -1707,9 +1707,7 @@ def test_a_broken_file_the_registration_scan_reads_stops_no_run(tmp_path, broken
     relative = [str(Path(path).relative_to(tmp_path)) for path in run_files]
 
     def found(*extra: str) -> tuple[list[str], int]:
-        result = run("check", *relative, "--output-format", "concise", *extra, cwd=tmp_path)
-        assert "Traceback" not in result.stderr, result
-        return [" ".join(line.split(" ", 2)[:2]) for line in result.stdout.splitlines()], result.returncode
+        return checked(tmp_path, *relative, *extra)
 
     assert found() == found() == found("--no-cache")
     path = tmp_path / "pkg" / "registry.py"
