@@ -221,7 +221,15 @@ def one_file_samples(tree: Path, files: list[str], count: int, repeat: int) -> l
     analysed = files_analysed_alone(tree, files)
     print(f"[bench]   {len(analysed)} of {len(files)} files are parsed by a one-file run "
           f"(found in {time.perf_counter() - started:.0f} s)", flush=True)
-    return [whole, one_file_sample(tree, analysed, count, repeat, "the files a one-file run parses")]
+    parsed = one_file_sample(tree, analysed, count, repeat, "the files a one-file run parses")
+    # No run that parses with libcst can take less than the interpreter's start and libcst's
+    # import (its node classes are dataclasses, made at import): printed against flake8's runs.
+    floor = statistics.median(run_timed([PY, "-c", "import libcst"], tree)["wall"] for _ in range(max(repeat, 3)))
+    parsed["import_floor"] = floor
+    parsed["flake8_under_floor"] = sum(row["flake8"] <= floor for row in parsed["rows"])
+    print(f"[bench]   `python -c 'import libcst'` alone: {floor:.3f} s, no faster than flake8's whole run "
+          f"on {parsed['flake8_under_floor']} of those {len(parsed['rows'])} files", flush=True)
+    return [whole, parsed]
 
 
 def pick_median_file(tree: Path, files: list[str]) -> str:
@@ -846,6 +854,9 @@ def print_tree(result: dict) -> None:
     for sample in result.get("one_file_samples", []):
         print(f"    one-file runs on {sample['label']} ({sample['files']} of {sample['of']} files, spread over their sizes; "
               f"median of runs, seconds): sync-lint median {sample['median_sync_lint']:.3f}, flake8 median {sample['median_flake8']:.3f}")
+        if "import_floor" in sample:
+            print(f"      (`python -c 'import libcst'` alone: {sample['import_floor']:.3f} s, at or above flake8's whole run "
+                  f"on {sample['flake8_under_floor']} of these files)")
         for row in sample["rows"]:
             print(f"      {row['lines']:>6} lines  {row['sync_lint']:6.3f} vs {row['flake8']:6.3f}  {row['ratio']:5.2f}x  {row['path']}")
     f = result["findings"]
