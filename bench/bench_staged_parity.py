@@ -8,18 +8,19 @@ Run by hand from the repository root, after ``bench_scale.py`` has unpacked the 
 
 The whole tree is checked once (``sync-lint check . --preview``, isolated settings, no cache);
 then ``--pairs`` pairs of files, each a file with a finding in that run and a file drawn from the
-whole tree (``--seed``), are checked as one run of two files, as pre-commit checks two staged files.
-A pair is identical when its run reports, line for line, what the whole run reports in its two
+whole tree (``--seed``), are checked as one run of two files, as pre-commit checks two staged files
+(``--staged 1``: the file with a finding alone, as pre-commit checks one staged file).
+A pair is identical when its run reports, line for line, what the whole run reports in its
 files. ``--code``: the sync-lint source to run (a worktree of another revision, put first on
 ``PYTHONPATH``), to compare revisions on the same pairs. ``--config``: a pyproject.toml both runs
 read instead of the default settings. ``--cached``: pre-commit on a machine that checked the
-whole tree before, on a copy of the tree in which each pair's two files get a comment appended
+whole tree before, on a copy of the tree in which each run's files get a comment appended
 first (staged files are edited ones; restored after): the whole run fills a cache, and each pair's
 run starts from a copy of it (``after-whole``: the first commit after a check of the whole tree) or
 reads and adds to that one cache (``successive``: commits one after another). Prints each pair that differs, then the findings expected,
 the findings reported (and how many of them the whole run does not report), the pairs identical,
 and the median and worst wall time of a pair's run, and of its ratio to ``flake8 --select E9,F``
-on the same two files (run once right after it, without sync-lint's own plugin).
+on the same files (run once right after it, without sync-lint's own plugin).
 """
 
 from __future__ import annotations
@@ -85,6 +86,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("tree", type=Path)
     parser.add_argument("--pairs", type=int, default=25)
+    parser.add_argument("--staged", type=int, choices=(1, 2), default=2,
+                        help="files per run: a file with a finding, and (2) a file drawn from the tree")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--code", type=Path, default=ROOT, help="the sync-lint source to run (default: this checkout)")
     parser.add_argument("--verbose", action="store_true", help="print every pair, with its wall time")
@@ -119,30 +122,31 @@ def compare(tree: Path, args: argparse.Namespace, settings: Path | None, cache: 
     expected = reported = identical = unwanted = 0
     times = []
     for path in with_findings:
-        other = rng.choice([candidate for candidate in every if candidate != path])
-        want = sorted(by_file.get(path, []) + by_file.get(other, []))
+        other = rng.choice([candidate for candidate in every if candidate != path])  # drawn either way: same pairs
+        run = [path, other][: args.staged]
+        want = sorted(line for staged_path in run for line in by_file.get(staged_path, []))
         if whole_cache is not None:
             shutil.rmtree(cache, ignore_errors=True)
             shutil.copytree(whole_cache, cache)
-        with staged(tree, [path, other] if cache else []):
-            got, seconds = check(tree, args.code.resolve(), [path, other], settings, cache)
-        times.append((seconds, seconds / peer(tree, [path, other])))
+        with staged(tree, run if cache else []):
+            got, seconds = check(tree, args.code.resolve(), run, settings, cache)
+        times.append((seconds, seconds / peer(tree, run)))
         expected += len(want)
         reported += len(got)
         unwanted += len(set(got) - set(want))  # reported where the whole run reports nothing
         if got == want:
             identical += 1
             if args.verbose:
-                print(f"same ({len(want)} findings, {seconds:.1f} s): {path} {other}")
+                print(f"same ({len(want)} findings, {seconds:.1f} s): {' '.join(run)}")
         else:
-            print(f"differs ({len(want)} expected, {len(got)} reported, {seconds:.1f} s): {path} {other}")
+            print(f"differs ({len(want)} expected, {len(got)} reported, {seconds:.1f} s): {' '.join(run)}")
     print(f"pairs: {len(with_findings)}; findings expected {expected}, reported {reported} ({unwanted} of them "
           f"not in the whole run's report); pairs identical {identical} of {len(with_findings)}")
     if times:
         walls = sorted(wall for wall, _ in times)
         ratios = sorted(ratio for _, ratio in times)
         print(f"wall per pair: median {walls[len(walls) // 2]:.2f} s, worst {walls[-1]:.2f} s; against flake8 "
-              f"--select E9,F on the same two files, each run once after it: median {ratios[len(ratios) // 2]:.2f}x, "
+              f"--select E9,F on the same files, each run once after it: median {ratios[len(ratios) // 2]:.2f}x, "
               f"worst {ratios[-1]:.2f}x")
     return 0
 

@@ -631,12 +631,32 @@ def test_fixtures_fast_equals_plain(monkeypatch):
     assert fast(files, jobs=2) == expected
 
 
+ALONE = {**OPTIONS, "follow_imports": "skip"}  # a run of one file is checked alone
+
+
 def test_one_file_runs_equal_plain(corpus_files, monkeypatch):
-    """A run of one file skips the rules that could only find something there with another
-    file's summaries (``Rule.alone_triggers``): each file checked on its own must still find
-    exactly what the plain path finds for it on its own."""
+    """A run of one file checked alone skips the rules that could only find something there
+    with another file's summaries (``Rule.alone_triggers``): each file checked on its own must
+    still find exactly what the plain path finds for it on its own."""
     for path in corpus_files:
-        assert fast([path]) == plain([path], monkeypatch), path
+        assert fast([path], options=ALONE) == plain([path], monkeypatch, ALONE), path
+
+
+def test_a_run_of_one_file_reports_what_the_whole_run_reports_in_it(corpus_files, monkeypatch):
+    """Unless it is checked alone, a run of one file (pre-commit with one staged file) reads what
+    its findings rest on beyond it, as a run of two files does: each file reports what a run of
+    every file reports in it, on both paths. Checked alone, some files report less (a hot
+    forward that calls another file's syncing helper). The real rules: a probe's summary of
+    ``.item()`` would stand in the message for the real reason where it runs beyond the file."""
+    monkeypatch.setattr(runner, "all_rules", all_rules)  # undo ``with_probes``
+    whole = fast(corpus_files)
+    fewer_alone = 0
+    for path in corpus_files:
+        expected = [entry for entry in whole if entry[0] == path]
+        assert fast([path]) == expected, path
+        assert plain([path], monkeypatch) == expected, path
+        fewer_alone += fast([path], options=ALONE) != expected
+    assert fewer_alone >= 3, fewer_alone
 
 
 # Options the scout reads as the analyses do (stop 34: each used to leave every question to the
@@ -700,9 +720,11 @@ def test_configured_runs_equal_plain(name, corpus_files, tmp_path, monkeypatch):
         assert fast([path], options=options) == plain([path], monkeypatch, options), path
 
 
-def test_fixture_files_alone_equal_plain(monkeypatch):
+@pytest.mark.parametrize("options", [OPTIONS, ALONE], ids=["reading-beyond", "alone"])
+def test_fixture_files_alone_equal_plain(monkeypatch, options):
     """The fixtures hold the real rules' cases (builders, kernels and their wrappers, models):
-    each checked on its own must find what the plain path finds for it, masked or not. Without
+    each checked on its own (reading beyond it, or alone) must find what the plain path finds
+    for it, masked or not. Without
     the probes: GPU991 marks every function with an ``.item()`` as syncing, which GPU201 reads
     too, so a hot call that hands such a helper a host tensor (``max_seqlen(cu_seqlens_cpu)``,
     no sync) would be one on the plain path only, where the scout does not judge the file."""
@@ -710,8 +732,8 @@ def test_fixture_files_alone_equal_plain(monkeypatch):
     files = python_files(FIXTURES) + python_files(ROOT / "reference_kernels")
     found = 0
     for path in files:
-        expected = plain([path], monkeypatch)
-        assert fast([path]) == expected, path
+        expected = plain([path], monkeypatch, options)
+        assert fast([path], options=options) == expected, path
         found += len(expected)
     assert found > 20, found
 

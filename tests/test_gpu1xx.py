@@ -2001,11 +2001,12 @@ def test_a_custom_op_another_file_implements_in_python_is_judged_by_its_body(tmp
     whose function hands the tensor to a C++ op of the same name (``torch.ops._C.copy_rows``,
     no registration of the project's) is reported through it; an op of unknown code, one two
     files register (a platform each), or one registered into another library (``target_lib=``)
-    still needs every tensor dense. Checked alone (the CLI, the editor's engine, the flake8
-    plugin), the file hears of the ops its findings rest on from a scan of its package: what it
-    reports is what the run reports, but where the finding rests on the op's function in
-    another file (``_copy_impl``), which it does not read; a run of two of the files reads that
-    function too, and reports all that the whole run reports in them."""
+    still needs every tensor dense. Checked alone (the editor's engine, the flake8 plugin, a
+    run of one file under ``follow-imports = "skip"``), the file hears of the ops its findings
+    rest on from a scan of its package: what it reports is what the run reports, but where the
+    finding rests on the op's function in another file (``_copy_impl``), which it does not read;
+    a run of one file or two (the CLI, pre-commit) reads that function too, and reports all
+    that the whole run reports in them."""
     pkg = tmp_path / "pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
@@ -2080,9 +2081,14 @@ def test_a_custom_op_another_file_implements_in_python_is_judged_by_its_body(tmp
     ]
     assert "the custom op `torch.ops.pkg.copy_rows` (in Python: `_copy_impl`) receives" in fast[0].message
     assert "(the argument is passed to the custom op `torch.ops._C.copy_rows`)" in fast[0].message
-    alone = Linter(settings).run([str(pkg / "user.py")], jobs=1).diagnostics
+    skipping = make_settings(follow_imports="skip")
+    alone = Linter(skipping).run([str(pkg / "user.py")], jobs=1).diagnostics
     assert [d.line for d in alone] == [9, 10, 11]
-    assert Linter(settings).run([str(pkg / "wrapped.py")], jobs=1).diagnostics == []
+    assert Linter(skipping).run([str(pkg / "wrapped.py")], jobs=1).diagnostics == []
+    for fast_path in (True, False):
+        one = Linter(settings, fast=fast_path).run([str(pkg / "user.py")], jobs=1).diagnostics
+        assert [(d.line, d.message) for d in one] == [(d.line, d.message) for d in fast[:4]]
+        assert Linter(settings, fast=fast_path).run([str(pkg / "wrapped.py")], jobs=1).diagnostics == []
     # A run of two files (pre-commit's staged files) reads the registrations beyond it, and the
     # functions it calls (``plan_reading_callees``): it reports what the whole run reports there.
     for fast_path in (True, False):

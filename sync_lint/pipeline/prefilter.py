@@ -29,23 +29,25 @@ def may_match(rule: Rule, text: str, alone: bool = False) -> bool:
 
 
 def rules_that_can_report(
-    rules: list[Rule], texts: list[str], settings: Settings, file_scout: scout.Scout | None = None
+    rules: list[Rule], texts: list[str], settings: Settings, file_scout: scout.Scout | None = None, alone: bool = True,
 ) -> list[Rule]:
     """The rules that can find anything in a run of just these files: a small run (pre-commit's
     staged files, an editor's file) skips the others, and most often every parse. A run of one
-    file reads no summary of another file, so a rule reports there only where the file may
+    file checked alone reads no summary of another file, so a rule reports there only where the file may
     match it alone (``Rule.alone_triggers``: a kernel wrapper's contiguity check lives where a
     sink word is). A run of several files reads the summaries of the functions they call
     beyond the run (``project_plan.plan_reading_callees``), so there a rule may report in any
     file that holds its triggers.
 
     Where the words are too common to decide, the syntax scout (``pipeline.scout``) does, in a
-    run of one file: a rule that reports only in hot scopes needs a file where one may be, and a
+    run of one file checked alone: a rule that reports only in hot scopes needs a file where one may be, and a
     rule that reports only at sinks needs a sink that may be handed a view or a cast (``](`` is
     also ``list[int]()``, and most custom ops of an engine are handed tensors as they came). The scout reads one file, so in a
     larger run it has no say: another file may call the wrapper this one defines, or subclass
-    its hot base class. ``file_scout``: the scout of a run's one file, if the caller has one."""
-    if len(texts) != 1:
+    its hot base class. ``file_scout``: the scout of a run's one file, if the caller has one.
+    ``alone``: a run of one text is of that file alone (False: it reads beyond, as a run of
+    several files does)."""
+    if len(texts) != 1 or not alone:
         return [rule for rule in rules if any(may_match(rule, text) for text in texts)]
     text = texts[0]
     file_scout = file_scout or scout.Scout(text, settings)  # parses only when first asked

@@ -144,13 +144,14 @@ class Linter:
 
     def scope_of(
         self, texts: list[str], module_name: str | None = None, module_bases: tuple[str, ...] = (),
-        tree: ast.Module | None = None,
+        tree: ast.Module | None = None, alone: bool = True,
     ) -> RunScope:
         """What a run of just these files needs (``prefilter.rules_that_can_report``); a run of
-        one file keeps the file's syntax scout, which also decides what of it to parse
-        (``module_name``, ``module_bases`` and ``tree``: that file's, where known, for ``Scout``)."""
-        if len(texts) != 1:
-            return RunScope(prefilter.rules_that_can_report(self.rules, texts, self.settings))
+        one file checked alone keeps the file's syntax scout, which also decides what of it to
+        parse (``module_name``, ``module_bases`` and ``tree``: that file's, where known, for
+        ``Scout``). ``alone``: one text is a file checked alone (False: a run that reads beyond it)."""
+        if len(texts) != 1 or not alone:
+            return RunScope(prefilter.rules_that_can_report(self.rules, texts, self.settings, alone=False))
         file_scout = scout.Scout(texts[0], self.settings, tree, module_name, module_bases)
         rules = prefilter.rules_that_can_report(self.rules, texts, self.settings, file_scout)
         return RunScope(rules, scout=file_scout)
@@ -298,6 +299,10 @@ class Linter:
         jobs = jobs or os.cpu_count() or 1
         # The run holds every file's outline, then its facts, and makes no garbage cycle worth
         # a pass over all that (``collector``); a worker collects between its files.
+        # A run of one file is checked alone (``lone_scope``) only where the run follows no
+        # imports: else it reads what its findings rest on beyond it, as a run of two files does,
+        # and pre-commit with one staged file reports what it reports with two.
+        alone = len(paths) == 1 and self.settings["follow-imports"] == "skip"
         with contextlib.ExitStack() as stack, collector.paused():
             pool = scope = plan = None
             sources: dict[str, SourceFile] = {}
@@ -306,27 +311,27 @@ class Linter:
                 pool = stack.enter_context(_Pool(self, jobs))
             elif len(paths) < PARALLEL_THRESHOLD:  # pre-commit's staged files: often nothing to parse
                 sources = _read_readable(paths)
-                if jobs > 1 and len(paths) > 1:
+                if jobs > 1 and not alone:
                     spare = stack.enter_context(_Pool(self, jobs))
             names = None
             if sources:
                 with profile.span("prefilter"):
-                    if len(sources) == 1:
+                    if alone and len(sources) == 1:
                         scope, names = self.lone_scope(*next(iter(sources.items())))
                     else:
-                        scope = self.scope_of([source.text for source in sources.values()])
+                        scope = self.scope_of([source.text for source in sources.values()], alone=False)
             silent: list[str] = []  # files beyond the run it reads summaries of (``plan_reading_callees``)
-            if self.fast and len(paths) > 1:
+            if self.fast and not alone:
                 plan = self.outline_all(paths, pool, sources, spare)
                 names = plan.names
                 silent = list(plan.silent)
-            elif len(paths) > 1:
+            elif not alone:
                 silent = self._silent_for_plain(paths, pool, sources, spare)
                 names = self.names_all([*paths, *silent], _pool_for([*paths, *silent], pool, spare), sources)
             facts = self.lint_all(
                 paths, jobs, progress, plan=plan, pool=pool, scope=scope, sources=sources, names=names
             )
-            if len(sources) == 1 and len(paths) == 1:  # a run of more files reads registrations in its plan
+            if alone and len(sources) == 1:  # a run that is not alone reads registrations in its plan
                 from sync_lint.pipeline import project_plan
 
                 source = sources[paths[0]]
@@ -337,7 +342,7 @@ class Linter:
             if silent:
                 beside = self.lint_all(silent, jobs, plan=plan, pool=_pool_for(silent, pool, spare), scope=scope, names=names)
             with profile.span("project summaries"):
-                index = ProjectIndex([*facts, *beside], follow_unread=len(paths) > 1, names=names)
+                index = ProjectIndex([*facts, *beside], follow_unread=not alone, names=names)
             with profile.span("cross-file findings and noqa"):
                 diagnostics = [self.finalize(file_facts, index) for file_facts in facts]
             # A masked file with a reported finding whose fix needs the whole module
