@@ -126,13 +126,14 @@ OPTIONS: dict[str, Option] = {
     "follow-imports": Option(
         str,
         "silent",
-        "What a run of part of a package (pre-commit's staged files, a folder) reads of the package beside it: "
-        "`silent` (as mypy's option of that name) also reads the files its findings may rest on, the functions "
-        "its hot code calls and those it hands a view or a cast to, to any depth, lints them and reports none "
-        "of their findings, so that it reports in its files what a run of the whole package reports there; "
-        "`skip` reads only what a run of one file reads (its classes' bases, and the Python registrations of "
-        "the custom ops it calls), for a faster first run, and judges a call of another file's function as of "
-        "unknown code.",
+        "What a run of part of a package (one file or more: pre-commit's staged files, a folder) reads of the "
+        "package beside it: `silent` (as mypy's option of that name) also reads the files its findings may rest "
+        "on, the functions its hot code calls and those it hands a view or a cast to, to any depth, lints them and "
+        "reports none of their findings, so that it reports in its files what a run of the whole package reports "
+        "there; `skip` reads only what a file checked alone reads (its classes' bases, and the Python "
+        "registrations of the custom ops it calls), for a faster first run, judges a call of another file's "
+        "function as of unknown code, and checks a run of one file alone, as the flake8 plugin and the editor "
+        "always do.",
     ),
     "unknown-device": Option(
         str,
