@@ -66,6 +66,7 @@ from sync_lint.pipeline.scout.syntax import (
     FUNCTIONS,
     decorator_callee,
     first_line,
+    walk,
 )
 from sync_lint.pipeline.source import SourceError, SourceFile, read
 from sync_lint.pipeline.units import MaskPlan
@@ -427,7 +428,7 @@ def _op_registrations(
             name = named["name"] if named is not None else function
             found.update((op_words.helper_namespace(helper), name, impl) for helper in callee)
     if op_words.HELPER_SUFFIX in text:
-        for node in ast.walk(tree):
+        for node in walk(tree):
             written = ast_dotted(node.func) if type(node) is ast.Call else None
             if written is not None and _names_helper(written):
                 registered = _helper_registration(node)
