@@ -164,9 +164,13 @@ class Settings:
 
 
 def find_pyproject(start: Path) -> Path | None:
-    """The nearest pyproject.toml with a [tool.sync-lint] table, from ``start`` upwards."""
-    current = start.resolve()
-    if current.is_file():
+    """The nearest pyproject.toml with a [tool.sync-lint] table, from ``start`` upwards (the
+    folder of ``start`` where it is no folder: a file, a dangling link, a link loop)."""
+    try:
+        current = start.resolve()
+    except (OSError, RuntimeError):  # a link loop (RuntimeError before Python 3.13): the lint reports it
+        current = Path(os.path.abspath(start))
+    if not current.is_dir():
         current = current.parent
     for folder in (current, *current.parents):
         candidate = folder / "pyproject.toml"

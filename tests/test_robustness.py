@@ -385,6 +385,21 @@ def test_symlink_loop_is_gpu003_not_a_traceback(run, project):
     assert_normal_still_checked(result)
 
 
+def test_a_symlink_loop_named_first_is_gpu003_where_the_settings_are_looked_for(probe_dir, project):
+    """Without ``--isolated`` the settings are looked for from the first path named: a symlink
+    loop there is reported like any unreadable file, and the file named after it is checked."""
+    os.symlink(project / "loop_b.py", project / "loop_a.py")
+    os.symlink(project / "loop_a.py", project / "loop_b.py")
+    (project / "pyproject.toml").write_text('[tool.sync-lint]\nignore = ["GPU203"]\n')
+    result = subprocess.run(
+        [sys.executable, "-c", CLI, str(probe_dir), "check", "loop_a.py", "normal.py", "--no-cache"],
+        check=False, cwd=project, capture_output=True, timeout=60,
+    )
+    assert_clean_run(result, 2)
+    assert_one_diagnostic(result, "loop_a.py", "GPU003", line=1)
+    assert_normal_still_checked(result)
+
+
 def test_symlink_loop_of_folders_terminates(run, project):
     (project / "pkg").mkdir()
     (project / "pkg" / "mod.py").write_text(NORMAL)
