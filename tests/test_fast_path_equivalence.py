@@ -15,6 +15,7 @@ any function of a file marked ``# probe-hot`` (its trigger), conditionally on th
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 from pathlib import Path
@@ -814,14 +815,14 @@ def test_a_small_run_reads_each_file_once(tmp_path, monkeypatch, with_cache):
         path.write_text(body)
         files.append(str(path))
     opened: list[str] = []
-    real_open = open
+    real_open = os.open  # what ``source.read_bytes`` opens a file with
 
     def counting_open(file, *args, **kwargs):
         if str(file) in files:
             opened.append(str(file))
         return real_open(file, *args, **kwargs)
 
-    monkeypatch.setattr("builtins.open", counting_open)
+    monkeypatch.setattr(os, "open", counting_open)
     linter = runner.Linter(make_settings(), cache_dir=str(tmp_path / "cache") if with_cache else None)
     result = linter.run(files, jobs=1)
     assert sorted(opened) == sorted(files)

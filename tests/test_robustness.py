@@ -350,16 +350,16 @@ def test_unreadable_file_is_gpu003_and_exit_2(run, project):
 def test_unreadable_file_in_process(project, monkeypatch, capsys):
     """The same as above without relying on permissions (tests may run as root)."""
     (project / "secret.py").write_text(TRIGGER)
-    real_open = open
-
-    def guarded_open(file, *args, **kwargs):
-        if os.path.basename(str(file)) == "secret.py":
-            raise PermissionError(13, "Permission denied", str(file))
-        return real_open(file, *args, **kwargs)
-
     import sync_lint.pipeline.source as source_stage
 
-    monkeypatch.setattr(source_stage, "open", guarded_open, raising=False)
+    real_read = source_stage.read_bytes
+
+    def guarded_read(path):
+        if os.path.basename(str(path)) == "secret.py":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_read(path)
+
+    monkeypatch.setattr(source_stage, "read_bytes", guarded_read)
     monkeypatch.chdir(project)
     status = sync_lint.cli.main(["check", ".", "--isolated", "--no-cache", "--jobs", "1"])
     printed = capsys.readouterr()
@@ -398,6 +398,18 @@ def test_a_symlink_loop_named_first_is_gpu003_where_the_settings_are_looked_for(
     assert_clean_run(result, 2)
     assert_one_diagnostic(result, "loop_a.py", "GPU003", line=1)
     assert_normal_still_checked(result)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_named_like_a_module_is_gpu003_not_a_run_that_never_ends(run, project):
+    """A read of a FIFO waits for a writer for ever: found in a folder or named, it is reported
+    as no regular file, and the rest is checked."""
+    os.mkfifo(project / "pipe.py")
+    for named in (".", "pipe.py"):
+        result = run("check", named, "normal.py", cwd=project, timeout=30)
+        assert_clean_run(result, 2)
+        assert "not a regular file" in assert_one_diagnostic(result, "pipe.py", "GPU003", line=1)
+        assert_normal_still_checked(result)
 
 
 def test_symlink_loop_of_folders_terminates(run, project):

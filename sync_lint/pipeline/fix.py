@@ -15,7 +15,7 @@ from sync_lint.fixes import apply_fixes
 from sync_lint.pipeline.lint_file import tool_diagnostic
 from sync_lint.pipeline.project import ProjectIndex
 from sync_lint.pipeline.runner import Linter
-from sync_lint.pipeline.source import SourceError, SourceFile, decode, read
+from sync_lint.pipeline.source import SourceError, SourceFile, decode, read, read_bytes
 
 # Each round applies every non-overlapping fix; fixes that overlapped, or that the new code
 # makes necessary, go in the next. A fix that keeps re-creating its finding stops here.
@@ -88,8 +88,7 @@ def write_atomically(outcome: FixOutcome) -> Diagnostic | None:
     """Write the fixed text in the file's encoding; refuse if the file changed since it was read."""
     path = outcome.path
     try:
-        with open(path, "rb") as handle:
-            on_disk = handle.read()
+        on_disk = read_bytes(path)
     except OSError as exc:
         return tool_diagnostic(path, "GPU005", f"fix not written: cannot re-read file: {exc.strerror}")
     if on_disk != outcome.source.raw:

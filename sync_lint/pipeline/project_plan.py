@@ -68,7 +68,7 @@ from sync_lint.pipeline.scout.syntax import (
     first_line,
     walk,
 )
-from sync_lint.pipeline.source import SourceError, SourceFile, read
+from sync_lint.pipeline.source import SourceError, SourceFile, read, read_bytes
 from sync_lint.pipeline.units import MaskPlan
 from sync_lint.rules.base import BLOCK_CALLEES, CALLEES, CALLERS, Rule
 
@@ -643,8 +643,7 @@ def registration_texts(
 def _raw(path: str) -> bytes | None:
     """A file's bytes; None where it cannot be read (linting it, or its outline, says why)."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        return read_bytes(path)
     except OSError:
         return None
 

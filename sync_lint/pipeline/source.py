@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import bisect
+import errno
 import io
+import os
 import re
+import stat
 import tokenize
 from dataclasses import dataclass
 
@@ -60,11 +63,21 @@ def decode(path: str, raw: bytes) -> SourceFile:
 
 def read(path: str) -> SourceFile:
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
+        raw = read_bytes(path)
     except OSError as exc:
         raise SourceError("GPU003", f"cannot read file: {exc.strerror or exc}") from None
     return decode(path, raw)
+
+
+def read_bytes(path: str) -> bytes:
+    """A file's bytes; OSError where it cannot be read or is no regular file: a read of a FIFO
+    named ``*.py`` would wait for a writer for ever, and one of a device might never end. Opened
+    without blocking, for a FIFO's open waits for a writer too (no effect on a regular file)."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    with open(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        return handle.read()
 
 
 def split_lines(text: str) -> list[str]:
