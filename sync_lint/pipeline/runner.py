@@ -311,7 +311,7 @@ class Linter:
                 pool = stack.enter_context(_Pool(self, jobs))
             elif len(paths) < PARALLEL_THRESHOLD:  # pre-commit's staged files: often nothing to parse
                 sources = _read_readable(paths)
-                if jobs > 1 and not alone:
+                if jobs > 1 and paths and not alone:
                     spare = stack.enter_context(_Pool(self, jobs))
             names = None
             if sources:
@@ -321,11 +321,11 @@ class Linter:
                     else:
                         scope = self.scope_of([source.text for source in sources.values()], alone=False)
             silent: list[str] = []  # files beyond the run it reads summaries of (``plan_reading_callees``)
-            if self.fast and not alone:
+            if self.fast and paths and not alone:
                 plan = self.outline_all(paths, pool, sources, spare)
                 names = plan.names
                 silent = list(plan.silent)
-            elif not alone:
+            elif paths and not alone:
                 silent = self._silent_for_plain(paths, pool, sources, spare)
                 names = self.names_all([*paths, *silent], _pool_for([*paths, *silent], pool, spare), sources)
             facts = self.lint_all(
