@@ -33,7 +33,10 @@ class ReadErrorRule(Rule):
     code = "GPU003"
     name = "io-error"
     summary = "The file cannot be read."
-    what = "A file that cannot be opened or read (permissions, a broken link, a folder loop)."
+    what = (
+        "A file that cannot be opened or read (permissions, a broken link, a link loop), or that is no regular "
+        "file (a FIFO or a device named `*.py`: a read of it could wait for ever)."
+    )
     why = "Nothing in the file can be checked. The run exits 2."
     example = "chmod 000 model.py"
     fix_safety = "No fix."
