@@ -296,3 +296,33 @@ def test_summary_counts_the_fixes_that_need_unsafe_fixes(tmp_path):
     assert "GPU102 [*]" not in plain.stdout  # an unsafe fix is not marked without the flag
     unsafe = run("check", "--isolated", "--no-cache", "--unsafe-fixes", "op.py", cwd=tmp_path)
     assert "1 finding (1 fixable)" in unsafe.stderr and "GPU102 [*]" in unsafe.stdout
+
+
+def test_fix_of_one_file_fixes_a_finding_that_rests_on_another_file(tmp_path):
+    """``sync-lint fix FILE`` (pre-commit's fix hook with one staged file) reads what its findings
+    rest on beyond the file, as ``check`` does: the kernel wrapper of another file. Under
+    ``follow-imports = "skip"`` the file is checked alone, finds nothing and is left as it is."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "kernels.py").write_text(
+        "import torch\n\n\ndef decode(block_table, out):\n    torch.ops._C.paged_decode(block_table, out)\n"
+    )
+    user = pkg / "user.py"
+    original = (
+        "import torch\n\nfrom pkg.kernels import decode\n\n\n"
+        "def run(block_table: torch.Tensor, out: torch.Tensor):\n    decode(block_table[:, 0].to(torch.int32), out)\n"
+    )
+    user.write_text(original)
+    (tmp_path / "pyproject.toml").write_text('[tool.sync-lint]\nfollow-imports = "skip"\n')
+    alone = run("check", "pkg/user.py", "--no-cache", cwd=tmp_path)
+    assert alone.returncode == 0, alone.stdout + alone.stderr
+    assert run("fix", "pkg/user.py", "--unsafe-fixes", "--no-cache", cwd=tmp_path).returncode == 0
+    assert user.read_text() == original
+    (tmp_path / "pyproject.toml").write_text("[tool.sync-lint]\n")
+    found = run("check", "pkg/user.py", "--no-cache", cwd=tmp_path)
+    assert found.returncode == 1 and "pkg/user.py:7:12: GPU101" in found.stdout, found.stdout + found.stderr
+    fixed = run("fix", "pkg/user.py", "--unsafe-fixes", "--no-cache", cwd=tmp_path)
+    assert fixed.returncode == 0 and "1 fixed" in fixed.stderr, fixed.stdout + fixed.stderr  # nothing left
+    assert user.read_text() == original.replace("torch.int32)", "torch.int32).contiguous()")
+    assert run("check", "pkg/user.py", "--no-cache", cwd=tmp_path).returncode == 0
