@@ -401,15 +401,19 @@ def test_a_symlink_loop_named_first_is_gpu003_where_the_settings_are_looked_for(
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
-def test_a_fifo_named_like_a_module_is_gpu003_not_a_run_that_never_ends(run, project):
-    """A read of a FIFO waits for a writer for ever: found in a folder or named, it is reported
-    as no regular file, and the rest is checked."""
+def test_a_fifo_named_like_a_module_is_gpu003_not_a_run_that_never_ends(probe_dir, project):
+    """A read of a FIFO waits for a writer for ever: found in a folder or named, with the cache
+    or without, it is reported as no regular file, and the rest is checked."""
     os.mkfifo(project / "pipe.py")
     for named in (".", "pipe.py"):
-        result = run("check", named, "normal.py", cwd=project, timeout=30)
-        assert_clean_run(result, 2)
-        assert "not a regular file" in assert_one_diagnostic(result, "pipe.py", "GPU003", line=1)
-        assert_normal_still_checked(result)
+        for caching in (["--no-cache"], ["--cache-dir", str(project / "cache")]):
+            result = subprocess.run(
+                [sys.executable, "-c", CLI, str(probe_dir), "check", named, "normal.py", "--isolated", *caching],
+                check=False, cwd=project, capture_output=True, timeout=30,
+            )
+            assert_clean_run(result, 2)
+            assert "not a regular file" in assert_one_diagnostic(result, "pipe.py", "GPU003", line=1)
+            assert_normal_still_checked(result)
 
 
 def test_symlink_loop_of_folders_terminates(run, project):

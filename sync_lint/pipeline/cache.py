@@ -28,7 +28,7 @@ from sync_lint import __version__
 from sync_lint.config import Settings
 from sync_lint.pipeline.lint_file import FileFacts, module_name_for, tool_diagnostic
 from sync_lint.pipeline.profile import span
-from sync_lint.pipeline.source import SourceError, SourceFile, decode
+from sync_lint.pipeline.source import SourceError, SourceFile, decode, read_bytes
 
 T = TypeVar("T")
 
@@ -90,8 +90,7 @@ class Cache:
                 raw = source.raw
             else:
                 try:
-                    with open(path, "rb") as handle:
-                        raw = handle.read()
+                    raw = read_bytes(path)
                 except OSError as exc:
                     return on_error(path, SourceError("GPU003", f"cannot read file: {exc.strerror}"))
             entry = self._entry(path, raw, variant)
@@ -126,8 +125,7 @@ class Cache:
                     if source is not None:
                         raw = source.raw
                     else:
-                        with open(path, "rb") as handle:
-                            raw = handle.read()
+                        raw = read_bytes(path)
                     digest.update(f"\0{os.path.abspath(path)}\0{module_name_for(path)}\0{len(raw)}\0".encode())
                     digest.update(raw)
             except OSError:
