@@ -2,12 +2,13 @@
 
 flake8 owns selection and ``# noqa``: every sync-lint rule that is on by default (or enabled
 by ``preview`` in ``[tool.sync-lint]``) runs, nothing is suppressed here, and GPU010 (unused
-noqa) is left to flake8. Columns are 0-based because flake8 adds one. Functions in other files
-are not seen from a single file: a finding that rests on one needs ``sync-lint check`` of more
-than the file (a folder, or several staged files, which reads the functions they call beyond
-them); only whether a class is an ``nn.Module`` by way of a base another file defines, and the
-custom ops a finding rests on that a file beside implements in Python, are read from beside it,
-as ``sync-lint check`` of the one file does.
+noqa) is left to flake8. Columns are 0-based because flake8 adds one. Each file is checked
+alone (flake8 calls a plugin once per file, in its own processes): functions in other files
+are not seen, and a finding that rests on one needs ``sync-lint check``, which reads the
+functions its files call beyond them; only whether a class is an ``nn.Module`` by way of a base
+another file defines, and the custom ops a finding rests on that a file beside implements in
+Python, are read from beside it, as ``sync-lint check`` of the one file under
+``follow-imports = "skip"`` does.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def _beyond_the_file(
     source: SourceFile, settings: config.Settings, rules: list, module_name: str, tree,
 ) -> project_plan.ProjectNames | None:
     """What the file hears of the files beside it, as ``sync-lint check`` of it alone would
-    (``Linter.lone_scope``): which of its classes' bases are ``nn.Module`` subclasses. None:
+    (``Linter.lone_scope``, under ``follow-imports = "skip"``): which of its classes' bases are ``nn.Module`` subclasses. None:
     nothing to ask (standard input, or no rule that reports in hot scopes)."""
     if source.path in ("stdin", "-") or not project_plan.may_hear_of_bases(rules, source.text):
         return None

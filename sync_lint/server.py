@@ -4,11 +4,11 @@ It lints each open document in memory, with the configuration of the project the
 on open, on every change and on save, and publishes the findings as diagnostics (code, message,
 range, severity, a link to the rule's page). Each fix is offered as a quick fix, together with
 "add a ``# noqa``" for the line; a ``source.fixAll.sync-lint`` action applies every safe fix.
-Like the flake8 plugin it sees one file at a time: a finding that rests on a function of another
-file needs ``sync-lint check`` of more than the file; only whether a class is an ``nn.Module`` by
-way of a base beside it, and the custom ops a finding rests on that a file beside implements in
-Python, are read from disk, as a check of the one file does (``Linter.lone_scope``,
-``Linter.lint_source``).
+Like the flake8 plugin it checks a file alone: a finding that rests on a function of another
+file needs ``sync-lint check``, which reads beyond the files it is given; only whether a class is
+an ``nn.Module`` by way of a base beside it, and the custom ops a finding rests on that a file
+beside implements in Python, are read from disk, as a check of the one file alone does
+(``Linter.lone_scope``, ``Linter.lint_source``).
 
 Positions: the engine counts columns and offsets in code points; LSP counts UTF-16 code units
 unless the client offers another encoding at initialisation, so every position is converted

@@ -280,7 +280,7 @@ def names_outline(
     source: SourceFile, settings: Settings, module_name: str, is_package: bool, tree: ast.Module | None = None,
 ) -> FileOutline:
     """What the plain path (``--parse-whole-files``) reads of a file before linting it, and a
-    run of one file, and a run of the files beyond it (``outlines_beyond``): its imports and
+    run of one file checked alone, and a run of the files beyond it (``outlines_beyond``): its imports and
     classes, read as ``outline`` reads them, for ``module_bases``. ``tree``: the text's, where
     the caller has it."""
     with collector.paused():
@@ -874,7 +874,7 @@ def plan_reading_callees(
     reached functions followed in turn; a run of every file reads none. ``bases_of``:
     ``outlines_beyond``; ``outline_files``: ``outline`` of each path. ``follow_calls`` False
     (``follow-imports = "skip"``): only the files that may register the custom ops it calls are
-    read, as a run of one file reads them (``hearing_ops_alone``).
+    read, as a run of one file checked alone reads them (``hearing_ops_alone``).
 
     What a run cannot see this way: a function of the run that only a hot function outside it
     calls (the callers of a run's code are not looked for).

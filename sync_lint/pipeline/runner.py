@@ -163,7 +163,7 @@ class Linter:
         return RunScope([rule for rule in self.rules if rule.code in codes])
 
     def lone_scope(self, path: str, source: SourceFile) -> tuple[RunScope, ProjectNames | None]:
-        """The scope of a run of one file (``scope_of``), and what it hears of the files beyond
+        """The scope of a run of one file checked alone (``scope_of``), and what it hears of the files beyond
         it: which of its classes' bases other files make ``nn.Module`` subclasses
         (``project_plan.names_of_a_lone_file``), as a run of every file would tell it."""
         from sync_lint.pipeline import project_plan
@@ -369,10 +369,10 @@ class Linter:
 
 @dataclass(frozen=True)
 class RunScope:
-    """The rules a run needs, and for a run of one file its syntax scout (``Linter.scope_of``)."""
+    """The rules a run needs, and for a run of one file checked alone its syntax scout (``Linter.scope_of``)."""
 
     rules: list[Rule]
-    scout: scout.Scout | None = None  # a run of one file: its syntax scout
+    scout: scout.Scout | None = None  # a run of one file checked alone: its syntax scout
 
     def key(self) -> tuple:
         """What the cache keys facts on: they differ with the rules that made them, and a file
@@ -515,7 +515,7 @@ def _worker_init(linter: Linter, profiling: bool) -> None:
 
 def _rule_codes(scope: RunScope | None) -> tuple[str, ...] | None:
     """What a worker needs to run a small run's rules (``Linter.scope_named``): their codes. None:
-    the whole project's. A run of one file, whose scope holds its scout, starts no pool."""
+    the whole project's. A run of one file checked alone, whose scope holds its scout, starts no pool."""
     if scope is None:
         return None
     assert scope.scout is None

@@ -88,9 +88,10 @@ class Rule:
     # Substrings without which no single function can hold a finding of the rule or a summary
     # it records (the function-level pre-filter, ``pipeline.units``); None: ``triggers``.
     unit_triggers: tuple[str | re.Pattern, ...] | None = None
-    # For a file checked on its own (a one-file run, the flake8 plugin, an editor), where no
-    # other file's summary can complete a finding: substrings the file must also contain
-    # (one of them, besides one of ``triggers``). None: ``triggers`` alone decide.
+    # For a file checked on its own (the flake8 plugin, an editor, a one-file run under
+    # ``follow-imports = "skip"``), where no other file's summary can complete a finding:
+    # substrings the file must also contain (one of them, besides one of ``triggers``). None:
+    # ``triggers`` alone decide.
     alone_triggers: tuple[str | re.Pattern, ...] | None = None
     # Reports only in hot scopes (``analysis.hot_scopes``): a file checked on its own where the
     # syntax scout finds none may be is skipped (``prefilter.rules_that_can_report``).
