@@ -163,12 +163,13 @@ def pick_size_spread(tree: Path, files: list[str], count: int) -> list[str]:
     return [sizes[int((k + 0.5) * len(sizes) / count)][1] for k in range(min(count, len(sizes)))]
 
 
-def files_analysed_alone(tree: Path, files: list[str]) -> list[str]:
-    """The files a one-file run of sync-lint parses with libcst (``FileFacts.parsed``): those
-    its text gate and syntax scout could not clear, so the run imports libcst and analyses
-    them. They are the files of GPU code that pre-commit's runs check in earnest (a tenth of
-    vLLM's), and a size-spread sample of the whole tree holds few of them. Found in this
-    process, one ``Linter.run([file])`` each, after a text gate as the run's own."""
+def files_a_one_file_run_parses(tree: Path, files: list[str]) -> list[str]:
+    """The files a one-file run of sync-lint parses with libcst (``FileFacts.parsed`` of the
+    file itself): those it analyses, so imports libcst for. They are the files of GPU code that
+    pre-commit's runs check in earnest (a tenth to a sixth of each tree), and a size-spread
+    sample of the whole tree holds few of them. Found in this process, one ``Linter.run([file])``
+    each with the run's settings, after a text gate as the run's own (minutes on a whole tree:
+    a run of one file reads what its findings rest on beyond it)."""
     sys.path.insert(0, str(ROOT))
     from sync_lint import config
     from sync_lint.api import make_settings
@@ -215,10 +216,10 @@ def one_file_sample(tree: Path, files: list[str], count: int, repeat: int, label
 
 def one_file_samples(tree: Path, files: list[str], count: int, repeat: int) -> list[dict]:
     """The one-file target on two samples: the whole tree, and the files a one-file run
-    analyses (``files_analysed_alone``)."""
+    analyses (``files_a_one_file_run_parses``)."""
     whole = one_file_sample(tree, files, count, repeat)
     started = time.perf_counter()
-    analysed = files_analysed_alone(tree, files)
+    analysed = files_a_one_file_run_parses(tree, files)
     print(f"[bench]   {len(analysed)} of {len(files)} files are parsed by a one-file run "
           f"(found in {time.perf_counter() - started:.0f} s)", flush=True)
     parsed = one_file_sample(tree, analysed, count, repeat, "the files a one-file run parses")

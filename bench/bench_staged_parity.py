@@ -18,7 +18,7 @@ whole tree before, on a copy of the tree in which each run's files get a comment
 first (staged files are edited ones; restored after): the whole run fills a cache, and each pair's
 run starts from a copy of it (``after-whole``: the first commit after a check of the whole tree) or
 reads and adds to that one cache (``successive``: commits one after another). Prints each pair that differs, then the findings expected,
-the findings reported (and how many of them the whole run does not report), the pairs identical,
+the findings reported (and how many of them the whole run does not report), the runs identical,
 and the median and worst wall time of a pair's run, and of its ratio to ``flake8 --select E9,F``
 on the same files (run once right after it, without sync-lint's own plugin).
 """
@@ -140,12 +140,12 @@ def compare(tree: Path, args: argparse.Namespace, settings: Path | None, cache: 
                 print(f"same ({len(want)} findings, {seconds:.1f} s): {' '.join(run)}")
         else:
             print(f"differs ({len(want)} expected, {len(got)} reported, {seconds:.1f} s): {' '.join(run)}")
-    print(f"pairs: {len(with_findings)}; findings expected {expected}, reported {reported} ({unwanted} of them "
-          f"not in the whole run's report); pairs identical {identical} of {len(with_findings)}")
+    print(f"runs of {args.staged} file(s): {len(with_findings)}; findings expected {expected}, reported {reported} "
+          f"({unwanted} of them not in the whole run's report); runs identical {identical} of {len(with_findings)}")
     if times:
         walls = sorted(wall for wall, _ in times)
         ratios = sorted(ratio for _, ratio in times)
-        print(f"wall per pair: median {walls[len(walls) // 2]:.2f} s, worst {walls[-1]:.2f} s; against flake8 "
+        print(f"wall per run: median {walls[len(walls) // 2]:.2f} s, worst {walls[-1]:.2f} s; against flake8 "
               f"--select E9,F on the same files, each run once after it: median {ratios[len(ratios) // 2]:.2f}x, "
               f"worst {ratios[-1]:.2f}x")
     return 0
