@@ -8,6 +8,7 @@ are masked, and that the findings equal the plain path's (``fast=False``: every 
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -1907,6 +1908,114 @@ def test_a_run_of_some_files_reads_the_outlines_a_run_of_the_whole_tree_cached(t
     cold = runner.Linter(make_settings()).run(run, jobs=1).diagnostics
     assert [(Path(d.path).name, d.line, d.code) for d in warm] == [(Path(d.path).name, d.line, d.code) for d in cold]
     assert [(Path(d.path).name, d.code) for d in cold] == [("model.py", "GPU201")]
+
+
+BEYOND_A_STAGED_PAIR = {
+    "helpers.py": (
+        "import torch\n\n\ndef wait(x):\n    torch.cuda.synchronize()\n\n\n"
+        "def count(x):\n    return int(x.sum().item())\n"
+    ),
+    "declared.py": "from pkg.sync import gpu_sync_allowed\n\n\ndef read(x):\n    with gpu_sync_allowed():\n        return x.item()\n",
+    "sync.py": "def gpu_sync_allowed():\n    pass\n",
+    "model.py": "from torch import nn\n\nfrom pkg.helpers import wait\n\n\nclass Model(nn.Module):\n    def forward(self, x):\n        wait(x)\n",
+}
+
+
+def log_lints(monkeypatch, log: Path) -> Callable[[], list[str]]:
+    """From here on, each file a run lints (``lint_file.lint_source`` as the runner calls it) is
+    logged to ``log``, by worker processes too (forked with the patch); returns a reader of the
+    names logged since the last read."""
+    original = runner.lint_source
+
+    def logged(source, *args, **kwargs):
+        with open(log, "a") as out:
+            out.write(Path(source.path).name + "\n")
+        return original(source, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "lint_source", logged)
+
+    def since() -> list[str]:
+        names = sorted(log.read_text().split()) if log.exists() else []
+        log.unlink(missing_ok=True)
+        return names
+
+    return since
+
+
+def stage(paths: list[str], edit: str = "# staged\n") -> None:
+    for path in paths:
+        Path(path).write_text(Path(path).read_text() + edit)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_run_of_staged_files_reads_the_facts_a_run_of_the_whole_tree_cached_of_the_files_beyond_it(
+    tmp_path, monkeypatch, jobs,
+):
+    """After a run of every file (its rules include GPU203, one file declaring a sync; it keeps
+    all of ``helpers.py`` a hot function calls), a run of two staged files (without GPU203)
+    lints only its own files: the facts that run made of ``helpers.py``, beyond the staged
+    files, hold all this run reads of it (``cache.Wider``). It reports what it reports without
+    a cache. A file beyond edited since is linted again, and what it holds now is what the run
+    reads: its sync removed, the finding that rested on it goes. ``jobs=2``: the files beyond
+    are linted in the small run's spare pool."""
+    monkeypatch.setattr(runner, "SPARE_POOL_THRESHOLD", 1)
+    run = staged_pair(tmp_path, BEYOND_A_STAGED_PAIR)
+    every = Discovery(DEFAULT_EXCLUDE, tmp_path).files([str(tmp_path)])
+    cache = str(tmp_path / "cache")
+    runner.Linter(make_settings(), cache_dir=cache).run(every, jobs=jobs)
+    linted_since = log_lints(monkeypatch, tmp_path / "linted.log")
+    stage(run)
+    warm = runner.Linter(make_settings(), cache_dir=cache).run(run, jobs=jobs).diagnostics
+    assert linted_since() == ["model.py", "util.py"]
+    cold = runner.Linter(make_settings()).run(run, jobs=jobs).diagnostics
+    assert linted_since() == ["helpers.py", "model.py", "util.py"]  # the count sees a lint beyond
+    assert [(Path(d.path).name, d.line, d.code) for d in warm] == [(Path(d.path).name, d.line, d.code) for d in cold]
+    assert [(Path(d.path).name, d.code) for d in cold] == [("model.py", "GPU201")]
+
+    helpers = tmp_path / "pkg" / "helpers.py"
+    helpers.write_text(helpers.read_text().replace("torch.cuda.synchronize()", "pass"))
+    stage(run, "# staged again\n")
+    assert runner.Linter(make_settings(), cache_dir=cache).run(run, jobs=jobs).diagnostics == []
+    assert linted_since() == ["helpers.py", "model.py", "util.py"]
+
+
+def test_facts_of_a_file_beyond_a_run_made_with_fewer_rules_or_fewer_functions_serve_no_run_that_needs_more():
+    """``Linter.lint_one``'s record of what a lint was made with (``runner._wider``): facts made
+    under every rule a run needs and keeping every function it keeps serve it in place of a
+    lint; facts made under fewer rules, keeping fewer functions or recording fewer at sinks, of
+    another text, by a file checked alone, or by names alone, do not. Only a file beyond the
+    run looks for them (its findings are not reported: those of more rules would be)."""
+    from sync_lint.analysis.project_names import NOTHING_FROM_THE_PROJECT
+    from sync_lint.pipeline.project_plan import KeptUnits
+
+    rules = {rule.code: rule for rule in runner.Linter(make_settings()).rules}
+
+    def scope(*codes):
+        return runner.RunScope([rules[code] for code in codes])
+
+    def wider(codes, kept, beyond=True):
+        return runner._wider(scope(*codes), kept, "pkg.helpers", NOTHING_FROM_THE_PROJECT, beyond)
+
+    needs = KeptUnits(7, (1, 2), at_sinks=(1,))
+    need = wider(("GPU101", "GPU201"), needs)
+    made = [
+        wider(("GPU101", "GPU201", "GPU203"), KeptUnits(7, (0, 1, 2), at_sinks=(1, 2))),
+        wider(("GPU101", "GPU201"), KeptUnits(7, (1, 2))),  # every function recorded at sinks
+        wider(("GPU101", "GPU201"), None),  # the whole file
+    ]
+    assert [need.serves(m.made_with) for m in made] == [True, True, True]
+    not_made = [
+        wider(("GPU101",), KeptUnits(7, (0, 1, 2))),  # a rule fewer
+        wider(("GPU101", "GPU201"), KeptUnits(7, (2,))),  # a function fewer
+        wider(("GPU101", "GPU201"), KeptUnits(7, (1, 2), at_sinks=())),  # none recorded at sinks
+        wider(("GPU101", "GPU201"), KeptUnits(8, (1, 2))),  # another text
+    ]
+    assert [need.serves(m.made_with) for m in not_made] == [False, False, False, False]
+    assert not wider(("GPU101",), None).serves(made[0].made_with)  # the whole file is needed
+    assert wider(("GPU101",), needs, beyond=False).serves is None  # a file of the run
+    assert wider(("GPU101",), KeptUnits(7, (), names_only=True)) is None  # no parse to spare
+    assert runner._wider(runner.RunScope([rules["GPU101"]], scout=object()), needs, "m", NOTHING_FROM_THE_PROJECT, True) is None
+    assert needs.as_recorded() == needs and needs.as_recorded().cuts == ()
 
 
 @pytest.mark.parametrize("follow", ["silent", "skip"])

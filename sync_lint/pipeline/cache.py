@@ -21,6 +21,7 @@ import pickle
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TypeVar
 
@@ -46,6 +47,8 @@ _CACHEDIR_TAG = (
     "# For information about cache directory tags, see https://bford.info/cachedir/\n"
 )
 _OWN_FILES = (".gitignore", "CACHEDIR.TAG", _PRUNED_MARKER)
+# The facts of one text a ledger lists (``Wider``): each different run of few files adds its own.
+_LEDGER_LENGTH = 8
 _HEX = frozenset("0123456789abcdef")
 
 
@@ -66,6 +69,24 @@ def _code_fingerprint() -> str:
     return digest.hexdigest()
 
 
+@dataclass(frozen=True)
+class Wider:
+    """What a lint's facts are made with, beyond what its cache key holds, and what facts of the
+    same file made with more may serve it. A run of few files lints the files beyond it keeping
+    only the functions it reaches, under the rules it needs; a run of the whole tree (or another
+    small run) linted them keeping more, and facts that hold more hold all a run reads of them
+    (``Linter.lint_one``). Each lint records what it was made with in a ledger of the file's
+    text and ``variant``; a lint with ``serves`` reads the first facts listed there it accepts.
+
+    ``variant``: what the facts depend on besides the text and what they are made with (their
+    facts differ for any change of it); ``made_with``: recorded for later runs; ``serves``:
+    whether facts made with such a ``made_with`` hold all of this lint's (None: look for none)."""
+
+    variant: tuple
+    made_with: tuple
+    serves: Callable[[tuple], bool] | None = None
+
+
 class Cache:
     def __init__(self, folder: str, settings: Settings, enabled: list[str]) -> None:
         self.folder = folder
@@ -80,10 +101,12 @@ class Cache:
     def lint_path(
         self, path: str, lint: Callable[[SourceFile], T], variant: tuple, source: SourceFile | None = None,
         on_error: Callable[[str, SourceError], T] | None = None, kind: type = FileFacts,
+        wider: Wider | None = None,
     ) -> T:
         """Cached facts of ``path`` (or its outline: ``kind``), or ``lint``'s; ``source``: the
         file as the run already read it. ``on_error``: the result for a file that cannot be read
-        or decoded (default: facts reporting it)."""
+        or decoded (default: facts reporting it). ``wider``: facts made with more may serve, and
+        what this lint makes is recorded for later runs (``Wider``)."""
         on_error = on_error or _error_facts
         with span("cache lookup"):
             if source is not None:
@@ -95,6 +118,8 @@ class Cache:
                     return on_error(path, SourceError("GPU003", f"cannot read file: {exc.strerror}"))
             entry = self._entry(path, raw, variant)
             found = _load(entry, kind)
+            if found is None and wider is not None and wider.serves is not None:
+                found = self._served_wider(path, raw, wider, kind)
             if found is not None:
                 return found
         try:
@@ -106,7 +131,29 @@ class Cache:
             facts = on_error(path, exc)
         with span("cache store"):
             self._store(entry, facts)
+            if wider is not None:
+                self._record(path, raw, wider, entry)
         return facts
+
+    def _ledger(self, path: str, raw: bytes, wider: Wider) -> str:
+        return self._entry(path, raw, ("made with", *wider.variant))
+
+    def _served_wider(self, path: str, raw: bytes, wider: Wider, kind: type):
+        assert wider.serves is not None
+        for made_with, name in _ledger_items(self._ledger(path, raw, wider)):
+            if wider.serves(made_with):
+                found = _load(os.path.join(self.folder, name[:2], name), kind)
+                if found is not None:  # else pruned since, or damaged: a miss
+                    return found
+        return None
+
+    def _record(self, path: str, raw: bytes, wider: Wider, entry: str) -> None:
+        """Lists ``entry`` in its text's ledger. Two runs recording at once may lose one of their
+        records: a later miss, never a wrong answer."""
+        ledger = self._ledger(path, raw, wider)
+        name = os.path.basename(entry)
+        listed = [item for item in _ledger_items(ledger) if item[1] != name]
+        self._store(ledger, [*listed[-(_LEDGER_LENGTH - 1):], (wider.made_with, name)])
 
     def whole_run(
         self, paths: list[str], variant: tuple, make: Callable[[], T], kind: type,
@@ -240,6 +287,14 @@ def _load(entry: str, kind: type):
         except OSError:
             pass  # a cache on a read-only disk still answers
     return found
+
+
+def _ledger_items(ledger: str) -> list[tuple[tuple, str]]:
+    """A ledger's records (``Cache._record``); what a damaged one holds besides is a miss."""
+    return [
+        item for item in _load(ledger, list) or ()
+        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], str) and _is_entry(item[1])
+    ]  # fmt: skip
 
 
 def _shards(folder: str) -> list[str]:

@@ -191,6 +191,25 @@ class KeptUnits:
     cuts: tuple = field(default=(), repr=False, compare=False)
     at_sinks: tuple[int, ...] | None = None
 
+    def within(self, wider: KeptUnits | None) -> bool:
+        """Whether a lint keeping ``wider`` (None: the whole file) parses and records every
+        function this keeps: its facts then hold all that this lint's would, and more, which a
+        run may read in their place (a unit kept needlessly costs time, never a finding: the
+        plan over-approximates what each run reads)."""
+        if wider is None:
+            return True
+        if wider.fingerprint != self.fingerprint:
+            return False
+        if wider.names_only:
+            return self.names_only
+        if not set(self.indices) <= set(wider.indices):
+            return False
+        return wider.at_sinks is None or (self.at_sinks is not None and set(self.at_sinks) <= set(wider.at_sinks))
+
+    def as_recorded(self) -> KeptUnits:
+        """The fields a cache records beside facts, to tell later runs what they were made with."""
+        return KeptUnits(self.fingerprint, self.indices, self.names_only, at_sinks=self.at_sinks)
+
 
 def fingerprint(source: SourceFile) -> int:
     return zlib.crc32(source.raw)

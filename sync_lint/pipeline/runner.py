@@ -75,11 +75,13 @@ class Linter:
     # -- per file -------------------------------------------------------------------------
     def lint_one(
         self, path: str, kept: KeptUnits | None = None, scope: RunScope | None = None, source: SourceFile | None = None,
-        project: FileProjectNames = NOTHING_FROM_THE_PROJECT,
+        project: FileProjectNames = NOTHING_FROM_THE_PROJECT, beyond: bool = False,
     ) -> FileFacts:
         """``kept``: the functions to parse (``project_plan``); None: all. ``source``: the file as
         this run already read it (a small run reads its files first to choose its rules); None:
-        read it now. ``project``: what the run's other files tell of it (``ProjectNames``)."""
+        read it now. ``project``: what the run's other files tell of it (``ProjectNames``).
+        ``beyond``: a file outside the run, read for its summaries alone (its findings are not
+        reported), which cached facts of it made with more rules and more units may serve."""
         scope = scope or self.whole_project
 
         def lint(source: SourceFile) -> FileFacts:
@@ -91,8 +93,9 @@ class Linter:
             # The module name is part of what the facts hold (their summaries' names), and the
             # file's text does not decide it: adding an ``__init__.py`` above it changes it. Nor
             # does it decide what other files tell of it.
-            variant = (kept, scope.key(), module_name_for(path), project)
-            return self.cache.lint_path(path, lint, variant=variant, source=source)
+            module_name = module_name_for(path)
+            variant = (kept, scope.key(), module_name, project)
+            return self.cache.lint_path(path, lint, variant=variant, source=source, wider=_wider(scope, kept, module_name, project, beyond))
         return lint_path(path, lint) if source is None else lint(source)
 
     def outline_one(self, path: str, source: SourceFile | None = None) -> FileOutline:
@@ -197,14 +200,14 @@ class Linter:
     def lint_all(
         self, paths: list[str], jobs: int | None = None, progress=None, plan: ProjectPlan | KeptPlan | None = None,
         pool: _Pool | None = None, scope: RunScope | None = None, sources: dict[str, SourceFile] | None = None,
-        names: ProjectNames | None = None,
+        names: ProjectNames | None = None, beyond: bool = False,
     ) -> list[FileFacts]:
         """Facts of ``paths``, in order. ``plan``: the project plan (None: parse whole).
         ``pool``: a started worker pool to use; without one, a pool is started for this call
         when the input is large enough to pay for it. ``scope``: the rules to run, for a small
         run (always linted here, in this process), and ``sources`` the files it read to choose
         them. ``names``: what each file hears from the others (``ProjectNames``; the plan's own
-        where there is one)."""
+        where there is one). ``beyond``: files outside the run (``lint_one``)."""
         sources = sources or {}
         names = plan.names if plan is not None else names
         kept = [plan.units_to_keep(path) if plan is not None else None for path in paths]
@@ -214,13 +217,13 @@ class Linter:
             if len(paths) < PARALLEL_THRESHOLD or jobs == 1:
                 results = []
                 for path, keep, project in items:
-                    results.append(self.lint_one(path, keep, scope, sources.get(path), project))
+                    results.append(self.lint_one(path, keep, scope, sources.get(path), project, beyond))
                     if progress:
                         progress(1)
                 return results
             with _Pool(self, jobs) as started:
                 return started.map(_worker_lint_batch, items, progress, _lint_costs(paths, kept))
-        work = functools.partial(_worker_lint_batch, codes=_rule_codes(scope))
+        work = functools.partial(_worker_lint_batch, codes=_rule_codes(scope), beyond=beyond)
         return pool.map(work, items, progress, _lint_costs(paths, kept))
 
     def names_all(self, paths: list[str], pool: _Pool | None, sources: dict[str, SourceFile]) -> ProjectNames:
@@ -340,7 +343,9 @@ class Linter:
                 )
             beside = []
             if silent:
-                beside = self.lint_all(silent, jobs, plan=plan, pool=_pool_for(silent, pool, spare), scope=scope, names=names)
+                beside = self.lint_all(
+                    silent, jobs, plan=plan, pool=_pool_for(silent, pool, spare), scope=scope, names=names, beyond=True,
+                )
             with profile.span("project summaries"):
                 index = ProjectIndex([*facts, *beside], follow_unread=not alone, names=names)
             with profile.span("cross-file findings and noqa"):
@@ -365,6 +370,29 @@ class Linter:
             facts=facts,
             index=index,
         )
+
+
+def _wider(
+    scope: RunScope, kept: KeptUnits | None, module_name: str, project: FileProjectNames, beyond: bool,
+) -> cache_stage.Wider | None:
+    """How a lint's facts are recorded in the cache for later runs of few files, and, for a file
+    ``beyond`` the run, which recorded facts of it may serve (``cache.Wider``): those made under
+    every rule this lint runs and keeping every function it keeps (``KeptUnits.within``). A
+    commit's pre-commit run after a run of the whole tree (or one of other staged files) then
+    reads what that run made of the files beyond it instead of linting each again. A file checked
+    alone keeps only what matters to it alone, and serves no other run. A lint that parses
+    nothing with libcst (``KeptUnits.names_only``; no rule's trigger in the file) costs less than
+    its record in the ledger, which a run of the whole tree would write for every file."""
+    if scope.scout is not None or (kept is not None and (kept.names_only or kept.active == ())):
+        return None
+    codes = tuple(rule.code for rule in scope.rules)
+    made_with = (codes, kept.as_recorded() if kept is not None else None)
+
+    def serves(made: tuple) -> bool:
+        rules, wider = made
+        return set(codes) <= set(rules) and (wider is None if kept is None else kept.within(wider))
+
+    return cache_stage.Wider((module_name, project), made_with, serves if beyond else None)
 
 
 @dataclass(frozen=True)
@@ -522,12 +550,14 @@ def _rule_codes(scope: RunScope | None) -> tuple[str, ...] | None:
     return tuple(rule.code for rule in scope.rules)
 
 
-def _worker_lint_batch(batch: list[tuple[str, KeptUnits | None, FileProjectNames]], codes: tuple[str, ...] | None = None):
+def _worker_lint_batch(
+    batch: list[tuple[str, KeptUnits | None, FileProjectNames]], codes: tuple[str, ...] | None = None, beyond: bool = False,
+):
     """A batch's facts, and the worker's profile totals for it (None when not profiling).
-    ``codes``: the run's rules (``_rule_codes``)."""
+    ``codes``: the run's rules (``_rule_codes``); ``beyond``: files outside the run (``Linter.lint_one``)."""
     assert _WORKER_LINTER is not None
     scope = _WORKER_LINTER.scope_named(codes)
-    facts = [_WORKER_LINTER.lint_one(path, kept, scope, project=project) for path, kept, project in batch]
+    facts = [_WORKER_LINTER.lint_one(path, kept, scope, project=project, beyond=beyond) for path, kept, project in batch]
     profiler = profile.active()
     return facts, profiler.take() if profiler is not None else None
 
