@@ -5,6 +5,12 @@ every file of the run (``Cache.whole_run``).
 Cross-file resolution is not cached: it is redone each run from the cached facts of every
 file, so that a change in one file is seen by the others.
 
+Facts also depend on what a run makes them with: the rules it runs and the functions its plan
+keeps of the file. A run of a few files reads the files beyond it for their summaries alone, and
+the facts a run of the whole tree (or of other files) made of one, under more rules and keeping
+more, hold all it reads there: a ledger per text lists what each lint of it was made with
+(``Wider``), and such a run reads facts listed there before it lints the file again.
+
 Entries are never updated, only added: each edit of a file, each new version of the tool or of
 the configuration adds its own. A run of a project checked on every commit would grow the cache
 without end, so the runner prunes it (``Cache.prune``): what no run has read or written for
