@@ -252,3 +252,43 @@ def test_an_entry_that_cannot_be_refreshed_is_still_a_hit(tmp_path, linter, monk
     monkeypatch.setattr(os, "utime", refuse)
     monkeypatch.setattr(cache_stage.Cache, "_store", linted_again)
     assert [d.code for d in linter.run(paths, jobs=1).diagnostics] == ["GPU201"]
+
+
+LEDGER_DAMAGE = {
+    "records of another shape": [("made with",), 5, (((), None), "../../outside"), (((), None), "0" * 40)],
+    "not a list": {"made with": "facts"},
+    **{name: damage for name, damage in DAMAGE.items() if name != "a pickle of something else"},
+}
+
+
+@pytest.mark.parametrize("damage", sorted(LEDGER_DAMAGE))
+def test_a_damaged_ledger_is_a_miss_never_an_error(tmp_path, damage):
+    """A run of a few files reads the facts of the files beyond it that a run of every file
+    cached, through the ledger each text has (``cache.Wider``): a damaged one, or one listing
+    entries that are gone or no entries at all, serves nothing, and the file is linted again.
+    (``declared.py`` gives the run of every file a rule the run of ``model.py`` lacks: the facts
+    of ``helpers.py`` it needs are not those that run made, but those made with less.)"""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").touch()
+    (package / "sync.py").write_text("def gpu_sync_allowed():\n    pass\n")
+    (package / "declared.py").write_text(
+        "from pkg.sync import gpu_sync_allowed\n\n\ndef read(x):\n    with gpu_sync_allowed():\n        return x.item()\n"
+    )
+    (package / "helpers.py").write_text("import torch\n\n\ndef wait(x):\n    torch.cuda.synchronize()\n")
+    model = package / "model.py"
+    model.write_text(
+        "from torch import nn\n\nfrom pkg.helpers import wait\n\n\n"
+        "class Model(nn.Module):\n    def forward(self, x):\n        wait(x)\n"
+    )
+    cache = tmp_path / "cache"
+    every = [str(path) for path in sorted(package.glob("*.py"))]
+    Linter(make_settings(), cache_dir=str(cache)).run(every, jobs=1)
+    ledgers = [path for path in entries(cache).values() if isinstance(cache_stage._load(str(path), object), list)]
+    assert len(ledgers) >= 2  # helpers.py's and model.py's, both parsed
+    damaged = LEDGER_DAMAGE[damage]
+    for path in ledgers:
+        path.write_bytes(damaged(path.read_bytes()) if callable(damaged) else pickle.dumps(damaged))
+    model.write_text(model.read_text() + "# staged\n")
+    found = Linter(make_settings(), cache_dir=str(cache)).run([str(model)], jobs=1).diagnostics
+    assert [(Path(d.path).name, d.line, d.code) for d in found] == [("model.py", 8, "GPU201")]
