@@ -212,19 +212,19 @@ class Linter:
         names = plan.names if plan is not None else names
         kept = [plan.units_to_keep(path) if plan is not None else None for path in paths]
         items = [(path, keep, names.of(path) if names else NOTHING_FROM_THE_PROJECT) for path, keep in zip(paths, kept)]
-        if pool is None:
-            jobs = jobs or os.cpu_count() or 1
-            if len(paths) < PARALLEL_THRESHOLD or jobs == 1:
-                results = []
-                for path, keep, project in items:
-                    results.append(self.lint_one(path, keep, scope, sources.get(path), project, beyond))
-                    if progress:
-                        progress(1)
-                return results
-            with _Pool(self, jobs) as started:
-                return started.map(_worker_lint_batch, items, progress, _lint_costs(paths, kept))
+        jobs = jobs or os.cpu_count() or 1
+        if pool is None and (len(paths) < PARALLEL_THRESHOLD or jobs == 1):
+            results = []
+            for path, keep, project in items:
+                results.append(self.lint_one(path, keep, scope, sources.get(path), project, beyond))
+                if progress:
+                    progress(1)
+            return results
         work = functools.partial(_worker_lint_batch, codes=_rule_codes(scope), beyond=beyond)
-        return pool.map(work, items, progress, _lint_costs(paths, kept))
+        if pool is not None:
+            return pool.map(work, items, progress, _lint_costs(paths, kept))
+        with _Pool(self, jobs) as started:
+            return started.map(work, items, progress, _lint_costs(paths, kept))
 
     def names_all(self, paths: list[str], pool: _Pool | None, sources: dict[str, SourceFile]) -> ProjectNames:
         """What each file hears from the others, for the plain path (which makes no plan): every
