@@ -2052,6 +2052,94 @@ def test_follow_imports_skip_reads_beyond_a_run_only_what_a_run_of_one_file_read
         validate({"follow-imports": "normal"}, "pyproject.toml")
 
 
+def test_a_scan_for_registrations_reads_again_only_files_that_hold_a_registration_word_or_changed(tmp_path, monkeypatch):
+    """``registration_texts`` with what earlier scans found (``RegistrationWords``): a file
+    unchanged since that held no registration word is not read again; one that holds a word is
+    (its text is searched for the ops), and so is one changed since, whose new word is then found."""
+    import os
+
+    from sync_lint.pipeline import project_plan
+
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    (folder / "plain.py").write_text("LIMIT = 1\n")
+    (folder / "registry.py").write_text("import torch\n\n@torch.library.custom_op('pkg::op', mutates_args=())\ndef op(x): ...\n")
+    (folder / "later.py").write_text("X = 1\n")
+    read_paths: list[str] = []
+    original = project_plan._raw
+
+    def counted(path):
+        read_paths.append(Path(path).name)
+        return original(path)
+
+    monkeypatch.setattr(project_plan, "_raw", counted)
+    words = project_plan.RegistrationWords()
+    first = project_plan.registration_texts([str(folder)], words=words)
+    assert sorted(Path(p).name for p in first) == ["registry.py"] and sorted(read_paths) == ["later.py", "plain.py", "registry.py"]
+    assert words.changed
+    read_paths.clear()
+    words.changed = False
+    assert sorted(Path(p).name for p in project_plan.registration_texts([str(folder)], words=words)) == ["registry.py"]
+    assert read_paths == ["registry.py"] and not words.changed
+    later = folder / "later.py"
+    later.write_text("from torch.library import custom_op\n")
+    os.utime(later, ns=(later.stat().st_atime_ns, later.stat().st_mtime_ns + 10**9))  # a later time of change
+    read_paths.clear()
+    again = project_plan.registration_texts([str(folder)], words=words)
+    assert sorted(Path(p).name for p in again) == ["later.py", "registry.py"] and sorted(read_paths) == ["later.py", "registry.py"]
+    assert words.changed
+    (folder / "plain.py").unlink()  # a file gone is forgotten, and nothing outside the folders scanned
+    words.files["/elsewhere/kept.py"] = ((1, 1), False)
+    words.changed = False
+    project_plan.registration_texts([str(folder)], words=words)
+    assert sorted(Path(p).name for p in words.files) == ["kept.py", "later.py", "registry.py"] and words.changed
+
+
+def test_runs_of_staged_files_keep_what_their_scans_for_registrations_found(tmp_path, monkeypatch):
+    """A run that calls a custom op scans its packages for the op's registration in Python; with
+    the cache, the next run of other staged files (another plan) reads again only the files that
+    hold a registration word, and a file that has come to register the op since is read, as a
+    cold run reads it (the op's function takes any strides: the view handed to it is no finding)."""
+    from sync_lint.pipeline import project_plan
+
+    files = {
+        "model.py": (
+            "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n"
+            "    def forward(self, x):\n        return torch.ops.pkg.rms_norm(x[:, 0])\n"
+        ),
+        "notes.py": "# a custom_op of the extension\nLIMIT = 1\n",
+        **{f"plain_{i}.py": f"LIMIT = {i}\n" for i in range(5)},
+    }
+    run = staged_pair(tmp_path, files)
+    cache = str(tmp_path / "cache")
+    read_paths: list[str] = []
+    original = project_plan._raw
+
+    def counted(path):
+        read_paths.append(Path(path).name)
+        return original(path)
+
+    monkeypatch.setattr(project_plan, "_raw", counted)
+
+    def staged_run() -> list[tuple[str, int, str]]:
+        stage(run)  # another commit: another plan
+        read_paths.clear()
+        found = runner.Linter(make_settings(), cache_dir=cache).run(run, jobs=1).diagnostics
+        return [(Path(d.path).name, d.line, d.code) for d in found]
+
+    assert staged_run() == [("model.py", 7, "GPU102")]
+    assert {"plain_0.py", "notes.py"} <= set(read_paths)
+    assert staged_run() == [("model.py", 7, "GPU102")]
+    assert "notes.py" in read_paths and not any(name.startswith("plain_") for name in read_paths)
+    registry = tmp_path / "pkg" / "plain_3.py"
+    registry.write_text(
+        "import torch\n\n\n@torch.library.custom_op('pkg::rms_norm', mutates_args=())\n"
+        "def rms_norm(x: torch.Tensor) -> torch.Tensor:\n    return x.clone()\n"
+    )
+    assert staged_run() == [] == [(d.path, d.line, d.code) for d in runner.Linter(make_settings()).run(run, jobs=1).diagnostics]
+    assert "plain_3.py" in read_paths
+
+
 def test_a_module_path_through_an_ops_folder_is_no_custom_op():
     """A run looks for the Python registration of each custom op its code may call
     (``ModuleFiles.registering``). ``torch.ops.<ns>.<name>`` is one, through ``import torch as

@@ -161,6 +161,18 @@ class Cache:
         listed = [item for item in _ledger_items(ledger) if item[1] != name]
         self._store(ledger, [*listed[-(_LEDGER_LENGTH - 1):], (wider.made_with, name)])
 
+    def load_shared(self, name: str, kind: type):
+        """A result every run of this tool version and configuration shares (``name``: what it
+        is; a ``kind``), or None."""
+        return _load(self._shared(name), kind)
+
+    def store_shared(self, name: str, value) -> None:
+        self._store(self._shared(name), value)
+
+    def _shared(self, name: str) -> str:
+        key = hashlib.blake2b(self.salt + b"\0shared\0" + name.encode(), digest_size=20).hexdigest()
+        return os.path.join(self.folder, key[:2], key)
+
     def whole_run(
         self, paths: list[str], variant: tuple, make: Callable[[], T], kind: type,
         sources: dict[str, SourceFile] | None = None, still_valid: Callable[[T], bool] | None = None,

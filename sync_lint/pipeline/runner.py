@@ -41,6 +41,8 @@ if TYPE_CHECKING:
         ProjectPlan,
     )
 
+# The cache's name for what scans for custom op registrations found (``project_plan.RegistrationWords``).
+_REGISTRATION_WORDS = "registration words"
 # Below this many files a process pool costs more than it saves (start-up and imports).
 PARALLEL_THRESHOLD = 48
 # A small run's spare pool, for the files it reads beyond it (``_pool_for``), starts at fewer:
@@ -275,10 +277,27 @@ class Linter:
             with profile.span("outline: callees beyond the run"):
                 return self._outline_many(paths, _pool_for(paths, pool, spare), {})
 
+        loaded: list[project_plan.RegistrationWords] = []
+
+        def registration_words() -> project_plan.RegistrationWords | None:
+            """What earlier runs' scans for registrations found, from the cache (``RegistrationWords``)."""
+            if self.cache is None:
+                return None
+            words = self.cache.load_shared(_REGISTRATION_WORDS, project_plan.RegistrationWords)
+            words = words or project_plan.RegistrationWords()
+            words.changed = False
+            loaded.append(words)
+            return words
+
         with profile.span("project plan"):
-            return project_plan.plan_reading_callees(
-                outlines, self._outlines_beyond, outline_callees, follow_calls=self.settings["follow-imports"] == "silent"
+            plan = project_plan.plan_reading_callees(
+                outlines, self._outlines_beyond, outline_callees, follow_calls=self.settings["follow-imports"] == "silent",
+                registration_words=registration_words,
             )
+        for words in loaded:
+            if words.changed and self.cache is not None:
+                self.cache.store_shared(_REGISTRATION_WORDS, words)
+        return plan
 
     def _silent_for_plain(
         self, paths: list[str], pool: _Pool | None, sources: dict[str, SourceFile], spare: _Pool | None = None,
