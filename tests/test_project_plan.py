@@ -2052,6 +2052,22 @@ def test_follow_imports_skip_reads_beyond_a_run_only_what_a_run_of_one_file_read
         validate({"follow-imports": "normal"}, "pyproject.toml")
 
 
+def log_plan_reads(monkeypatch) -> list[str]:
+    """The names of the files the plan reads from here on (``project_plan._raw``: a scan for
+    registrations, the questions whether a file beyond may define a name)."""
+    from sync_lint.pipeline import project_plan
+
+    read_paths: list[str] = []
+    original = project_plan._raw
+
+    def counted(path):
+        read_paths.append(Path(path).name)
+        return original(path)
+
+    monkeypatch.setattr(project_plan, "_raw", counted)
+    return read_paths
+
+
 def test_a_scan_for_registrations_reads_again_only_files_that_hold_a_registration_word_or_changed(tmp_path, monkeypatch):
     """``registration_texts`` with what earlier scans found (``RegistrationWords``): a file
     unchanged since that held no registration word is not read again; one that holds a word is
@@ -2065,14 +2081,7 @@ def test_a_scan_for_registrations_reads_again_only_files_that_hold_a_registratio
     (folder / "plain.py").write_text("LIMIT = 1\n")
     (folder / "registry.py").write_text("import torch\n\n@torch.library.custom_op('pkg::op', mutates_args=())\ndef op(x): ...\n")
     (folder / "later.py").write_text("X = 1\n")
-    read_paths: list[str] = []
-    original = project_plan._raw
-
-    def counted(path):
-        read_paths.append(Path(path).name)
-        return original(path)
-
-    monkeypatch.setattr(project_plan, "_raw", counted)
+    read_paths = log_plan_reads(monkeypatch)
     words = project_plan.RegistrationWords()
     first = project_plan.registration_texts([str(folder)], words=words)
     assert sorted(Path(p).name for p in first) == ["registry.py"] and sorted(read_paths) == ["later.py", "plain.py", "registry.py"]
@@ -2100,8 +2109,6 @@ def test_runs_of_staged_files_keep_what_their_scans_for_registrations_found(tmp_
     the cache, the next run of other staged files (another plan) reads again only the files that
     hold a registration word, and a file that has come to register the op since is read, as a
     cold run reads it (the op's function takes any strides: the view handed to it is no finding)."""
-    from sync_lint.pipeline import project_plan
-
     files = {
         "model.py": (
             "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n"
@@ -2112,14 +2119,7 @@ def test_runs_of_staged_files_keep_what_their_scans_for_registrations_found(tmp_
     }
     run = staged_pair(tmp_path, files)
     cache = str(tmp_path / "cache")
-    read_paths: list[str] = []
-    original = project_plan._raw
-
-    def counted(path):
-        read_paths.append(Path(path).name)
-        return original(path)
-
-    monkeypatch.setattr(project_plan, "_raw", counted)
+    read_paths = log_plan_reads(monkeypatch)
 
     def staged_run() -> list[tuple[str, int, str]]:
         stage(run)  # another commit: another plan
