@@ -1,6 +1,8 @@
 """A cache of ``FileFacts`` (and outlines) keyed by file path, module name and content, tool
-version and effective config; and of the project plan of a whole run, keyed by all of those for
-every file of the run (``Cache.whole_run``).
+version and effective config; of the project plan of a whole run, keyed by all of those for
+every file of the run (``Cache.whole_run``); and of what runs share whatever their files, keyed
+by tool version and config alone (``Cache.load_shared``: which files hold a custom op's
+registration word, ``project_plan.RegistrationWords``).
 
 Cross-file resolution is not cached: it is redone each run from the cached facts of every
 file, so that a change in one file is seen by the others.
