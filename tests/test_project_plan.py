@@ -2158,6 +2158,63 @@ def test_a_module_path_through_an_ops_folder_is_no_custom_op():
     assert _op_calls(module_paths, {"fast_topk": ("pkg.kernels.ops.moe.topk.fast_topk",)}) == ()
 
 
+def defines_or_imports_by_patterns(text: bytes, parts: tuple[str, ...]) -> bool:
+    """What ``project_plan._defines_or_imports`` answers, as patterns over the whole text: a
+    ``def`` of a part, a ``class`` of the first of two, or an ``import`` of the first on its
+    line or in a bracket opened on that line."""
+    import re
+
+    words = [re.escape(part.encode()) for part in parts]
+    if re.search(rb"\bdef\s+(?:" + b"|".join(words) + rb")\b", text):
+        return True
+    if len(parts) > 1 and re.search(rb"\bclass\s+" + words[0] + rb"\b", text):
+        return True
+    return re.search(rb"\bimport\b[^\n]*?(?:\([^)]*)?\b" + words[0] + rb"\b", text) is not None
+
+
+@pytest.mark.parametrize(("text", "parts", "answer"), [
+    (b"def foo(x):\n    pass\n", ("foo",), True),
+    (b"def foobar(x):\n    pass\n", ("foo",), False),
+    (b"async def  foo(x): ...\n", ("foo",), True),
+    (b"def\n foo", ("foo",), True),  # as the pattern reads it
+    (b"undef foo", ("foo",), False),
+    (b"class Foo:\n    def run(self): ...\n", ("Foo", "run"), True),
+    (b"class Foo(Base): ...\n", ("Foo", "missing"), True),
+    (b"class Foo(Base): ...\n", ("Foo",), False),  # a class named alone is no function
+    (b"from .impl import foo\n", ("foo",), True),
+    (b"from .impl import (\n    bar,\n    foo,\n)\n", ("foo",), True),
+    (b"from .impl import (bar)\nfoo = 1\n", ("foo",), False),
+    (b"import os\nfoo = 1\n", ("foo",), False),
+    (b"x = call(import_)\nfoo(1)\n", ("foo",), False),
+    (b"import torch  # foo\n", ("foo",), True),
+    (b"\xc3\xa9def foo", ("foo",), True),
+    (b"_def foo", ("foo",), False),
+])
+def test_a_file_beyond_a_run_may_define_or_import_a_name_as_the_patterns_say(text, parts, answer):
+    from sync_lint.pipeline.project_plan import _defines_or_imports
+
+    assert _defines_or_imports(text, parts) == defines_or_imports_by_patterns(text, parts) == answer
+
+
+def test_a_file_beyond_a_run_may_define_or_import_a_name_as_the_patterns_say_of_any_text():
+    """``_defines_or_imports`` looks back from each occurrence of a name, the patterns scan the
+    whole text: over random texts of the tokens that decide it, both answer alike."""
+    import random
+
+    from sync_lint.pipeline.project_plan import _defines_or_imports
+
+    tokens = [
+        b"def", b"class", b"import", b"from", b"(", b")", b"\n", b" ", b"\t", b"foo", b"bar", b"foobar",
+        b"_foo", b"foo_", b",", b".", b"#", b"1", b"\xc3\xa9", b"defoo", b"import(", b"\r\n",
+    ]
+    names = [("foo",), ("foo", "bar"), ("bar", "foo"), ("foo_",), ("bar",)]
+    chosen = random.Random(47)
+    for _ in range(20000):
+        text = b"".join(chosen.choice(tokens) for _ in range(chosen.randint(0, 24)))
+        parts = chosen.choice(names)
+        assert _defines_or_imports(text, parts) == defines_or_imports_by_patterns(text, parts), (text, parts)
+
+
 def test_a_file_skipped_as_not_worth_reading_answers_no_name_it_was_asked_for():
     """``ModuleFiles._may_define_or_import`` skips a file beyond a run only where the plan could
     not resolve the name into it: over every module of this repository (engine and reference
