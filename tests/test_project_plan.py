@@ -1816,6 +1816,42 @@ def test_a_file_read_beyond_a_run_is_parsed_only_where_the_run_may_reach(tmp_pat
     assert reported(run, True) == reported(run, False) == whole
 
 
+def test_a_plan_asks_where_a_call_goes_only_of_the_functions_it_needs_to(tmp_path, monkeypatch):
+    """Each level of a run's reading beyond it (``plan_reading_callees``) makes a plan asked only
+    which files the run's starting functions reach (``unread_callees``): the names that the
+    other functions of the files read beyond it call are not resolved there (``_CallEdges``),
+    level after level; its units to keep, asked of the last plan, still follow every call."""
+    from sync_lint.pipeline import project_plan
+
+    others = "".join(f"\n\ndef other{i}(x):\n    return unrelated{i}(x)\n\n\ndef unrelated{i}(x):\n    return x\n" for i in range(8))
+    run = staged_pair(tmp_path, {
+        "helpers.py": (
+            "import torch\nfrom pkg.deep import settle\n\n\ndef wait(x):\n    settle(x)\n    return x.to(x.device)\n"
+            + others
+        ),
+        "deep.py": "import torch\n\n\ndef settle(x):\n    torch.cuda.synchronize()\n" + others.replace("other", "deep_other"),
+        "model.py": (
+            "from torch import nn\n\nfrom pkg.helpers import wait\n\n\n"
+            "class Model(nn.Module):\n    def forward(self, x):\n        wait(x)\n        return x\n"
+        ),
+    })
+    asked: list[str] = []
+    resolve = project_plan._Resolver._targets
+
+    def recording(resolver, name: str) -> set[int]:
+        asked.append(name)
+        return resolve(resolver, name)
+
+    monkeypatch.setattr(project_plan._Resolver, "_targets", recording)
+    linter, plan = planned(run)
+    assert read_beyond(plan, tmp_path) == ["pkg/deep.py", "pkg/helpers.py"]
+    assert "pkg.deep.settle" in asked
+    assert not [name for name in asked if ".unrelated" in name], asked
+    assert plan.kept and "pkg.helpers.unrelated3" in asked  # the closure asks of every call
+    found = linter.run(run, jobs=1).diagnostics
+    assert [(Path(d.path).name, d.line, d.code) for d in found] == [("model.py", 8, "GPU201")]
+
+
 def test_a_small_run_reads_the_files_beyond_it_in_its_spare_pool(tmp_path, monkeypatch):
     """A run of two files whose hot method calls a helper in each of 20 files (one of which
     calls a 21st) outlines and lints them in a pool of workers (``runner._pool_for``: the spare

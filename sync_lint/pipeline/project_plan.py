@@ -49,7 +49,7 @@ import re
 import sys
 import zlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from sync_lint.analysis import op_words
@@ -1417,19 +1417,8 @@ class ProjectPlan:
                 by_qualname.setdefault(unit.qualname, []).append(len(self._units))
                 self._units.append((o.path, unit.index))
                 self._unit_outlines.append(unit)
-        self._resolver = resolver = _Resolver(by_qualname, module_imports)
-        self._calls: list[set[int]] = [set() for _ in self._units]
-        with span("project plan: calls"):
-            known = resolver.memo  # read here first: a third of a million names, most met before
-            for o in outlines:
-                for unit in o.units:
-                    calls = self._calls[self._ids[(o.path, unit.index)]]
-                    for ref in unit.refs:
-                        reached = known.get(ref)
-                        if reached is None:
-                            reached = resolver.targets(ref)
-                        if reached:  # most names are of no function of the run
-                            calls.update(reached)
+        self._resolver = _Resolver(by_qualname, module_imports)
+        self._calls = _CallEdges(self._unit_outlines, self._resolver)
         # The codes of each family of rules, and the units each closure keeps: the sink rules',
         # the hot-scope rules', and those of every other rule (``_active_rules``).
         self._sink_codes: frozenset[str] = frozenset(code for o in outlines for code in o.at_sinks)
@@ -1499,8 +1488,8 @@ class ProjectPlan:
         wanted = set(files.registering(ops))
         if not follow_calls:
             return wanted
-        memo = self._resolver.memo  # every name a unit may call was asked in ``__init__``
-        unresolved = {ref for unit_id in reached for ref in self._unit_outlines[unit_id].refs if not memo[ref]}
+        targets = self._resolver.targets  # asked already of each reached unit's names (``_CallEdges``)
+        unresolved = {ref for unit_id in reached for ref in self._unit_outlines[unit_id].refs if not targets(ref)}
         for ref in sorted(unresolved):
             for name in self._resolver.unresolved_through(ref):
                 if name.partition(".")[0] in files.own and (path := files.new_file_of(name, calls=True)) is not None:
@@ -1894,6 +1883,47 @@ class _SinkFacts:
         if needed_only and needs is not self._EVERY:
             found &= needs
         return found
+
+
+class _CallEdges:
+    """Unit id -> the ids of the units its calls may name (``_Resolver``), each unit's asked at
+    the first question of it. A plan made at each level of ``plan_reading_callees`` but the last
+    is asked only what its run's starting functions reach (``unread_callees``): the units of
+    the files read beyond a run are most of its units (whole files: a layer's, a model's), and
+    resolving every name they call, level after level, was most of a staged run's plan."""
+
+    def __init__(self, units: list[UnitOutline], resolver: _Resolver) -> None:
+        self._units = units
+        self._resolver = resolver
+        self._edges: list[set[int] | None] = [None] * len(units)
+
+    def __len__(self) -> int:
+        return len(self._edges)
+
+    def __getitem__(self, unit_id: int) -> set[int]:
+        edges = self._edges[unit_id]
+        if edges is None:
+            edges = self._edges[unit_id] = self._resolve(unit_id)
+        return edges
+
+    def __iter__(self) -> Iterator[set[int]]:
+        """Every unit's, in order (a closure over callers asks them all)."""
+        with span("project plan: calls"):
+            for unit_id, edges in enumerate(self._edges):
+                if edges is None:
+                    self._edges[unit_id] = self._resolve(unit_id)
+        return iter(self._edges)  # type: ignore[arg-type]  # each made above
+
+    def _resolve(self, unit_id: int) -> set[int]:
+        known, targets = self._resolver.memo, self._resolver.targets  # most names are met before
+        calls: set[int] = set()
+        for ref in self._units[unit_id].refs:
+            reached = known.get(ref)
+            if reached is None:
+                reached = targets(ref)
+            if reached:  # most names are of no function of the run
+                calls.update(reached)
+        return calls
 
 
 def _reach(seeds: list[int], edges) -> set[int]:
