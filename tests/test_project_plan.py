@@ -2176,6 +2176,37 @@ def test_runs_of_staged_files_keep_what_their_scans_for_registrations_found(tmp_
     assert "plain_3.py" in read_paths
 
 
+def test_a_run_of_the_whole_tree_notes_which_files_hold_a_registration_word(tmp_path, monkeypatch):
+    """A run of every file makes no scan for registrations, yet its outlines read every file:
+    with the cache, what they found serves the next staged run's scan (``note_outlined``), which
+    then reads only the files that hold a registration word, and a file changed too shortly
+    before the whole run to be told from one changed while it ran (``runner._SETTLED_NS``)."""
+    import os
+
+    files = {
+        "model.py": (
+            "import torch\nfrom torch import nn\n\n\nclass Model(nn.Module):\n"
+            "    def forward(self, x):\n        return torch.ops.pkg.rms_norm(x[:, 0])\n"
+        ),
+        "notes.py": "# a custom_op of the extension\nLIMIT = 1\n",
+        "layers.py": "import torch\n\n\ndef wait(x):\n    torch.cuda.synchronize()\n",
+        **{f"plain_{i}.py": f"LIMIT = {i}\n" for i in range(5)},
+    }
+    run = staged_pair(tmp_path, files)
+    every = Discovery(DEFAULT_EXCLUDE, tmp_path).files([str(tmp_path)])
+    settled = os.stat(every[0]).st_mtime - 60
+    for path in every:
+        if not path.endswith("plain_4.py"):  # written just before the whole run
+            os.utime(path, (settled, settled))
+    cache = str(tmp_path / "cache")
+    runner.Linter(make_settings(), cache_dir=cache).run(every, jobs=1)
+    read_paths = log_plan_reads(monkeypatch)
+    stage(run)
+    found = runner.Linter(make_settings(), cache_dir=cache).run(run, jobs=1).diagnostics
+    assert [(Path(d.path).name, d.line, d.code) for d in found] == [("model.py", 7, "GPU102")]
+    assert sorted(set(read_paths)) == ["notes.py", "plain_4.py"]
+
+
 def test_a_module_path_through_an_ops_folder_is_no_custom_op():
     """A run looks for the Python registration of each custom op its code may call
     (``ModuleFiles.registering``). ``torch.ops.<ns>.<name>`` is one, through ``import torch as

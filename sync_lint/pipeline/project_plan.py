@@ -163,6 +163,9 @@ class FileOutline:
     # ``(namespace, op name)`` of the custom ops its text may call (``_op_calls``).
     op_impls: tuple[tuple[str, str, str], ...] = ()
     op_calls: tuple[tuple[str, str], ...] = ()
+    # Whether its text holds a word of a custom op's registration in Python, for a scan's
+    # ``RegistrationWords`` (None: not known, the file could not be read).
+    registration_word: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -219,7 +222,9 @@ def outline(source: SourceFile, settings: Settings, rules: list[Rule], module_na
     """A file's seeds and calls (see the module docstring), with the cyclic garbage collector
     paused, as for a parse (``collector``)."""
     with collector.paused():
-        return _outline(source, settings, rules, module_name, is_package)
+        found = _outline(source, settings, rules, module_name, is_package)
+    found.registration_word = _holds_a_registration_word(source.raw)
+    return found
 
 
 def _outline(source: SourceFile, settings: Settings, rules: list[Rule], module_name: str, is_package: bool) -> FileOutline:
@@ -692,6 +697,24 @@ class RegistrationWords:
         if self.files.get(path) != (stat, holds):
             self.files[path] = (stat, holds)
             self.changed = True
+
+    def note_outlined(self, outlines: list[FileOutline], settled_before: int) -> None:
+        """Notes the files of a run's outlines, which read every file of it: a run of a whole
+        tree makes no scan, and the first plan of staged files after it would read every file
+        again. Only files changed last before ``settled_before`` (``time.time_ns()``) are noted,
+        as a racy-clean index does: one changed since it was outlined, within the time of
+        change's granularity, would be noted under its new size and time with its old text's
+        answer."""
+        for outline in outlines:
+            if outline.registration_word is None:
+                continue
+            path = os.path.abspath(outline.path)
+            try:
+                found = os.stat(path)
+            except OSError:
+                continue
+            if found.st_mtime_ns < settled_before:
+                self.note(path, (found.st_mtime_ns, found.st_size), outline.registration_word)
 
     def forget_all_but(self, present: set[str], folders: list[str]) -> None:
         """Drops the files under ``folders`` (each ending in a separator) not ``present`` now:

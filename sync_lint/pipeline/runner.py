@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 
 # The cache's name for what scans for custom op registrations found (``project_plan.RegistrationWords``).
 _REGISTRATION_WORDS = "registration words"
+# A file changed this shortly before a run may change again within its time of change's
+# granularity (a second on some file systems) while the run reads it (``note_outlined``).
+_SETTLED_NS = 2_000_000_000
 # Below this many files a process pool costs more than it saves (start-up and imports).
 PARALLEL_THRESHOLD = 48
 # A small run's spare pool, for the files it reads beyond it (``_pool_for``), starts at fewer:
@@ -269,6 +272,7 @@ class Linter:
         self, paths: list[str], pool: _Pool | None, sources: dict[str, SourceFile], spare: _Pool | None = None,
     ) -> ProjectPlan:
         """``spare``: a pool not yet started, for a small run that reads files beyond it (``_pool_for``)."""
+        started = time.time_ns()  # before any file is read for its outline
         with profile.span("outline"):
             outlines = self._outline_many(paths, pool, sources)
         from sync_lint.pipeline import project_plan
@@ -294,8 +298,11 @@ class Linter:
                 outlines, self._outlines_beyond, outline_callees, follow_calls=self.settings["follow-imports"] == "silent",
                 registration_words=registration_words,
             )
-        for words in loaded:
-            if words.changed and self.cache is not None:
+        # What the outlines read of each file serves the next scan (``RegistrationWords``).
+        words = loaded[0] if loaded else registration_words()
+        if words is not None:
+            words.note_outlined(list(plan.outlines.values()), started - _SETTLED_NS)
+            if words.changed:
                 self.cache.store_shared(_REGISTRATION_WORDS, words)
         return plan
 
