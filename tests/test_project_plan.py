@@ -2207,6 +2207,35 @@ def test_a_run_of_the_whole_tree_notes_which_files_hold_a_registration_word(tmp_
     assert sorted(set(read_paths)) == ["notes.py", "plain_4.py"]
 
 
+def test_the_files_that_may_register_an_op_are_those_its_name_as_a_word_is_in():
+    """``files_registering`` screens the texts by substring for a few op names before its
+    pattern: the same files as the pattern alone, for few names and for many, over random texts
+    of names, their parts and longer words around them."""
+    import random
+    import re
+
+    from sync_lint.pipeline.project_plan import (
+        _NAMES_SCREENED_BY_SUBSTRING,
+        files_registering,
+    )
+
+    names = [f"op{i}" for i in range(40)] + ["rms_norm", "fused_rms_norm", "norm"]
+    pieces = [*names, "_", "x", "op", "rms", " ", "\n", ".", "'", "::", "def ", "custom_op("]
+    chosen = random.Random(7)
+    texts = {
+        f"f{i}.py": "".join(chosen.choice(pieces) for _ in range(chosen.randint(0, 30))).encode() for i in range(60)
+    }
+    sizes = set()
+    for count in (1, 2, 5, _NAMES_SCREENED_BY_SUBSTRING, _NAMES_SCREENED_BY_SUBSTRING + 1, 40):
+        for _ in range(25):
+            ops = {("pkg", name) for name in chosen.sample(names, count)}
+            named = re.compile(rb"\b(?:" + b"|".join(re.escape(n.encode()) for _, n in sorted(ops)) + rb")\b")
+            expected = sorted(path for path, raw in texts.items() if path != "f0.py" and named.search(raw))
+            assert files_registering(texts, ops, {"f0.py"}) == expected, ops
+            sizes.add(len(expected))
+    assert min(sizes) < 10 < max(sizes) < len(texts) - 1  # some texts hold a name, others none
+
+
 def test_a_module_path_through_an_ops_folder_is_no_custom_op():
     """A run looks for the Python registration of each custom op its code may call
     (``ModuleFiles.registering``). ``torch.ops.<ns>.<name>`` is one, through ``import torch as
