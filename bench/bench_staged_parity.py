@@ -21,6 +21,13 @@ reads and adds to that one cache (``successive``: commits one after another). Pr
 the findings reported (and how many of them the whole run does not report), the runs identical,
 and the median and worst wall time of a pair's run, and of its ratio to ``flake8 --select E9,F``
 on the same files (run once right after it, without sync-lint's own plugin).
+
+``--against BASE``: also runs the sync-lint source at ``BASE`` (another revision's worktree) on
+the same pairs, each pair's two runs back to back in alternating order (then flake8), each
+revision with its own whole run and cache: the figures of both, and the median of each pair's
+ratio of this revision's time to BASE's, which the machine's drift over a run of minutes moves
+far less than either median (two runs of the bench, one per revision, can differ by a fifth on
+an idle machine).
 """
 
 from __future__ import annotations
@@ -90,6 +97,8 @@ def main() -> int:
                         help="files per run: a file with a finding, and (2) a file drawn from the tree")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--code", type=Path, default=ROOT, help="the sync-lint source to run (default: this checkout)")
+    parser.add_argument("--against", type=Path, help="another sync-lint source to run on the same pairs, "
+                        "alternating with --code, for the ratio of their times")
     parser.add_argument("--verbose", action="store_true", help="print every pair, with its wall time")
     parser.add_argument("--config", type=Path, help="a pyproject.toml whose [tool.sync-lint] both runs read "
                         "(`follow-imports = \"skip\"`: what a staged run gives up for speed)")
@@ -106,49 +115,83 @@ def main() -> int:
         return compare(tree, args, settings, cache)
 
 
+class Revision:
+    """One sync-lint source under test: its whole run's findings by file, its cache, and what its
+    runs of the pairs reported and took."""
+
+    def __init__(self, label: str, code: Path, cache: Path | None) -> None:
+        self.label, self.code, self.cache = label, code.resolve(), cache
+        self.whole_cache: Path | None = None
+        self.by_file: dict[str, list[str]] = {}
+        self.expected = self.reported = self.identical = self.unwanted = 0
+        self.walls: list[float] = []
+
+    def check_whole(self, tree: Path, args: argparse.Namespace, settings: Path | None) -> None:
+        whole, seconds = check(tree, self.code, ["."], settings, self.cache)
+        if args.cached == "after-whole":
+            self.whole_cache = self.cache.with_name(self.cache.name + "-after-whole")
+            self.cache.rename(self.whole_cache)
+        print(f"{self.label}: whole tree: {len(whole)} findings in {seconds:.1f} s")
+        for line in whole:
+            self.by_file.setdefault(line.split(":", 1)[0], []).append(line)
+
+    def run(self, tree: Path, run: list[str], settings: Path | None, verbose: bool) -> float:
+        want = sorted(line for staged_path in run for line in self.by_file.get(staged_path, []))
+        if self.whole_cache is not None:
+            shutil.rmtree(self.cache, ignore_errors=True)
+            shutil.copytree(self.whole_cache, self.cache)
+        with staged(tree, run if self.cache else []):
+            got, seconds = check(tree, self.code, run, settings, self.cache)
+        self.walls.append(seconds)
+        self.expected += len(want)
+        self.reported += len(got)
+        self.unwanted += len(set(got) - set(want))  # reported where the whole run reports nothing
+        if got == want:
+            self.identical += 1
+            if verbose:
+                print(f"{self.label}: same ({len(want)} findings, {seconds:.1f} s): {' '.join(run)}")
+        else:
+            print(f"{self.label}: differs ({len(want)} expected, {len(got)} reported, {seconds:.1f} s): {' '.join(run)}")
+        return seconds
+
+
 def compare(tree: Path, args: argparse.Namespace, settings: Path | None, cache: Path | None) -> int:
-    whole, seconds = check(tree, args.code.resolve(), ["."], settings, cache)
-    whole_cache = None
-    if args.cached == "after-whole":
-        whole_cache = cache.with_name("after-whole")
-        cache.rename(whole_cache)
-    print(f"whole tree: {len(whole)} findings in {seconds:.1f} s")
-    by_file: dict[str, list[str]] = {}
-    for line in whole:
-        by_file.setdefault(line.split(":", 1)[0], []).append(line)
+    revisions = [Revision("this", args.code, cache)]
+    if args.against is not None:
+        revisions.append(Revision("against", args.against, cache.with_name("cache-against") if cache else None))
+    for revision in revisions:
+        revision.check_whole(tree, args, settings)
+    by_file = revisions[0].by_file
     every = sorted(str(path.relative_to(tree)) for path in tree.rglob("*.py"))
     rng = random.Random(args.seed)
     with_findings = rng.sample(sorted(by_file), min(args.pairs, len(by_file)))
-    expected = reported = identical = unwanted = 0
-    times = []
-    for path in with_findings:
+    peers = []
+    for number, path in enumerate(with_findings):
         other = rng.choice([candidate for candidate in every if candidate != path])  # drawn either way: same pairs
         run = [path, other][: args.staged]
-        want = sorted(line for staged_path in run for line in by_file.get(staged_path, []))
-        if whole_cache is not None:
-            shutil.rmtree(cache, ignore_errors=True)
-            shutil.copytree(whole_cache, cache)
-        with staged(tree, run if cache else []):
-            got, seconds = check(tree, args.code.resolve(), run, settings, cache)
-        times.append((seconds, seconds / peer(tree, run)))
-        expected += len(want)
-        reported += len(got)
-        unwanted += len(set(got) - set(want))  # reported where the whole run reports nothing
-        if got == want:
-            identical += 1
-            if args.verbose:
-                print(f"same ({len(want)} findings, {seconds:.1f} s): {' '.join(run)}")
-        else:
-            print(f"differs ({len(want)} expected, {len(got)} reported, {seconds:.1f} s): {' '.join(run)}")
-    print(f"runs of {args.staged} file(s): {len(with_findings)}; findings expected {expected}, reported {reported} "
-          f"({unwanted} of them not in the whole run's report); runs identical {identical} of {len(with_findings)}")
-    if times:
-        walls = sorted(wall for wall, _ in times)
-        ratios = sorted(ratio for _, ratio in times)
-        print(f"wall per run: median {walls[len(walls) // 2]:.2f} s, worst {walls[-1]:.2f} s; against flake8 "
-              f"--select E9,F on the same files, each run once after it: median {ratios[len(ratios) // 2]:.2f}x, "
-              f"worst {ratios[-1]:.2f}x")
+        for revision in revisions[::-1] if number % 2 else revisions:  # neither always first
+            revision.run(tree, run, settings, args.verbose)
+        peers.append(peer(tree, run))
+    for revision in revisions:
+        label = f"{revision.label} ({revision.code})" if len(revisions) > 1 else "runs"
+        print(f"{label}: runs of {args.staged} file(s): {len(with_findings)}; findings expected {revision.expected}, "
+              f"reported {revision.reported} ({revision.unwanted} of them not in the whole run's report); runs "
+              f"identical {revision.identical} of {len(with_findings)}")
+        if revision.walls:
+            walls = sorted(revision.walls)
+            ratios = sorted(wall / flake8_wall for wall, flake8_wall in zip(revision.walls, peers))
+            print(f"  wall per run: median {median(walls):.2f} s, worst {walls[-1]:.2f} s; against flake8 --select "
+                  f"E9,F on the same files, each pair once after it: median {median(ratios):.2f}x, worst {ratios[-1]:.2f}x")
+    if len(revisions) > 1 and peers:
+        paired = sorted(this / base for this, base in zip(revisions[0].walls, revisions[1].walls))
+        print(f"this / against, per pair: median {median(paired):.3f}, least {paired[0]:.3f}, most {paired[-1]:.3f}; "
+              f"summed {sum(revisions[0].walls) / sum(revisions[1].walls):.3f}")
     return 0
+
+
+def median(values: list[float]) -> float:
+    """The middle of sorted ``values`` (the upper of two)."""
+    return values[len(values) // 2]
 
 
 if __name__ == "__main__":
