@@ -289,7 +289,6 @@ class Linter:
                 return None
             words = self.cache.load_shared(_REGISTRATION_WORDS, project_plan.RegistrationWords)
             words = words or project_plan.RegistrationWords()
-            words.changed = False  # stored with it: true of the run that stored it, not of this one
             loaded.append(words)
             return words
 
