@@ -2182,8 +2182,11 @@ def test_a_run_of_the_whole_tree_notes_which_files_hold_a_registration_word(tmp_
     """A run of every file makes no scan for registrations, yet its outlines read every file:
     with the cache, what they found serves the next staged run's scan (``note_outlined``), which
     then reads only the files that hold a registration word, and a file changed too shortly
-    before the whole run to be told from one changed while it ran (``runner._SETTLED_NS``)."""
+    before the whole run to be told from one changed while it ran (``runner._SETTLED_NS``). A file
+    of no package is not noted: no scan would read it."""
     import os
+
+    from sync_lint.pipeline import project_plan
 
     files = {
         "model.py": (
@@ -2200,8 +2203,14 @@ def test_a_run_of_the_whole_tree_notes_which_files_hold_a_registration_word(tmp_
     for path in every:
         if not path.endswith("plain_4.py"):  # written just before the whole run
             os.utime(path, (settled, settled))
+    script = tmp_path / "script.py"  # in no package: no scan reads it, nor would forget it
+    script.write_text("import torch\n\n\ndef wait(x):\n    torch.cuda.synchronize()\n")
+    os.utime(script, (settled, settled))
     cache = str(tmp_path / "cache")
-    runner.Linter(make_settings(), cache_dir=cache).run(every, jobs=1)
+    linter = runner.Linter(make_settings(), cache_dir=cache)
+    linter.run([*every, str(script)], jobs=1)
+    noted = linter.cache.load_shared(runner._REGISTRATION_WORDS, project_plan.RegistrationWords).files
+    assert str(tmp_path / "pkg" / "layers.py") in noted and str(script) not in noted
     read_paths = log_plan_reads(monkeypatch)
     stage(run)
     found = runner.Linter(make_settings(), cache_dir=cache).run(run, jobs=1).diagnostics

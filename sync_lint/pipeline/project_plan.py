@@ -711,17 +711,15 @@ class RegistrationWords:
         again. Only files changed last before ``settled_before`` (``time.time_ns()``) are noted,
         as a racy-clean index does: one changed since it was outlined, within the time of
         change's granularity, would be noted under its new size and time with its old text's
-        answer."""
+        answer. Only files of a package are noted: no scan reads another (``ModuleFiles.registering``
+        scans its packages' folders), nor would forget it once it is gone (``forget_all_but``)."""
         for outline in outlines:
-            if outline.registration_word is None:
+            if outline.registration_word is None or _package_root(outline.path, outline.module_name) is None:
                 continue
             path = os.path.abspath(outline.path)
-            try:
-                found = os.stat(path)
-            except OSError:
-                continue
-            if found.st_mtime_ns < settled_before:
-                self.note(path, (found.st_mtime_ns, found.st_size), outline.registration_word)
+            stat = _stat_of(path)
+            if stat is not None and stat[0] < settled_before:
+                self.note(path, stat, outline.registration_word)
 
     def forget_all_but(self, present: set[str], folders: list[str]) -> None:
         """Drops the files under ``folders`` (each ending in a separator) not ``present`` now:
@@ -755,9 +753,10 @@ def _python_files(folders: list[str]):
                 yield entry
 
 
-def _stat_of(entry: os.DirEntry) -> tuple[int, int] | None:
+def _stat_of(entry: os.DirEntry | str) -> tuple[int, int] | None:
+    """A file's (time of change, size) from a folder's entry or its path; None: gone."""
     try:
-        found = entry.stat()
+        found = entry.stat() if isinstance(entry, os.DirEntry) else os.stat(entry)
     except OSError:
         return None
     return (found.st_mtime_ns, found.st_size)
