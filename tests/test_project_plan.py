@@ -11,6 +11,7 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
+import hypothesis
 import pytest
 from broken_files import BROKEN_KINDS, write_broken
 
@@ -2263,6 +2264,33 @@ def test_a_module_path_through_an_ops_folder_is_no_custom_op():
         "from .ops.attention.decode import run\nname = 'aiter.ops.flydsl.kimi_decode'\n"
     )
     assert _op_calls(module_paths, {"fast_topk": ("pkg.kernels.ops.moe.topk.fast_topk",)}) == ()
+
+
+# Pieces of text an ``ops`` chain is made of, and what breaks or shares one: a word holding
+# ``ops`` (``xops``, ``opsx``), Unicode spaces and letters (``\s`` and ``\w`` are Unicode's).
+_CHAIN_PIECES = ["ops", ".", " ", "\n", "\t", "\u2003", "torch", "x", "_", "ops.", "(", "1", "\u00e9", "xops", "opsx", "a.b"]
+
+
+@hypothesis.settings(max_examples=3000, deadline=None)
+@hypothesis.given(hypothesis.strategies.lists(hypothesis.strategies.sampled_from(_CHAIN_PIECES), max_size=16))
+def test_the_op_chains_of_a_text_are_those_the_pattern_finds_at_every_character(pieces):
+    """``_op_chains`` tries ``_OP_CHAIN`` only where a match may start (at an ``ops``, or at the
+    word before the dot before one) to spare the engine a try at every character; it must find
+    what ``findall`` finds, overlaps and all (``ops.ops.a.b`` is ``ops`` through ``a.b``)."""
+    from sync_lint.pipeline.project_plan import _OP_CHAIN, _op_chains
+
+    text = "".join(pieces)
+    assert _op_chains(text) == _OP_CHAIN.findall(text)
+
+
+def test_the_op_chains_of_hand_picked_texts():
+    from sync_lint.pipeline.project_plan import _op_chains
+
+    assert _op_chains("ops.ops.a.b") == [("ops", "a", "b")]
+    assert _op_chains("x = torch . ops .ns. f(y)\nth.ops.n2.g") == [("torch", "ns", "f"), ("th", "n2", "g")]
+    assert _op_chains("torch.ops.ns.x.ops.a.b") == [("torch", "ns", "x")]  # the second head is the first's name
+    assert _op_chains("y = (a). ops.ns.f") == [("", "ns", "f")]  # no word before the dot: no head
+    assert _op_chains("xops.a.b loops.c.d") == []
 
 
 def defines_or_imports_by_patterns(text: bytes, parts: tuple[str, ...]) -> bool:
