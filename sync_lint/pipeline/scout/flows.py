@@ -29,21 +29,36 @@ class ParameterFlows:
         else:
             self.calls, self._bindings = _calls_and_bindings([function])
         self._scope = scope
-        self._reads: dict[str, set[str]] | None = None  # made on the first question: many functions get none
+        # A name (an attribute as ``.name``) -> the values bound to it: made on the first
+        # question (many functions get none), and what each value reads only once a question
+        # follows its name (most of a function's values lead to no question).
+        self._values: dict[str, list[_ExprFacts | ast.expr]] | None = None
+        self._reads: dict[str, set[str]] = {}
+        self._read_by_value: dict[int, set[str]] = {}  # a value bound to several names is read once
         self._held: dict[str, set[str]] = {}
 
-    def _reads_of_names(self) -> dict[str, set[str]]:
-        """A name (an attribute as ``.name``) -> what its values read."""
-        reads: dict[str, set[str]] = {}
+    def _values_by_key(self) -> dict[str, list[_ExprFacts | ast.expr]]:
+        values: dict[str, list[_ExprFacts | ast.expr]] = {}
         if self._scope is not None:
-            for bound, read in self._scope.bound_and_read():
+            for bound, value in self._scope.bound_values():
                 for key in bound:
-                    reads.setdefault(key, set()).update(read)
+                    values.setdefault(key, []).append(value)
         else:
             for targets, value, _ in self._bindings:
-                read = _read_keys(value)
                 for key in _bound_keys(targets):
-                    reads.setdefault(key, set()).update(read)
+                    values.setdefault(key, []).append(value)
+        return values
+
+    def _reads_of(self, key: str) -> set[str]:
+        """What the values bound to a name (an attribute as ``.name``) read."""
+        reads = self._reads.get(key)
+        if reads is None:
+            reads = self._reads[key] = set()
+            for value in self._values.get(key, ()):
+                read = self._read_by_value.get(id(value))
+                if read is None:
+                    read = self._read_by_value[id(value)] = value.keys() if type(value) is _ExprFacts else _read_keys(value)
+                reads |= read
         return reads
 
     def parameters_in(self, node: ast.expr) -> set[str]:
@@ -53,6 +68,8 @@ class ParameterFlows:
     def parameters_in_keys(self, keys) -> set[str]:
         """The parameters a value that reads ``keys`` (names, attributes as ``.name``) may be."""
         found: set[str] = set()
+        if not self.params:
+            return found  # none to hold (a method of ``self`` alone)
         for key in keys:
             found |= self._held_by(key)
         return found
@@ -60,8 +77,8 @@ class ParameterFlows:
     def _held_by(self, key: str) -> set[str]:
         held = self._held.get(key)
         if held is None:
-            if self._reads is None:
-                self._reads = self._reads_of_names()
+            if self._values is None:
+                self._values = self._values_by_key()
             held = set()
             seen = {key}
             todo = [key]
@@ -69,7 +86,7 @@ class ParameterFlows:
                 current = todo.pop()
                 if current in self.params:
                     held.add(current)
-                for read in self._reads.get(current, ()):
+                for read in self._reads_of(current):
                     if read not in seen:
                         seen.add(read)
                         todo.append(read)
@@ -404,18 +421,18 @@ class ScopeFacts:
                 self._bindings.append(_Binding(names, shared, local, facts, line, self._read_at(value)))
         return self._bindings
 
-    def bound_and_read(self):
+    def bound_values(self):
         """Each binding's names and attributes (``.name``; ``.a.b`` by dotted name where it is
-        followed here only: ``_bound_parts``), and the names and attributes its value reads,
-        the facts of a quiet scope's bindings left unmade."""
+        followed here only: ``_bound_parts``), and its value: its facts where they are made,
+        else the expression (a quiet scope's facts are left unmade)."""
         if self._bindings is not None:
             for binding in self._bindings:
-                yield (*binding.names, *("." + a for a in binding.shared | binding.local)), binding.value.keys()
+                yield (*binding.names, *("." + a for a in binding.shared | binding.local)), binding.value
             return
         shared_through = self._shared_through()
         for targets, value, _ in self._bound:
             names, shared, local = _bound_parts(targets, shared_through)
-            yield (*names, *("." + a for a in shared | local)), _read_keys(value)
+            yield (*names, *("." + a for a in shared | local)), value
 
     def _shared_through(self) -> str | None:
         """The name attributes shared across the file are assigned through (``_bound_parts``)."""
