@@ -123,7 +123,8 @@ class Scout:
         names = self._names_of_tree()
         if names is None:
             return None
-        return HotScout(names, self._tree, self.settings, self.module_name, self.module_bases).units()
+        # Asked once per rule that reports only in hot scopes (``prefilter.rule_seeds``).
+        return self._once(("hot units",), lambda: HotScout(names, self._tree, self.settings, self.module_name, self.module_bases).units())
 
     def may_sync_in_a_hot_scope(self) -> bool:
         """Whether a GPU2xx rule that reports only in hot scopes could report in this file on its
