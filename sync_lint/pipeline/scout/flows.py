@@ -8,6 +8,7 @@ import bisect
 
 from sync_lint.pipeline.scout.syntax import (
     FUNCTIONS,
+    FileNames,
     ast_dotted,
     first_line,
     positional_names,
@@ -199,27 +200,29 @@ def _bound_parts(targets: list[ast.expr], shared_through: str | None) -> tuple[s
 
 
 def suspects(
-    tree: ast.Module, is_source, prune=None, nodes_of=None, only=None, source_kinds: tuple[type, ...] | None = None,
+    tree: ast.Module, is_source, prune=None, names: FileNames | None = None, only=None,
+    source_kinds: tuple[type, ...] | None = None,
 ) -> tuple[list[ScopeFacts], set[str]]:
     """Each scope's facts (``_scopes``), with the names that may hold a value ``is_source``
     marks (a node that makes one), and the attributes any assignment of the file gives one.
-    ``prune``: expressions whose value is never suspect, whatever they read. ``nodes_of``:
-    every node of a kind in the tree (``FileNames.of``), which spares a walk of each scope.
-    ``only``: a test of a scope's roots; the scopes it fails get no facts, and the caller
-    vouches that they neither make a suspect value nor read an attribute that may hold one.
-    ``source_kinds``: the only node kinds ``is_source`` may mark (with ``nodes_of``): a scope
-    with no such node is quiet (``ScopeFacts``), and most scopes of a file are."""
-    scope_roots = _scopes(tree)
-    quiet_reads: list[set[str] | None] = [None] * len(scope_roots)
-    if nodes_of is None:
+    ``prune``: expressions whose value is never suspect, whatever they read. ``names``: the
+    tree's (``FileNames``), whose nodes by kind spare a walk of each scope, and which keeps the
+    file's scopes for the next question (``FileScopes``). ``only``: a test of a scope's roots;
+    the scopes it fails get no facts, and the caller vouches that they neither make a suspect
+    value nor read an attribute that may hold one. ``source_kinds``: the only node kinds
+    ``is_source`` may mark (with ``names``): a scope with no such node is quiet (``ScopeFacts``),
+    and most scopes of a file are."""
+    if names is None:
+        scope_roots = _scopes(tree)
         parts = [_calls_and_bindings(roots) for roots in scope_roots]
         orders = [_Order.of_roots(roots) for roots in scope_roots]
+        quiet_reads: list[set[str] | None] = [None] * len(scope_roots)
     else:
-        scope_at = _scope_at(scope_roots)
-        parts = _calls_and_bindings_by_scope(scope_at, len(scope_roots), nodes_of)
-        orders = _Order.by_scope(scope_roots, scope_at, nodes_of)
-        if source_kinds is not None:
-            quiet_reads = _quiet_scopes(scope_at, len(scope_roots), is_source, source_kinds, nodes_of)
+        file_scopes = names.memo.get(FileScopes)
+        if file_scopes is None:
+            file_scopes = names.memo[FileScopes] = FileScopes(tree, names.of)
+        scope_roots, parts, orders = file_scopes.roots, file_scopes.parts, file_scopes.orders
+        quiet_reads = [None] * len(scope_roots) if source_kinds is None else file_scopes.quiet_reads(is_source, source_kinds)
     scopes = [
         ScopeFacts(roots, is_source, prune, found, order, quiet)
         for roots, found, order, quiet in zip(scope_roots, parts, orders, quiet_reads)
@@ -233,6 +236,41 @@ def suspects(
         if found <= attributes:
             return scopes, attributes
         attributes |= found
+
+
+class FileScopes:
+    """A file's scopes (``_scopes``), each with its calls and bindings, its order
+    (``_Order``) and the attributes it reads, from the file's nodes by kind (``nodes_of``):
+    the same whatever value ``suspects`` follows, so made once for the several questions a
+    file is asked (a sink's, a sync's, a mask's). Read only once made: every ``ScopeFacts``
+    of the file shares them."""
+
+    def __init__(self, tree: ast.Module, nodes_of) -> None:
+        self.roots = _scopes(tree)
+        self.scope_at = _scope_at(self.roots)
+        self.parts = _calls_and_bindings_by_scope(self.scope_at, len(self.roots), nodes_of)
+        self.orders = _Order.by_scope(self.roots, self.scope_at, nodes_of)
+        self._nodes_of = nodes_of
+        self._attribute_reads: list[set[str]] | None = None
+
+    def quiet_reads(self, is_source, source_kinds: tuple[type, ...]) -> list[set[str] | None]:
+        """For each scope with no node ``is_source`` marks (of ``source_kinds``), the attributes
+        it reads (``ScopeFacts``: only one of them holding a suspect value can make a binding
+        of it suspect); None for the others. Parts a ``prune`` leaves out count here too: a
+        scope is quiet only when it surely is."""
+        nodes_of, scope_at = self._nodes_of, self.scope_at
+        sourced: set[int | None] = set()
+        for kind in source_kinds:
+            for node in nodes_of(kind):
+                if is_source(node):
+                    sourced.add(scope_at(node.lineno))
+        if self._attribute_reads is None:
+            self._attribute_reads = [set() for _ in self.roots]
+            for node in nodes_of(ast.Attribute):
+                index = scope_at(node.lineno)
+                if index is not None:
+                    self._attribute_reads[index].add(node.attr)
+        return [None if index in sourced else reads for index, reads in enumerate(self._attribute_reads)]
 
 
 # The node kinds ``_binding`` reads.
@@ -324,24 +362,6 @@ def _calls_and_bindings_by_scope(scope_at, count: int, nodes_of) -> list[tuple[l
             if index is not None:
                 found[index][1].append(bound)
     return found
-
-
-def _quiet_scopes(scope_at, count: int, is_source, source_kinds: tuple[type, ...], nodes_of) -> list[set[str] | None]:
-    """For each of ``count`` scopes with no node ``is_source`` marks (of ``source_kinds``), the
-    attributes it reads (``ScopeFacts``: only one of them holding a suspect value can make a
-    binding of it suspect); None for the others. Parts a ``prune`` leaves out count here too:
-    a scope is quiet only when it surely is."""
-    sourced: set[int | None] = set()
-    for kind in source_kinds:
-        for node in nodes_of(kind):
-            if is_source(node):
-                sourced.add(scope_at(node.lineno))
-    quiet: list[set[str] | None] = [None if index in sourced else set() for index in range(count)]
-    for node in nodes_of(ast.Attribute):
-        index = scope_at(node.lineno)
-        if index is not None and (reads := quiet[index]) is not None:
-            reads.add(node.attr)
-    return quiet
 
 
 def _scope_at(scope_roots: list[list[ast.AST]]):

@@ -61,7 +61,7 @@ class SinkScout:
         if self._configured_names is None:
             return True  # a configured glob any callee may match: left to the analysis
         needs = self._needs()
-        scopes, attributes = suspects(self.tree, _makes_view, self._never_a_view, nodes_of=self.names.of, source_kinds=_VIEW_KINDS)
+        scopes, attributes = suspects(self.tree, _makes_view, self._never_a_view, names=self.names, source_kinds=_VIEW_KINDS)
         # ``.view(dtype)`` needs only a unit last stride (a column range passes it): tracked
         # apart, and only in a file that has one.
         unit_scopes, unit_attributes = None, set()
@@ -72,7 +72,7 @@ class SinkScout:
                 if self.names.is_dtype_view(call):
                     if unit_scopes is None:
                         unit_scopes, unit_attributes = suspects(
-                            self.tree, _may_lose_unit_stride, self._never_without_unit_stride, nodes_of=self.names.of,
+                            self.tree, _may_lose_unit_stride, self._never_without_unit_stride, names=self.names,
                             source_kinds=_VIEW_KINDS,
                         )
                     if unit_scopes[index].suspect(call.func.value, unit_attributes):
@@ -93,7 +93,7 @@ class SinkScout:
         match any callee."""
         if self._configured_names is None:
             return None
-        scopes, attributes = suspects(self.tree, _makes_view, self._never_a_view, nodes_of=self.names.of, source_kinds=_VIEW_KINDS)
+        scopes, attributes = suspects(self.tree, _makes_view, self._never_a_view, names=self.names, source_kinds=_VIEW_KINDS)
         unit_scopes, unit_attributes = None, set()
         methods = _method_ids(self.names)
         found = []
@@ -120,7 +120,7 @@ class SinkScout:
                     if not reports:
                         if unit_scopes is None:
                             unit_scopes, unit_attributes = suspects(
-                                self.tree, _may_lose_unit_stride, self._never_without_unit_stride, nodes_of=self.names.of,
+                                self.tree, _may_lose_unit_stride, self._never_without_unit_stride, names=self.names,
                             source_kinds=_VIEW_KINDS,
                             )
                         reports = unit_scopes[index].suspect(func.value, unit_attributes)

@@ -93,7 +93,7 @@ class SyncScout:
         for (_, name), node in spans.nodes:
             by_name.setdefault(name, []).append(node)
         scopes, attributes = suspects(
-            self.tree, _names_a_device, self._never_from_a_device(), nodes_of=self.names.of, source_kinds=_DEVICE_KINDS,
+            self.tree, _names_a_device, self._never_from_a_device(), names=self.names, source_kinds=_DEVICE_KINDS,
         )
         scope_of = {id(scope.roots[0]): scope for scope in scopes}
         class_of = {id(member): statement for statement in self.tree.body if type(statement) is ast.ClassDef
@@ -200,7 +200,7 @@ class SyncScout:
         # one scope) are all the others could add to.
         tainted_units = {id(node) for unit, node in spans.nodes if unit in tainted}
         scopes, device_attributes = suspects(
-            self.tree, _names_a_device, self._never_from_a_device(), nodes_of=self.names.of,
+            self.tree, _names_a_device, self._never_from_a_device(), names=self.names,
             source_kinds=_DEVICE_KINDS, only=lambda roots: id(roots[0]) in tainted_units if type(roots[0]) in FUNCTIONS else None in tainted,
         )  # fmt: skip
         scope_of = {id(scope.roots[0]): scope for scope in scopes}
@@ -444,7 +444,7 @@ class _Masks:
             if self._scopes is None:
                 scout = self.scout
                 scopes, self._attributes = suspects(
-                    scout.tree, _may_make_a_mask, scout._host_result(), nodes_of=scout.names.of, source_kinds=_MASK_KINDS,
+                    scout.tree, _may_make_a_mask, scout._host_result(), names=scout.names, source_kinds=_MASK_KINDS,
                 )
                 self._scopes = {id(scope.roots[0]): scope for scope in scopes}
             return self._scopes[id(function)].suspect(node, self._attributes)

@@ -26,6 +26,8 @@ class FileNames:
         self.relative: set[str] = set()  # names a relative import binds (their module is known by its tail only)
         self.nodes: dict[type, list] = {}  # each kind's nodes in ``walk``'s order
         self._torch_callees: dict[tuple[str | None, bool], bool] = {}  # ``may_be_torch``'s answers
+        # What other modules make of the file once for all their questions (``flows.FileScopes``).
+        self.memo: dict[type, object] = {}
         # Whether ``alias-modules`` may rename something to torch's names: only then does a
         # callee's meaning need the aliases (``may_be_torch``).
         self._torch_renamed = any(target.partition(".")[0] == "torch" for target in self.aliases.values())
