@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from sync_lint.analysis.device_words import (
     DATA_DEPENDENT_FUNCTIONS,
@@ -393,12 +394,11 @@ class SyncScout:
         if kind is not ast.Call:
             return False
         func = node.func
-        # What the site reads: not where a result goes (``device=``, ``dtype=``, ``out=``).
-        operands = [*node.args, *(keyword.value for keyword in node.keywords if keyword.arg not in _PLACEMENT_KEYWORDS)]
+        receiver = None
         if type(func) is ast.Attribute and func.attr in _SYNC_METHODS:
             if func.attr == "to" and not _may_name_the_host(node):
                 return False  # a cast, or a copy to the GPU
-            operands.append(func.value)
+            receiver = func.value
         elif type(func) is ast.Attribute and func.attr == "synchronize":
             return True
         elif type(func) is ast.Name and func.id in _SYNC_BUILTINS:
@@ -409,6 +409,10 @@ class SyncScout:
                 return False
             if last == "where" and (len(node.args) != 1 or node.keywords):
                 return False  # ``torch.where(c, a, b)`` is elementwise
+        # What the site reads: not where a result goes (``device=``, ``dtype=``, ``out=``).
+        operands = [*node.args, *(keyword.value for keyword in node.keywords if keyword.arg not in _PLACEMENT_KEYWORDS)]
+        if receiver is not None:
+            operands.append(receiver)
         return any(scope.suspect(operand, attributes) for operand in operands)
 
 
@@ -582,6 +586,7 @@ def _holds_device_text(text: str) -> bool:
     return any(word in lowered for word in _DEVICE_WORDS) or _STRING_DEVICE.search(text) is not None
 
 
+@lru_cache(maxsize=1 << 16)  # asked of every name and attribute of a file; a tree repeats most
 def _may_name_a_device(name: str) -> bool:
     """A name or attribute the device domain may read as a device or a tensor on one: one with
     ``device`` in it, ``cuda`` or ``gpu`` itself, or one ending ``_gpu``
