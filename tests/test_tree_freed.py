@@ -44,3 +44,33 @@ def test_no_libcst_node_is_left_in_a_reference_cycle(path: Path) -> None:
             gc.enable()
     assert facts.parsed
     assert cyclic_nodes == 0
+
+
+# Files whose outline runs every scout question of a run of many files: the sync outline,
+# what each function hands a sink, the masks of its indexes.
+OUTLINED = [*FILES, *sorted((ROOT / "fixtures" / "upstream").glob("*.py"))]
+
+
+@pytest.mark.parametrize("path", OUTLINED, ids=lambda p: p.name)
+def test_no_ast_node_of_an_outline_is_left_in_a_reference_cycle(path: Path) -> None:
+    """The outline of a run of many files (``project_plan.outline``) pauses the collector too:
+    a cycle through what the scout keeps of a file (``FileNames.memo``) would keep each file's
+    ``ast`` tree alive until a collection."""
+    import ast
+
+    linter = Linter(make_settings(preview=True))
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        outline = linter.outline_one(str(path))
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        cyclic_nodes = sum(isinstance(o, ast.AST) for o in gc.garbage)
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        if was_enabled:
+            gc.enable()
+    assert outline.units
+    assert cyclic_nodes == 0

@@ -222,7 +222,9 @@ def suspects(
         if file_scopes is None:
             file_scopes = names.memo[FileScopes] = FileScopes(tree, names.of)
         scope_roots, parts, orders = file_scopes.roots, file_scopes.parts, file_scopes.orders
-        quiet_reads = [None] * len(scope_roots) if source_kinds is None else file_scopes.quiet_reads(is_source, source_kinds)
+        quiet_reads = (
+            [None] * len(scope_roots) if source_kinds is None else file_scopes.quiet_reads(is_source, source_kinds, names.of)
+        )
     scopes = [
         ScopeFacts(roots, is_source, prune, found, order, quiet)
         for roots, found, order, quiet in zip(scope_roots, parts, orders, quiet_reads)
@@ -243,22 +245,22 @@ class FileScopes:
     (``_Order``) and the attributes it reads, from the file's nodes by kind (``nodes_of``):
     the same whatever value ``suspects`` follows, so made once for the several questions a
     file is asked (a sink's, a sync's, a mask's). Read only once made: every ``ScopeFacts``
-    of the file shares them."""
+    of the file shares them. (It holds no reference to the ``FileNames`` that keeps it: a
+    cycle would keep the file's tree alive until the cyclic collector's next pass.)"""
 
     def __init__(self, tree: ast.Module, nodes_of) -> None:
         self.roots = _scopes(tree)
         self.scope_at = _scope_at(self.roots)
         self.parts = _calls_and_bindings_by_scope(self.scope_at, len(self.roots), nodes_of)
         self.orders = _Order.by_scope(self.roots, self.scope_at, nodes_of)
-        self._nodes_of = nodes_of
         self._attribute_reads: list[set[str]] | None = None
 
-    def quiet_reads(self, is_source, source_kinds: tuple[type, ...]) -> list[set[str] | None]:
+    def quiet_reads(self, is_source, source_kinds: tuple[type, ...], nodes_of) -> list[set[str] | None]:
         """For each scope with no node ``is_source`` marks (of ``source_kinds``), the attributes
         it reads (``ScopeFacts``: only one of them holding a suspect value can make a binding
         of it suspect); None for the others. Parts a ``prune`` leaves out count here too: a
-        scope is quiet only when it surely is."""
-        nodes_of, scope_at = self._nodes_of, self.scope_at
+        scope is quiet only when it surely is. ``nodes_of``: the file's nodes by kind."""
+        scope_at = self.scope_at
         sourced: set[int | None] = set()
         for kind in source_kinds:
             for node in nodes_of(kind):
