@@ -25,23 +25,30 @@ FILES = [
 ]
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
-def test_no_libcst_node_is_left_in_a_reference_cycle(path: Path) -> None:
-    linter = Linter(make_settings(preview=True))
-    source = read(str(path))
+def left_in_cycles(make, kind: type):
+    """What ``make()`` returns, and how many objects of ``kind`` it left in reference cycles,
+    with the collector paused as the run pauses it (``pipeline.collector``)."""
     gc.collect()
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        facts = linter.lint_source(source)
+        made = make()
         gc.set_debug(gc.DEBUG_SAVEALL)
         gc.collect()
-        cyclic_nodes = sum(isinstance(o, cst.CSTNode) for o in gc.garbage)
+        cyclic = sum(isinstance(o, kind) for o in gc.garbage)
     finally:
         gc.set_debug(0)
         gc.garbage.clear()
         if was_enabled:
             gc.enable()
+    return made, cyclic
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_no_libcst_node_is_left_in_a_reference_cycle(path: Path) -> None:
+    linter = Linter(make_settings(preview=True))
+    source = read(str(path))
+    facts, cyclic_nodes = left_in_cycles(lambda: linter.lint_source(source), cst.CSTNode)
     assert facts.parsed
     assert cyclic_nodes == 0
 
@@ -59,18 +66,6 @@ def test_no_ast_node_of_an_outline_is_left_in_a_reference_cycle(path: Path) -> N
     import ast
 
     linter = Linter(make_settings(preview=True))
-    gc.collect()
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        outline = linter.outline_one(str(path))
-        gc.set_debug(gc.DEBUG_SAVEALL)
-        gc.collect()
-        cyclic_nodes = sum(isinstance(o, ast.AST) for o in gc.garbage)
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
-        if was_enabled:
-            gc.enable()
+    outline, cyclic_nodes = left_in_cycles(lambda: linter.outline_one(str(path)), ast.AST)
     assert outline.units
     assert cyclic_nodes == 0
