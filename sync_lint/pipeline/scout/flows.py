@@ -85,6 +85,10 @@ class ParameterFlows:
             todo = [key]
             while todo:
                 current = todo.pop()
+                known = self._held.get(current)
+                if known is not None:  # all it holds, followed before: nothing to follow again
+                    held |= known
+                    continue
                 if current in self.params:
                     held.add(current)
                 for read in self._reads_of(current):
