@@ -222,7 +222,9 @@ def suspects(
         orders = [_Order.of_roots(roots) for roots in scope_roots]
         quiet_reads: list[set[str] | None] = [None] * len(scope_roots)
     else:
-        file_scopes = FileScopes.of_file(tree, names)
+        file_scopes = names.memo.get(FileScopes)
+        if file_scopes is None:
+            file_scopes = names.memo[FileScopes] = FileScopes(tree, names.of)
         scope_roots, parts, orders = file_scopes.roots, file_scopes.parts, file_scopes.orders
         quiet_reads = (
             [None] * len(scope_roots) if source_kinds is None else file_scopes.quiet_reads(is_source, source_kinds, names.of)
@@ -256,28 +258,6 @@ class FileScopes:
         self.parts = _calls_and_bindings_by_scope(self.scope_at, len(self.roots), nodes_of)
         self.orders = _Order.by_scope(self.roots, self.scope_at, nodes_of)
         self._attribute_reads: list[set[str]] | None = None
-        self._index_of_function: dict[int, int] | None = None
-
-    @staticmethod
-    def of_file(tree: ast.Module, names: FileNames) -> FileScopes:
-        """The file's, made on the first question and kept on its ``FileNames``."""
-        found = names.memo.get(FileScopes)
-        if found is None:
-            found = names.memo[FileScopes] = FileScopes(tree, names.of)
-        return found
-
-    def facts_of_function(self, function: ast.AST, is_source, prune=None) -> ScopeFacts:
-        """``ScopeFacts([function], is_source, prune)``, from this file's calls, bindings and
-        order where the function is a scope of its own (a top-level function, a method of a
-        top-level class) instead of a walk of it."""
-        if self._index_of_function is None:
-            self._index_of_function = {
-                id(roots[0]): index for index, roots in enumerate(self.roots) if len(roots) == 1 and type(roots[0]) in FUNCTIONS
-            }  # fmt: skip
-        index = self._index_of_function.get(id(function))
-        if index is None:
-            return ScopeFacts([function], is_source, prune)
-        return ScopeFacts([function], is_source, prune, self.parts[index], self.orders[index])
 
     def quiet_reads(self, is_source, source_kinds: tuple[type, ...], nodes_of) -> list[set[str] | None]:
         """For each scope with no node ``is_source`` marks (of ``source_kinds``), the attributes

@@ -23,12 +23,7 @@ from sync_lint.analysis.device_words import (
 )
 from sync_lint.analysis.hot_words import matches
 from sync_lint.config import Settings
-from sync_lint.pipeline.scout.flows import (
-    FileScopes,
-    ScopeFacts,
-    parameter_names,
-    suspects,
-)
+from sync_lint.pipeline.scout.flows import ScopeFacts, parameter_names, suspects
 from sync_lint.pipeline.scout.hot import HotScout
 from sync_lint.pipeline.scout.syntax import (
     FUNCTIONS,
@@ -259,11 +254,10 @@ class SyncScout:
                     calls.setdefault(index, []).append(call)
         found = set()
         never = self._never_from_a_device()
-        scopes = FileScopes.of_file(self.tree, self.names)
         for index, explicit in calls.items():
             unit, node = spans.nodes[index]
             params = parameter_names(node, method=unit[0] is not None and not _is_static(node))
-            handed = _from_parameters(node, params, never, set(), scopes)
+            handed = _from_parameters(node, params, never, set())
             if any(self._may_sync_at(call, handed, set()) for call in explicit):
                 found.add(unit)
         return found
@@ -288,7 +282,6 @@ class SyncScout:
         found: list[ast.AST] = []
         handed_before: dict[int, set[str]] = {}  # function -> the parameters followed so far
         never = self._never_from_a_device()
-        scopes = FileScopes.of_file(self.tree, self.names)
         todo = list(callers)
         while todo:
             scope = todo.pop()
@@ -316,7 +309,7 @@ class SyncScout:
                     if params <= known:
                         continue
                     known |= params
-                    handed = _from_parameters(target, frozenset(known), never, attributes, scopes)
+                    handed = _from_parameters(target, frozenset(known), never, attributes)
                     if target not in found and any(
                         type(child) in _SITE_KINDS and self._may_sync_at(child, handed, attributes) for child in walk(target)
                     ):
@@ -463,13 +456,11 @@ class _Masks:
         return may_be_a_mask
 
 
-def _from_parameters(
-    function: ast.AST, params: set[str] | frozenset[str], never, attributes: set[str], scopes: FileScopes,
-) -> ScopeFacts:
+def _from_parameters(function: ast.AST, params: set[str] | frozenset[str], never, attributes: set[str]) -> ScopeFacts:
     """The facts of ``function`` where the suspect values are those of ``params`` (what a call
     may hand it), closed over the file's suspect ``attributes``; ``never``: the values never
-    suspect (``SyncScout._never_from_a_device``); ``scopes``: the file's."""
-    facts = scopes.facts_of_function(function, lambda node: type(node) is ast.Name and node.id in params, never)
+    suspect (``SyncScout._never_from_a_device``)."""
+    facts = ScopeFacts([function], lambda node: type(node) is ast.Name and node.id in params, never)
     facts.close(attributes)
     return facts
 
