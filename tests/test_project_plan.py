@@ -2283,6 +2283,23 @@ def test_the_op_chains_of_a_text_are_those_the_pattern_finds_at_every_character(
     assert _op_chains(text) == _OP_CHAIN.findall(text)
 
 
+# A chain as written: a name not after a word character or a dot, then ``.name`` parts, with
+# spaces around the dots. ``_CHAIN`` says the same with its first letter first (a faster scan).
+_CHAIN_AS_READ = r"(?<![\w.])[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*"
+_NAME_PIECES = ["a", "b_", "Z", "1", "9a", ".", " . ", " ", "\n", "\t", "\u2003", "\u00e9", "(", "x.y", ".."]
+
+
+@hypothesis.settings(max_examples=3000, deadline=None)
+@hypothesis.given(hypothesis.strategies.lists(hypothesis.strategies.sampled_from(_NAME_PIECES), max_size=14))
+def test_the_chains_a_unit_may_call_are_read_as_the_plain_pattern_reads_them(pieces):
+    import re
+
+    from sync_lint.pipeline.project_plan import _CHAIN
+
+    text = "".join(pieces)
+    assert _CHAIN.findall(text) == re.findall(_CHAIN_AS_READ, text)
+
+
 def test_the_op_chains_of_hand_picked_texts():
     from sync_lint.pipeline.project_plan import _op_chains
 

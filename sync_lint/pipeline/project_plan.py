@@ -75,7 +75,11 @@ from sync_lint.rules.base import BLOCK_CALLEES, CALLEES, CALLERS, Rule
 # A dotted chain as written (``ops.fused_kda``, ``self.kernel``); whitespace around a dot is
 # legal Python, and a chain broken over lines inside brackets still names one thing. (A line
 # break joins two words into a chain only before a dot, which no statement starts with.)
-_CHAIN = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*")
+# Its first letter comes before the test of what precedes it (``(?<![\w.])``, made a look back
+# over two characters): a pattern that starts with a character set lets the regex engine skip
+# ahead to the next letter, where one that starts with a look back is tried at every character
+# (a third of the cost of ``findall`` over vLLM's and SGLang's files, the same matches).
+_CHAIN = re.compile(r"[A-Za-z_](?<![\w.].)\w*(?:\s*\.\s*[A-Za-z_]\w*)*")
 _SUPER_METHOD = re.compile(r"\bsuper\s*\([^()]*\)\s*\.\s*([A-Za-z_]\w*)")
 _MAX_REEXPORT_HOPS = 8
 
