@@ -168,7 +168,8 @@ class FileOutline:
     op_impls: tuple[tuple[str, str, str], ...] = ()
     op_calls: tuple[tuple[str, str], ...] = ()
     # Whether its text holds a word of a custom op's registration in Python, for a scan's
-    # ``RegistrationWords`` (None: not known, the file could not be read).
+    # ``RegistrationWords`` (None: not known: the file could not be read, or the run keeps no
+    # cache, which alone notes it: ``note_registration_word``).
     registration_word: bool | None = None
 
 
@@ -226,7 +227,12 @@ def outline(source: SourceFile, settings: Settings, rules: list[Rule], module_na
     """A file's seeds and calls (see the module docstring), with the cyclic garbage collector
     paused, as for a parse (``collector``)."""
     with collector.paused():
-        found = _outline(source, settings, rules, module_name, is_package)
+        return _outline(source, settings, rules, module_name, is_package)
+
+
+def note_registration_word(found: FileOutline, source: SourceFile) -> FileOutline:
+    """``found`` with whether its text holds a registration word, for a run with the cache
+    (``RegistrationWords.note_outlined``); a run without it has no use for the answer."""
     found.registration_word = _holds_a_registration_word(source.raw)
     return found
 

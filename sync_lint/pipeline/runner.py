@@ -122,7 +122,8 @@ class Linter:
 
         if self.cache is not None:
             return self.cache.lint_path(
-                path, make, variant=("outline", self.whole_project.key(), module_name), source=source,
+                path, lambda source: project_plan.note_registration_word(make(source), source),
+                variant=("outline", self.whole_project.key(), module_name), source=source,
                 on_error=unreadable, kind=project_plan.FileOutline,
             )
         if source is None:
