@@ -16,16 +16,35 @@ ruff and to the first revision, and whether every revision's JSON report equals 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+
+
+@contextlib.contextmanager
+def checked_out(revisions: list[str], folder: str) -> Iterator[dict[str, Path]]:
+    """Each revision in a git worktree of its own under ``folder``, its ``sync_lint``
+    byte-compiled once (as an installed package is, not on every run); removed after."""
+    checkouts: dict[str, Path] = {}
+    try:
+        for revision in revisions:
+            path = Path(folder) / f"rev{len(checkouts)}"
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(path), revision], check=True)
+            checkouts[revision] = path
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(path / "sync_lint")], check=True)
+        yield checkouts
+    finally:
+        for path in checkouts.values():
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)], check=False)
 
 
 def timed(cmd: list[str], cwd: str, env: dict[str, str] | None = None) -> float:
@@ -45,30 +64,19 @@ def main() -> int:
     args = parser.parse_args()
     settings = ["--config", os.path.abspath(args.config)] if args.config else ["--isolated"]
     tree = str(Path(args.tree).resolve())
-    with tempfile.TemporaryDirectory() as folder:
-        checkouts: dict[str, Path] = {}
-        for revision in args.revisions:
-            path = Path(folder) / f"rev{len(checkouts)}"
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(path), revision], check=True)
-            # Byte-compiled once, as an installed package is: not on every run.
-            subprocess.run([sys.executable, "-m", "compileall", "-q", str(path / "sync_lint")], check=True)
-            checkouts[revision] = path
-        try:
-            times: dict[str, list[float]] = {name: [] for name in (*checkouts, "ruff --select ALL")}
-            reports: dict[str, bytes] = {}
-            for _ in range(args.repeat):
-                for revision, path in checkouts.items():
-                    report = Path(folder) / f"{path.name}.json"
-                    env = {**os.environ, "PYTHONPATH": str(path)}
-                    cmd = [str(BIN / "sync-lint"), "check", ".", *settings, "--no-cache", "--output-format", "json",
-                           "-o", str(report)]
-                    times[revision].append(timed(cmd, tree, env))
-                    reports[revision] = report.read_bytes()
-                ruff = [str(BIN / "ruff"), "check", ".", "--select", "ALL", "--no-cache", "--exit-zero", "--isolated", "-q"]
-                times["ruff --select ALL"].append(timed(ruff, tree))
-        finally:
-            for path in checkouts.values():
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)], check=False)
+    with tempfile.TemporaryDirectory() as folder, checked_out(args.revisions, folder) as checkouts:
+        times: dict[str, list[float]] = {name: [] for name in (*checkouts, "ruff --select ALL")}
+        reports: dict[str, bytes] = {}
+        for _ in range(args.repeat):
+            for revision, path in checkouts.items():
+                report = Path(folder) / f"{path.name}.json"
+                env = {**os.environ, "PYTHONPATH": str(path)}
+                cmd = [str(BIN / "sync-lint"), "check", ".", *settings, "--no-cache", "--output-format", "json",
+                       "-o", str(report)]
+                times[revision].append(timed(cmd, tree, env))
+                reports[revision] = report.read_bytes()
+            ruff = [str(BIN / "ruff"), "check", ".", "--select", "ALL", "--no-cache", "--exit-zero", "--isolated", "-q"]
+            times["ruff --select ALL"].append(timed(ruff, tree))
     median = {name: statistics.median(values) for name, values in times.items()}
     first = args.revisions[0]
     print(f"{args.tree}: cold runs, {args.repeat} rounds (seconds, in round order)")

@@ -53,30 +53,23 @@ def outlines(tree: Path) -> tuple[list, float]:
 
 
 def time_revisions(tree: Path, revisions: list[str], rounds: int) -> int:
-    with tempfile.TemporaryDirectory() as folder:
-        checkouts: dict[str, Path] = {}
-        for revision in revisions:
-            path = Path(folder) / f"rev{len(checkouts)}"
-            subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(path), revision], check=True)
-            subprocess.run([sys.executable, "-m", "compileall", "-q", str(path / "sync_lint")], check=True)
-            checkouts[revision] = path
-        try:
-            seconds: dict[str, list[float]] = {revision: [] for revision in revisions}
-            for round_number in range(rounds):
-                order = revisions if round_number % 2 == 0 else revisions[::-1]
-                for revision in order:
-                    env = {**os.environ, "PYTHONPATH": str(checkouts[revision])}
-                    done = subprocess.run(
-                        [sys.executable, __file__, str(tree), "--_time_only"], env=env, check=True,
-                        capture_output=True, text=True,
-                    )
-                    where, taken = done.stdout.split()
-                    if not Path(where).is_relative_to(checkouts[revision]):
-                        raise SystemExit(f"{revision}: timed the sync_lint of {where}, not of its worktree")
-                    seconds[revision].append(float(taken))
-        finally:
-            for path in checkouts.values():
-                subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(path)], check=False)
+    # Run as a script, this folder is first on the path.
+    from bench_revisions import checked_out
+
+    with tempfile.TemporaryDirectory() as folder, checked_out(revisions, folder) as checkouts:
+        seconds: dict[str, list[float]] = {revision: [] for revision in revisions}
+        for round_number in range(rounds):
+            order = revisions if round_number % 2 == 0 else revisions[::-1]
+            for revision in order:
+                env = {**os.environ, "PYTHONPATH": str(checkouts[revision])}
+                done = subprocess.run(
+                    [sys.executable, __file__, str(tree), "--_time_only"], env=env, check=True,
+                    capture_output=True, text=True,
+                )
+                where, taken = done.stdout.split()
+                if not Path(where).is_relative_to(checkouts[revision]):
+                    raise SystemExit(f"{revision}: timed the sync_lint of {where}, not of its worktree")
+                seconds[revision].append(float(taken))
     first = revisions[0]
     print(f"{tree}: the outline pass, serial CPU seconds, {rounds} rounds in alternating order")
     for revision, values in seconds.items():
