@@ -740,7 +740,7 @@ def test_masked_file_with_a_finding_gets_the_whole_file_fix(tmp_path):
     path = next(p for p in files if p.endswith("caller.py"))
     facts = linter.lint_one(path, plan.units_to_keep(path))
     assert "pkg.caller.unrelated" in facts.functions  # masked, but defined
-    assert not facts.masked and [p.diagnostic.fix for p in facts.pending if p.diagnostic.fix is not None]
+    assert not facts.fixes_need_whole_file and [p.diagnostic.fix for p in facts.pending if p.diagnostic.fix is not None]
 
 
 GUARD = "vllm.utils:gpu_sync_allowed"
@@ -761,7 +761,40 @@ def test_a_fix_that_needs_the_whole_module_is_planned_on_the_whole_file(tmp_path
     kept = plan.units_to_keep(path)
     assert kept is not None  # ``describe`` is masked
     facts = linter.lint_one(path, kept)
-    assert facts.masked and facts.diagnostics and all(d.fix is None for d in facts.diagnostics)
+    assert facts.diagnostics and all(d.fix is None for d in facts.diagnostics)
+    assert {(d.line, d.col, d.code) for d in facts.diagnostics} <= facts.fixes_need_whole_file
+
+
+MODEL_WITH_A_LAUNCH = MODEL.replace(
+    "        n = host_count(x)\n", "        n = int(x.sum().item())\n"
+).replace(
+    "from pkg.base import BaseBackend\n", "from pkg.base import BaseBackend\nfrom pkg.ops import copy_rows\n"
+) + """
+    def forward(self, block_table, out):
+        copy_rows(block_table[:, 0].to(torch.int32), out)
+"""
+
+
+@pytest.mark.parametrize("ignored", [True, False])
+def test_a_file_is_linted_whole_only_for_a_reported_finding_whose_fix_needs_it(tmp_path, ignored):
+    """The fix of GPU201's finding needs the whole module; GPU101's edits its own span. A masked
+    file whose GPU201 finding is not reported (``per-file-ignores`` here; in an engine, mostly
+    findings conditional on a callee) keeps its masked parse and GPU101's fix planned there; one
+    that reports it is linted whole (``FileFacts.fixes_need_whole_file`` is then empty). The
+    findings and fixes equal the plain path's either way."""
+    files = write_package(tmp_path, {
+        "ops/__init__.py": OPS_INIT, "ops/kernels.py": KERNELS, "model.py": MODEL_WITH_A_LAUNCH,
+        "base.py": BASE, "helpers.py": HELPERS,
+    })
+    options = {"sync_guard": GUARD, "per_file_ignores": {"*model.py": ["GPU201"]} if ignored else {}}
+    fast = findings(files, fast=True, **options)
+    assert fast == findings(files, fast=False, **options)
+    reported = {entry[3] for entry in fast if entry[0].endswith("model.py") and entry[5] is not None}
+    assert reported == ({"GPU101"} if ignored else {"GPU101", "GPU201"}), fast
+    result = runner.Linter(make_settings(**options)).run(files, jobs=1)
+    model = next(facts for facts in result.facts if facts.path.endswith("model.py"))
+    assert bool(model.fixes_need_whole_file) is ignored
+    assert "pkg.model.AttnMetadataBuilder.describe" in model.functions  # defined either way
 
 
 def test_a_file_changed_after_its_outline_is_parsed_whole(package):
@@ -772,7 +805,7 @@ def test_a_file_changed_after_its_outline_is_parsed_whole(package):
     assert kept is not None and len(kept.indices) == 1
     Path(caller).write_text(Path(caller).read_text() + "\n\ndef added(x):\n    return x\n")
     facts = linter.lint_one(caller, kept)
-    assert not facts.masked and "pkg.caller.unrelated" in facts.functions
+    assert not facts.fixes_need_whole_file and "pkg.caller.unrelated" in facts.functions
 
 
 def test_masked_functions_still_count_as_defined(package):

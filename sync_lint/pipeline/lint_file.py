@@ -54,10 +54,10 @@ class FileFacts:
     # The properties it defines that are named for a host copy (``host_copy_properties``), for
     # GPU203's findings on reads of such attributes (``rules.base.HOST_COPY``).
     host_properties: frozenset[str] = frozenset()
-    # Parsed with some units masked (``pipeline.units``), and the fix of a finding needs the
-    # whole file (``fixes.NeedsWholeFile``): it has none here, and the runner lints the file
-    # whole if one of its findings is reported.
-    masked: bool = False
+    # Parsed with some units masked (``pipeline.units``): the findings, as (line, column,
+    # code), whose fix needs the whole file (``fixes.NeedsWholeFile``). They have no fix here,
+    # and the runner lints the file whole if one of them is reported.
+    fixes_need_whole_file: frozenset[tuple[int, int, str]] = frozenset()
 
 
 @lru_cache(maxsize=4096)
@@ -327,15 +327,15 @@ def _parse_and_check(
         # whole file (``fixes.NeedsWholeFile``). An internal error (masking must not be its
         # cause) or, in a file checked alone, such a fix: lint the whole file now. In a run of
         # many files, most findings are conditional on other files: the runner lints whole
-        # only a file that ends up with a finding (``FileFacts.masked``).
+        # only a file that ends up reporting such a finding (``FileFacts.fixes_need_whole_file``).
         if masked and facts.diagnostics:
             return lint_source(source, settings, rules, project=project)
         if findings:
             with span("positions and fixes"):
-                planned = _resolve_findings(facts, ctx, findings, masked=masked)
-            if not planned and alone:
+                needs_whole = _resolve_findings(facts, ctx, findings, masked=masked)
+            if needs_whole and alone:
                 return lint_source(source, settings, rules, project=project)
-            facts.masked = not planned
+            facts.fixes_need_whole_file = needs_whole
         return facts
     finally:
         ctx.release()
@@ -371,17 +371,22 @@ def _syntax_error(source: SourceFile, exc: cst.ParserSyntaxError) -> tuple[str, 
     return exc.message, exc.raw_line, exc.raw_column + 1
 
 
-def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[Rule, Finding]], masked: bool = False) -> bool:
+def _resolve_findings(
+    facts: FileFacts, ctx: FileContext, findings: list[tuple[Rule, Finding]], masked: bool = False
+) -> frozenset[tuple[int, int, str]]:
     """Positions and fixes, computed only for files that have findings. A finding that a noqa
     comment suppresses is never shown nor fixed, so it gets no fix: planning one can cost a
     transform of the whole module (GPU201's ``with`` block), and engines carry many such
-    deliberate, marked syncs. ``masked``: the module is a masked parse; False is returned when
-    a fix needs the whole file (the findings then have no fixes)."""
+    deliberate, marked syncs. ``masked``: the module is a masked parse; returned are the
+    findings (line, column, code) whose fix needs the whole file: they get none here. The
+    others keep theirs, which edit their own spans and are exact on a masked parse: a file is
+    linted again only if one of those findings is reported (many are conditional on a callee
+    and dropped)."""
     from sync_lint.fixes import Editor, NeedsWholeFile
 
     positions = ctx.positions()
     editor = Editor(ctx.module, ctx.source.text, positions, masked=masked)
-    planned = True
+    needs_whole: set[tuple[int, int, str]] = set()
     with span("noqa scan"):
         suppressions = scan_for_ours(ctx.source.text)
     for rule, finding in findings:
@@ -395,11 +400,11 @@ def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[R
             code=rule.code,
             message=finding.message,
         )
-        if planned and finding.fix is not None and not is_suppressed(diagnostic, suppressions):
+        if finding.fix is not None and not is_suppressed(diagnostic, suppressions):
             try:
                 diagnostic = replace(diagnostic, fix=finding.fix(editor))
             except NeedsWholeFile:
-                planned = False
+                needs_whole.add((diagnostic.line, diagnostic.col, diagnostic.code))
             except Exception as exc:  # noqa: BLE001 -- a broken fix must not lose the finding
                 facts.diagnostics.append(
                     tool_diagnostic(ctx.path, "GPU004", f"internal error in {rule.code} fix: {type(exc).__name__}: {exc}")
@@ -413,10 +418,7 @@ def _resolve_findings(facts: FileFacts, ctx: FileContext, findings: list[tuple[R
                             condition.arg_views, condition.flags, condition.row_stride, condition.advice,
                             condition.through, condition.device_args, condition.devices)
             )
-    if not planned:  # no fix at all rather than some: the whole file's lint plans them all
-        facts.diagnostics = [replace(d, fix=None) if d.fix is not None else d for d in facts.diagnostics]
-        facts.pending = [replace(p, diagnostic=replace(p.diagnostic, fix=None)) for p in facts.pending]
-    return planned
+    return frozenset(needs_whole)
 
 
 def lint_path(path: str, lint) -> FileFacts:

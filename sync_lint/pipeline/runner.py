@@ -376,9 +376,13 @@ class Linter:
                 index = ProjectIndex([*facts, *beside], follow_unread=not alone, names=names)
             with profile.span("cross-file findings and noqa"):
                 diagnostics = [self.finalize(file_facts, index) for file_facts in facts]
-            # A masked file with a reported finding whose fix needs the whole module
-            # (``FileFacts.masked``): its fixes are planned on the whole file.
-            redo = [i for i, file_facts in enumerate(facts) if file_facts.masked and diagnostics[i]]
+            # A masked file that reports a finding whose fix needs the whole module
+            # (``FileFacts.fixes_need_whole_file``): its fixes are planned on the whole file.
+            redo = [
+                i for i, file_facts in enumerate(facts) if file_facts.fixes_need_whole_file and any(
+                    (d.line, d.col, d.code) in file_facts.fixes_need_whole_file for d in diagnostics[i]
+                )
+            ]
             if redo:
                 with profile.span("whole files for fixes"):
                     again = self.lint_all([facts[i].path for i in redo], jobs, pool=pool if len(redo) > 1 else None,
