@@ -13,7 +13,10 @@ Three ways, all producing minimal ``Edit``s on the original text:
 from __future__ import annotations
 
 import difflib
+import io
+import tokenize
 from collections.abc import Mapping
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -38,10 +41,11 @@ class Editor:
 
     ``masked``: ``module`` is the parse of ``text`` with some function units masked. Masking
     keeps the lines and columns of the code it keeps, so an edit at a node's own span
-    (``span``, ``insert_after``, ``replace``) is exact; one planned from the module's rendering
-    or its other statements (``replace_statement``, ``transform``, or an import's place) may
-    not be: those raise ``NeedsWholeFile``, and the file's fixes are planned on a whole parse.
-    A fix plan must use one of them before it reads ``module`` beyond its own node."""
+    (``span``, ``insert_after``, ``replace``) is exact, and so is ``replace_statement``, which
+    checks its statement's rendering against ``text`` and renders at the whole file's indent
+    (``default_indent``). What reads the module beyond the node may not be: ``transform``
+    raises ``NeedsWholeFile`` (the file's fixes are then planned on a whole parse), and a plan
+    that reads another statement calls ``require_unmasked`` on it first."""
 
     def __init__(self, module: cst.Module, text: str, positions: Mapping[cst.CSTNode, CodeRange], masked: bool = False) -> None:
         self.module = module
@@ -53,6 +57,34 @@ class Editor:
     def _whole(self) -> None:
         if self.masked:
             raise NeedsWholeFile
+
+    def require_unmasked(self, statement: cst.BaseStatement) -> None:
+        """Raise ``NeedsWholeFile`` if ``statement`` is, in a masked parse, what stands for a
+        masked unit: a ``pass`` (continued over the unit's lines) where ``text`` has a ``def``.
+        A kept class may hold such stand-ins; its own header and place are the text's."""
+        if not (
+            self.masked and isinstance(statement, cst.SimpleStatementLine)
+            and len(statement.body) == 1 and isinstance(statement.body[0], cst.Pass)
+        ):
+            return
+        where = self.positions[statement].start
+        if not self.text.startswith("pass", self.lines.offset(where.line, where.column)):
+            raise NeedsWholeFile
+
+    @cached_property
+    def default_indent(self) -> str:
+        """The indent of a block libcst renders without one of its own: the module's default,
+        which libcst takes from the first indented line. A masked parse may have masked that
+        line; the whole text's is then read from its tokens, up to its first indent."""
+        if not self.masked:
+            return self.module.default_indent
+        try:
+            for token in tokenize.generate_tokens(io.StringIO(self.text).readline):
+                if token.type == tokenize.INDENT:
+                    return token.string
+        except (tokenize.TokenError, SyntaxError):
+            raise NeedsWholeFile from None
+        return self.module.default_indent  # no indented line at all: libcst's fallback
 
     def span(self, node: cst.CSTNode) -> tuple[int, int]:
         where = self.positions[node]
@@ -105,7 +137,6 @@ class Editor:
         statement's own rendering is not exactly what the text holds from the start of its line
         (a decorated definition, whose position starts at ``def``; a last line without a
         newline): the caller falls back to ``transform``."""
-        self._whole()
         where = self.positions[statement]
         start = self.lines.offset(where.start.line, 0)
         indent = self.text[start : start + where.start.column]
@@ -118,7 +149,7 @@ class Editor:
 
     def _render(self, statement: cst.BaseStatement, indent: str) -> str:
         state = CodegenState(
-            default_indent=self.module.default_indent,
+            default_indent=self.default_indent,
             default_newline=self.module.default_newline,
             indent_tokens=[indent] if indent else [],
         )

@@ -122,3 +122,43 @@ def test_a_suppressed_finding_gets_no_fix_planned(monkeypatch: pytest.MonkeyPatc
     unsuppressed = "import torch\n\n\n" + BUILDER
     assert [d.code for d in lint_text(unsuppressed, sync_guard=GUARD)] == ["GPU201"]
     assert len(placed) == 1
+
+
+def _module_level_guard_imports(text: str) -> int:
+    """How many module-level statements (in top-level ``try``/``if`` blocks too) import the guard."""
+    import ast
+
+    found = 0
+    pending = list(ast.parse(text).body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.ImportFrom) and any(alias.name == "gpu_sync_allowed" for alias in node.names):
+            found += 1
+        elif isinstance(node, (ast.Try, ast.If)):
+            pending.extend([*node.body, *node.orelse, *getattr(node, "finalbody", ()),
+                            *(s for h in getattr(node, "handlers", ()) for s in h.body)])
+    return found
+
+
+IMPORTED_IN_ANOTHER_METHOD = "import torch\n\n\n" + BUILDER + '''
+    def debug_context(self):
+        from pkg.debug import gpu_sync_allowed
+
+        return gpu_sync_allowed
+'''
+
+
+@pytest.mark.parametrize("text, added", [
+    # A function-level import binds the name in its function only: the fix imports it.
+    (IMPORTED_IN_ANOTHER_METHOD, 1),
+    # A module-level one in a ``try`` block binds it for the whole module.
+    ("try:\n    from pkg.debug import gpu_sync_allowed\nexcept ImportError:\n    gpu_sync_allowed = None\n\n\n" + BUILDER, 0),
+    ("import sys\nif sys.version_info >= (3, 8):\n    from pkg.debug import gpu_sync_allowed as allowed\n\n\n" + BUILDER, 0),
+])
+def test_the_guard_is_called_where_a_module_level_import_binds_it(text: str, added: int) -> None:
+    fixed = fix_text(text, unsafe=True, select=["GPU201"], sync_guard=GUARD)
+    assert _module_level_guard_imports(fixed) == _module_level_guard_imports(text) + added
+    local = "allowed" if " as allowed" in text else "gpu_sync_allowed"
+    assert f"with {local}():\n            lens = " in fixed  # wrapped once: the alias declares too
+    compile(fixed, "fixed.py", "exec")
+    assert lint_text(fixed, select=["GPU201", "GPU203"], sync_guard=GUARD) == []

@@ -746,28 +746,112 @@ def test_masked_file_with_a_finding_gets_the_whole_file_fix(tmp_path):
 GUARD = "vllm.utils:gpu_sync_allowed"
 
 
-def test_a_fix_that_needs_the_whole_module_is_planned_on_the_whole_file(tmp_path):
-    """Wrapping a sync in ``with gpu_sync_allowed():`` adds an import, whose place depends on the
-    module around it: on a masked parse it is not planned (``FileFacts.masked``), and the run
-    lints the file whole, so that the fix equals the plain path's."""
-    model = MODEL.replace("        n = host_count(x)\n", "        n = int(x.sum().item())\n")
-    files = write_package(tmp_path, {"model.py": model, "base.py": BASE, "helpers.py": HELPERS})
+SYNC_IN_BUILD = MODEL.replace("        n = host_count(x)\n", "        n = int(x.sum().item())\n")
+
+
+def masked_lint(files: list[str], name: str, **options) -> lint_file.FileFacts:
+    """The facts of the file ``name`` as a run of ``files`` lints it (some units masked)."""
+    linter = runner.Linter(make_settings(**options))
+    plan = linter.outline_all(files, None, {})
+    path = next(p for p in files if p.endswith(name))
+    kept = plan.units_to_keep(path)
+    assert kept is not None  # some units are masked
+    return linter.lint_one(path, kept)
+
+
+def test_a_guard_fix_is_planned_on_the_masked_parse(tmp_path):
+    """Wrapping a sync in ``with gpu_sync_allowed():`` edits the statement's lines and adds an
+    import after the others: both are checked against the text (``Editor.replace_statement``,
+    ``guards._import_edit``), so the masked parse plans the fix and the file is not linted
+    again; the fix equals the plain path's."""
+    files = write_package(tmp_path, {"model.py": SYNC_IN_BUILD, "base.py": BASE, "helpers.py": HELPERS})
     fast = findings(files, fast=True, sync_guard=GUARD)
     assert any(entry[3] == "GPU201" and entry[5] is not None for entry in fast), fast
     assert fast == findings(files, fast=False, sync_guard=GUARD)
-    linter = runner.Linter(make_settings(sync_guard=GUARD))
-    plan = linter.outline_all(files, None, {})
-    path = next(p for p in files if p.endswith("model.py"))
-    kept = plan.units_to_keep(path)
-    assert kept is not None  # ``describe`` is masked
-    facts = linter.lint_one(path, kept)
+    facts = masked_lint(files, "model.py", sync_guard=GUARD)
+    assert not facts.fixes_need_whole_file
+    assert [d.code for d in facts.diagnostics if d.fix is not None] == ["GPU201"]
+
+
+# Guard fixes beside masked units, and the options of the run: without GPU203 (whose triggers
+# are the declarations' names, the guard's by default), a unit naming the guard is masked.
+# What the masked parse cannot tell of the fix:
+NEEDS_THE_WHOLE_MODULE = {
+    # Two blank lines go between the new import and a ``def``, one before other code: the
+    # import adds the one missing before this ``def``, none before a ``pass``.
+    "a masked unit right after the imports": (SYNC_IN_BUILD.replace(
+        "\n\nclass AttnMetadataBuilder", "\ndef stand_alone(x):\n    return x\n\n\nclass AttnMetadataBuilder"
+    ), {}),
+}
+# Masked units whose part in the fix the masked parse knows:
+PLANNED_ON_THE_MASKED_PARSE = {
+    # libcst renders a new block at the indent of the first indented line (``Editor.default_indent``).
+    "the first indented line in a masked unit": (SYNC_IN_BUILD.replace(
+        "\n\nclass AttnMetadataBuilder", "\nLAYERS = 2\n\n\ndef stand_alone(x):\n  return x\n\n\nclass AttnMetadataBuilder"
+    ), {}),
+    "a masked unit after other code": (SYNC_IN_BUILD.replace(
+        "\n\nclass AttnMetadataBuilder", "\nLAYERS = 2\n\n\ndef stand_alone(x):\n    return x\n\n\nclass AttnMetadataBuilder"
+    ), {}),
+    # The file defines the guard: no import (``FileContext.masked`` lists the masked functions).
+    "the guard defined in a masked unit": (SYNC_IN_BUILD.replace(
+        "\n\nclass AttnMetadataBuilder",
+        "\nLAYERS = 2\n\n\ndef gpu_sync_allowed():\n    return contextlib.nullcontext()\n\n\nclass AttnMetadataBuilder",
+    ), {"select": ["GPU201"]}),
+    # A function-level import binds nothing where the fix calls the guard: the import is added.
+    "the guard imported in a masked unit": (SYNC_IN_BUILD.replace(
+        '        return "layer"\n', '        from vllm.utils import gpu_sync_allowed\n\n        return gpu_sync_allowed\n'
+    ), {"select": ["GPU201"]}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PLANNED_ON_THE_MASKED_PARSE))
+def test_a_guard_fix_beside_masked_units_is_planned_on_the_masked_parse(tmp_path, case):
+    text, options = PLANNED_ON_THE_MASKED_PARSE[case]
+    files = write_package(tmp_path, {"model.py": text, "base.py": BASE, "helpers.py": HELPERS})
+    fast = findings(files, fast=True, sync_guard=GUARD, **options)
+    fixes = [entry[5] for entry in fast if entry[3] == "GPU201" and entry[5] is not None]
+    assert fixes, fast
+    assert fast == findings(files, fast=False, sync_guard=GUARD, **options)
+    imports = [edit.content for fix in fixes for edit in fix.edits if "import" in edit.content]
+    assert imports == ([] if "defined" in case else ["from vllm.utils import gpu_sync_allowed\n"] * len(fixes))
+    facts = masked_lint(files, "model.py", sync_guard=GUARD, **options)
+    assert len(facts.functions) > len(kept_functions(runner.Linter(make_settings(**options)), files)["model.py"])
+    assert not facts.fixes_need_whole_file
+    assert [d.code for d in facts.diagnostics if d.fix is not None] == ["GPU201"]
+
+
+@pytest.mark.parametrize("case", sorted(NEEDS_THE_WHOLE_MODULE))
+def test_a_guard_fix_the_masked_parse_cannot_plan_is_planned_on_the_whole_file(tmp_path, case):
+    """Where the fix depends on a masked unit, the masked parse plans none
+    (``FileFacts.fixes_need_whole_file``) and the run lints the file whole, so that the fix
+    equals the plain path's."""
+    text, options = NEEDS_THE_WHOLE_MODULE[case]
+    files = write_package(tmp_path, {"model.py": text, "base.py": BASE, "helpers.py": HELPERS})
+    fast = findings(files, fast=True, sync_guard=GUARD, **options)
+    assert any(entry[3] == "GPU201" and entry[5] is not None for entry in fast), fast
+    assert fast == findings(files, fast=False, sync_guard=GUARD, **options)
+    facts = masked_lint(files, "model.py", sync_guard=GUARD, **options)
     assert facts.diagnostics and all(d.fix is None for d in facts.diagnostics)
     assert {(d.line, d.col, d.code) for d in facts.diagnostics} <= facts.fixes_need_whole_file
 
 
-MODEL_WITH_A_LAUNCH = MODEL.replace(
-    "        n = host_count(x)\n", "        n = int(x.sum().item())\n"
-).replace(
+@pytest.mark.parametrize("text", [
+    "def f():\n  return 1\n\n\ndef g():\n    return 2\n",
+    "import x\n\nif x:\n\tx = 1\n",
+    "def f(a,\n        b):\n      return a\n",
+    'X = """\n    not an indent\n"""\nclass C:\n   y = 1\n',
+    "x = (1,\n     2)\n",
+])
+def test_the_whole_files_default_indent_is_read_on_a_masked_parse(text):
+    """``Editor.default_indent`` of a masked parse is what libcst takes for the whole file."""
+    import libcst
+
+    from sync_lint.fixes import Editor
+
+    assert Editor(libcst.parse_module("pass\n"), text, {}, masked=True).default_indent == libcst.parse_module(text).default_indent
+
+
+MODEL_WITH_A_LAUNCH = NEEDS_THE_WHOLE_MODULE["a masked unit right after the imports"][0].replace(
     "from pkg.base import BaseBackend\n", "from pkg.base import BaseBackend\nfrom pkg.ops import copy_rows\n"
 ) + """
     def forward(self, block_table, out):
@@ -777,7 +861,7 @@ MODEL_WITH_A_LAUNCH = MODEL.replace(
 
 @pytest.mark.parametrize("ignored", [True, False])
 def test_a_file_is_linted_whole_only_for_a_reported_finding_whose_fix_needs_it(tmp_path, ignored):
-    """The fix of GPU201's finding needs the whole module; GPU101's edits its own span. A masked
+    """The fix of GPU201's finding needs the whole module here; GPU101's edits its own span. A masked
     file whose GPU201 finding is not reported (``per-file-ignores`` here; in an engine, mostly
     findings conditional on a callee) keeps its masked parse and GPU101's fix planned there; one
     that reports it is linted whole (``FileFacts.fixes_need_whole_file`` is then empty). The

@@ -2,8 +2,9 @@
 regions (lazy initialisation: ``OnceRegions``), and the fixes that add or remove a declaration.
 
 A declaration is a call of a context manager named in ``sync-declarations`` (default
-``gpu_sync_allowed``; a bare name matches that name imported from any module, a dotted name must
-match exactly), in any of these forms:
+``gpu_sync_allowed``; a bare name matches that name imported from any module, under its own
+name or another (``from debug import gpu_sync_allowed as allowed``), a dotted name must match
+exactly), in any of these forms:
 - ``with gpu_sync_allowed():`` / ``with gpu_sync_allowed(first_only=True):`` / one item of a
   ``with`` of several;
 - ``cm = nullcontext() if cond else gpu_sync_allowed()`` (or ``cm = gpu_sync_allowed()``) in the
@@ -67,9 +68,12 @@ class Declarations:
         name = dotted(node.func)
         if name is None:
             return False
-        if name.rsplit(".", 1)[-1] in self.bare:
+        if name.rsplit(".", 1)[-1] in self.bare or name in self.full:
             return True
-        return bool(self.full) and (name in self.full or self.ctx.names.resolve(node.func) in self.full)
+        if not self.mentioned:  # an import naming the declaration is a mention
+            return False
+        resolved = self.ctx.names.resolve(node.func)  # ``from debug import gpu_sync_allowed as allowed``
+        return resolved is not None and (resolved.rsplit(".", 1)[-1] in self.bare or resolved in self.full)
 
     def declares(self, node: cst.BaseExpression) -> bool:
         """A declaring expression: the call, or a conditional expression with one declaring branch."""
@@ -376,16 +380,47 @@ def guard_import(ctx) -> tuple[str, cst.SimpleStatementLine | None] | None:
     if not guard:
         return None
     module, _, name = guard.partition(":")
+    # Only an import at module level binds the name where the fix calls it; ``names.imports``
+    # holds the function-level ones too. (A masked parse keeps every module-level statement,
+    # so it answers as the whole file's would.)
+    module_level = _module_level_imports(ctx.module)
     for local, full in ctx.names.imports.items():
-        if full == f"{module}.{name}" or (full.rsplit(".", 1)[-1] == name and local == name):
+        if local in module_level and (full == f"{module}.{name}" or (full.rsplit(".", 1)[-1] == name and local == name)):
             return local, None
-    if _defines(ctx.module, name):
+    if _defines(ctx.module, name) or (None, name) in ctx.masked:
         return name, None
     statement = cst.parse_statement(f"from {module} import {name}\n")
     return name, statement  # type: ignore[return-value]
 
 
+def _module_level_imports(module: cst.Module) -> set[str]:
+    """The names that ``from ... import`` statements bind at module level, in its ``if`` and
+    ``try`` blocks too (``try: from a import f`` / ``except ImportError:``)."""
+    bound: set[str] = set()
+    statements = list(module.body)
+    while statements:
+        statement = statements.pop()
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+                    bound.update(a.asname.name.value if a.asname else dotted(a.name) for a in small.names)
+        elif isinstance(statement, (cst.If, cst.Try, cst.Else, cst.ExceptHandler, cst.Finally)):
+            statements.extend(_block_statements(statement.body))
+            for part in (getattr(statement, "orelse", None), getattr(statement, "finalbody", None),
+                         *getattr(statement, "handlers", ())):
+                if part is not None:
+                    statements.append(part)
+    return bound
+
+
+def _block_statements(body: cst.BaseSuite) -> Sequence[cst.BaseStatement]:
+    if isinstance(body, cst.IndentedBlock):
+        return body.body
+    return [cst.SimpleStatementLine(body=body.body)]  # ``if x: from a import f``
+
+
 def _defines(module: cst.Module, name: str) -> bool:
+    """Does the module define ``name`` at its top level (a masked function aside: ``ctx.masked``)?"""
     for statement in module.body:
         if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and statement.name.value == name:
             return True
@@ -460,6 +495,8 @@ def _import_edit(editor, module: cst.Module, statement: cst.SimpleStatementLine)
     """The text edit that ``_with_import`` makes, found by rendering only the statements before
     the new import's place. None when that rendering is not how the text starts."""
     position = _import_position(module)
+    if position < len(module.body):  # the blank lines to add depend on what follows
+        editor.require_unmasked(module.body[position])
     before = module.with_changes(body=module.body[:position], footer=(), has_trailing_newline=True).code
     if not editor.text.startswith(before):
         return None
