@@ -162,3 +162,21 @@ def test_the_guard_is_called_where_a_module_level_import_binds_it(text: str, add
     assert f"with {local}():\n            lens = " in fixed  # wrapped once: the alias declares too
     compile(fixed, "fixed.py", "exec")
     assert lint_text(fixed, select=["GPU201", "GPU203"], sync_guard=GUARD) == []
+
+
+def test_the_import_edit_is_planned_once_per_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each finding's fix adds the same import; its place is found once per file
+    (``guards.GuardImport``), not per finding (a render of the module's imports each)."""
+    from sync_lint.analysis import guards
+
+    calls = []
+    original = guards._import_edit
+    monkeypatch.setattr(guards, "_import_edit", lambda *args: calls.append(1) or original(*args))
+    text = "import torch\n\n\n" + BUILDER.replace(
+        "        return lens\n", "        first = common_attn_metadata.query_start_loc[0].item()\n"
+        "        longest = common_attn_metadata.seq_lens.max().item()\n        return lens, first, longest\n"
+    )
+    found = [d for d in lint_text(text, select=["GPU201"], sync_guard=GUARD) if d.code == "GPU201"]
+    assert len(found) == 3 and len(calls) == 1
+    imports = {edit for d in found for edit in d.fix.edits if "import" in edit.content}
+    assert imports == {guards.Edit(len("import torch\n"), len("import torch\n"), "from pkg.debug import gpu_sync_allowed\n")}

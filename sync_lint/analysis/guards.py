@@ -548,12 +548,29 @@ def _drop_import(module: cst.Module, local: str) -> cst.Module:
     return module
 
 
+class GuardImport:
+    """What every guard fix of a file shares, found once per file: the guard's local name and
+    the import to add (``guard_import``), and that import's edit (``_import_edit`` renders the
+    module's imports: done per finding, it was most of an engine's fix planning, which runs
+    for every finding of a parsed file, reported or not)."""
+
+    def __init__(self, ctx) -> None:
+        self.module = ctx.module
+        self.found = guard_import(ctx)
+        self._edit: tuple[object, Edit | None] | None = None  # (editor, its edit)
+
+    def import_edit(self, editor, statement: cst.SimpleStatementLine) -> Edit | None:
+        if self._edit is None or self._edit[0] is not editor:
+            self._edit = (editor, _import_edit(editor, self.module, statement))
+        return self._edit[1]
+
+
 def wrap_fix(ctx, statement: cst.BaseStatement, message: str):
     """Fix plan: wrap ``statement`` in ``with <guard>():`` and import the guard (unsafe)."""
-    found = guard_import(ctx)
-    if found is None:
+    shared = ctx.get(GuardImport)
+    if shared.found is None:
         return None
-    local, import_statement = found
+    local, import_statement = shared.found
 
     def plan(editor):
         wrapped = cst.With(
@@ -565,7 +582,7 @@ def wrap_fix(ctx, statement: cst.BaseStatement, message: str):
         # whole module per finding made these fixes most of a builder file's check.
         edits = [editor.replace_statement(statement, wrapped)]
         if import_statement is not None:
-            edits.append(_import_edit(editor, ctx.module, import_statement))
+            edits.append(shared.import_edit(editor, import_statement))
         if None not in edits and (len(edits) == 1 or edits[1].end <= edits[0].start):
             return make_fix(message, "unsafe", *edits)
         module = _with_import(ctx.module.visit(_Replace(statement, wrapped)), import_statement)
