@@ -9,11 +9,12 @@ Run by hand from the repository root, after ``bench_scale.py`` has unpacked the 
 For each file, in this process, ``Linter.run([file])`` three times with isolated settings (or
 those of ``--config FILE``: a project's options, such as ``hot-functions``, which the scout
 matches under the file's module name):
-- default: the rules chosen by the text gate and the syntax scout, and only the functions of
-  the file that can matter to it alone parsed (``prefilter.one_file_plan``);
-- unplanned: the same rules, the file parsed whole;
+- default: the rules chosen by the text gate and the syntax scout, and only the functions that
+  can matter parsed: of the file alone (``prefilter.one_file_plan``) under ``follow-imports =
+  "skip"``, else of it and the files beyond it that it reads (the project plan);
+- unplanned: the same rules, every file parsed whole (``--parse-whole-files``);
 - plain: every rule whose triggers occur, the scout answering "may" (a hot scope, a sink, a
-  custom op that is a sink), the file parsed whole.
+  custom op that is a sink), every file parsed whole.
 It prints the files whose findings or fixes differ (there must be none), how many files and lines each
 path parsed, and the CPU seconds of each path, also by file size.
 """
@@ -61,10 +62,11 @@ class Counter:
 
 
 def measure(tree: Path, files: list[Path], settings: config.Settings) -> dict:
-    linter = runner.Linter(settings)
     original_parse = lint_file._parse_and_check
     results: dict[str, dict] = {}
     for label in ("default", "unplanned", "plain"):
+        # Without the plan, a run that follows imports parses its file and the files beyond whole.
+        linter = runner.Linter(settings, fast=label == "default")
         counter = Counter()
         saved = (prefilter.one_file_plan, scout.Scout.may_sync_in_a_hot_scope, scout.Scout.may_report_at_a_sink)
         lint_file._parse_and_check = counter.wrap(original_parse)
