@@ -17,8 +17,9 @@ unit may depend on that unit, on module-level statements, on its class header an
 on the class's other methods only through ``self.`` attributes, and on other functions (in this
 file or another) only through their summaries; a function whose definition a rule inspects (a
 ``@triton.jit`` kernel) must contain one of that rule's triggers. A fix planned on the masked
-parse may edit only its finding's own span (``fixes.Editor`` raises ``NeedsWholeFile`` for the
-edits that read the module around it).
+parse may read and edit only what that parse holds as the text does: its finding's span and
+statement, and module-level code (``fixes.Editor`` raises ``NeedsWholeFile`` where a plan would
+read a masked unit or render the module).
 """
 
 from __future__ import annotations
