@@ -119,7 +119,13 @@ OPTIONS: dict[str, Option] = {
         ["__init__", "load_weights", "*warmup*", "*warm_up*", "capture_model", "profile_run", "_dummy_run"],
         "Functions that are never hot, even inside hot classes or when called from hot code.",
     ),
-    "sync-declarations": Option(list, ["gpu_sync_allowed"], "Context managers that declare an intended sync."),
+    "sync-declarations": Option(
+        list,
+        ["gpu_sync_allowed"],
+        "Context managers that declare an intended sync. A bare name matches that name imported from any module, "
+        "under its own name or another (`from debug import gpu_sync_allowed as allowed`); a dotted name must match "
+        "exactly.",
+    ),
     "sync-guard": Option(
         str, "", "`package.module:name` imported by the GPU201/GPU202 fix; no fix is offered when unset."
     ),

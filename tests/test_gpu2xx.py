@@ -326,6 +326,27 @@ def test_declaration_forms_and_custom_names():
     assert findings(source, sync_declarations=["mylib.sync.allow_sync"]) == only_dotted
 
 
+def test_a_declaration_imported_under_another_name_declares():
+    """``from debug import gpu_sync_allowed as allowed``: ``with allowed():`` declares the sync it
+    holds (GPU201 silent), and one that holds none is stale (GPU203)."""
+    source = """
+        from mylib.debug import gpu_sync_allowed as allowed
+
+        class FooMetadataBuilder:
+            def build(self, common):
+                with allowed():
+                    lens = common.seq_lens.tolist()
+                with allowed():
+                    total = common.num_reqs + 1
+                return lens, total
+    """
+    assert findings(source) == {(8, "GPU203")}
+    # A name of its own is not the declaration's, whatever it is called.
+    assert findings(source.replace("from mylib.debug import gpu_sync_allowed as allowed", "from mylib.debug import allowed")) == {
+        (7, "GPU201")
+    }
+
+
 def test_debug_only_regions():
     check("""
         import logging
