@@ -45,7 +45,7 @@ class Editor:
     checks its statement's rendering against ``text`` and renders at the whole file's indent
     (``default_indent``). What reads the module beyond the node may not be: ``transform``
     raises ``NeedsWholeFile`` (the file's fixes are then planned on a whole parse), and a plan
-    that reads another statement calls ``require_unmasked`` on it first."""
+    that reads another statement asks ``stands_for_a_function`` of it."""
 
     def __init__(self, module: cst.Module, text: str, positions: Mapping[cst.CSTNode, CodeRange], masked: bool = False) -> None:
         self.module = module
@@ -58,18 +58,18 @@ class Editor:
         if self.masked:
             raise NeedsWholeFile
 
-    def require_unmasked(self, statement: cst.BaseStatement) -> None:
-        """Raise ``NeedsWholeFile`` if ``statement`` is, in a masked parse, what stands for a
-        masked unit: a ``pass`` (continued over the unit's lines) where ``text`` has a ``def``.
-        A kept class may hold such stand-ins; its own header and place are the text's."""
+    def stands_for_a_function(self, statement: cst.BaseStatement) -> bool:
+        """Is ``statement``, in a masked parse, what stands for a masked function unit: a ``pass``
+        (continued over the unit's lines) where ``text`` has a ``def`` (or its decorators)? Its
+        leading lines are the ``def``'s: masking keeps the lines before a unit. A kept class may
+        hold such stand-ins; its own header and place are the text's."""
         if not (
             self.masked and isinstance(statement, cst.SimpleStatementLine)
             and len(statement.body) == 1 and isinstance(statement.body[0], cst.Pass)
         ):
-            return
+            return False
         where = self.positions[statement].start
-        if not self.text.startswith("pass", self.lines.offset(where.line, where.column)):
-            raise NeedsWholeFile
+        return not self.text.startswith("pass", self.lines.offset(where.line, where.column))
 
     @cached_property
     def default_indent(self) -> str:

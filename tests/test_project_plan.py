@@ -775,16 +775,28 @@ def test_a_guard_fix_is_planned_on_the_masked_parse(tmp_path):
 
 # Guard fixes beside masked units, and the options of the run: without GPU203 (whose triggers
 # are the declarations' names, the guard's by default), a unit naming the guard is masked.
-# What the masked parse cannot tell of the fix:
+# Where the fix's local edits cannot be placed: it renders the whole module (``Editor.transform``).
 NEEDS_THE_WHOLE_MODULE = {
-    # Two blank lines go between the new import and a ``def``, one before other code: the
-    # import adds the one missing before this ``def``, none before a ``pass``.
-    "a masked unit right after the imports": (SYNC_IN_BUILD.replace(
-        "\n\nclass AttnMetadataBuilder", "\ndef stand_alone(x):\n    return x\n\n\nclass AttnMetadataBuilder"
-    ), {}),
+    # The statement's own rendering ends with a newline the text does not have.
+    "the sync on the last line, without a newline": (
+        SYNC_IN_BUILD.partition("    def build")[0]
+        + '    def describe(self):\n        return "layer"\n\n'
+        + "    def build(self, x):\n        y = self.sync_point(x)\n        return x[: int(x.sum().item())] + y",
+        {},
+    ),
 }
 # Masked units whose part in the fix the masked parse knows:
 PLANNED_ON_THE_MASKED_PARSE = {
+    # Two blank lines go between the new import and a ``def``, one before other code: the
+    # import adds the one missing before this ``def``, not none as before a ``pass``
+    # (``Editor.stands_for_a_function``).
+    "a masked unit right after the imports": (SYNC_IN_BUILD.replace(
+        "\n\nclass AttnMetadataBuilder", "\ndef stand_alone(x):\n    return x\n\n\nclass AttnMetadataBuilder"
+    ), {}),
+    "a decorated masked unit under a comment right after the imports": (SYNC_IN_BUILD.replace(
+        "\n\nclass AttnMetadataBuilder",
+        "\n# helpers\n@functools.cache\ndef stand_alone(x):\n    return x\n\n\nclass AttnMetadataBuilder",
+    ), {}),
     # libcst renders a new block at the indent of the first indented line (``Editor.default_indent``).
     "the first indented line in a masked unit": (SYNC_IN_BUILD.replace(
         "\n\nclass AttnMetadataBuilder", "\nLAYERS = 2\n\n\ndef stand_alone(x):\n  return x\n\n\nclass AttnMetadataBuilder"
@@ -813,7 +825,8 @@ def test_a_guard_fix_beside_masked_units_is_planned_on_the_masked_parse(tmp_path
     assert fixes, fast
     assert fast == findings(files, fast=False, sync_guard=GUARD, **options)
     imports = [edit.content for fix in fixes for edit in fix.edits if "import" in edit.content]
-    assert imports == ([] if "defined" in case else ["from vllm.utils import gpu_sync_allowed\n"] * len(fixes))
+    added = "" if "defined" in case else "from vllm.utils import gpu_sync_allowed\n" + "\n" * ("right after" in case)
+    assert imports == ([added] * len(fixes) if added else []), imports
     facts = masked_lint(files, "model.py", sync_guard=GUARD, **options)
     assert len(facts.functions) > len(kept_functions(runner.Linter(make_settings(**options)), files)["model.py"])
     assert not facts.fixes_need_whole_file
@@ -851,12 +864,12 @@ def test_the_whole_files_default_indent_is_read_on_a_masked_parse(text):
     assert Editor(libcst.parse_module("pass\n"), text, {}, masked=True).default_indent == libcst.parse_module(text).default_indent
 
 
-MODEL_WITH_A_LAUNCH = NEEDS_THE_WHOLE_MODULE["a masked unit right after the imports"][0].replace(
+MODEL_WITH_A_LAUNCH = NEEDS_THE_WHOLE_MODULE["the sync on the last line, without a newline"][0].replace(
     "from pkg.base import BaseBackend\n", "from pkg.base import BaseBackend\nfrom pkg.ops import copy_rows\n"
-) + """
-    def forward(self, block_table, out):
-        copy_rows(block_table[:, 0].to(torch.int32), out)
-"""
+).replace(
+    "    def describe(self):\n",
+    "    def forward(self, block_table, out):\n        copy_rows(block_table[:, 0].to(torch.int32), out)\n\n    def describe(self):\n",
+)
 
 
 @pytest.mark.parametrize("ignored", [True, False])

@@ -473,7 +473,7 @@ def _with_import(module: cst.Module, statement: cst.SimpleStatementLine | None) 
         return module
     body = list(module.body)
     position = _import_position(module)
-    missing = _blank_lines_missing(module, position)
+    missing = _blank_lines_missing(module, position, False)
     if missing:
         following = body[position]
         body[position] = following.with_changes(leading_lines=[cst.EmptyLine()] * missing + list(following.leading_lines))
@@ -481,13 +481,14 @@ def _with_import(module: cst.Module, statement: cst.SimpleStatementLine | None) 
     return module.with_changes(body=body)
 
 
-def _blank_lines_missing(module: cst.Module, position: int) -> int:
+def _blank_lines_missing(module: cst.Module, position: int, definition_follows: bool) -> int:
     """Blank lines to add after an import inserted before ``module.body[position]``, to keep the
-    ones that separate imports from code (two before a def or class)."""
+    ones that separate imports from code (two before a def or class). ``definition_follows``:
+    that statement stands for a masked function (``Editor.stands_for_a_function``)."""
     if position >= len(module.body) or _is_import(module.body[position]):
         return 0
     following = module.body[position]
-    blanks = 2 if isinstance(following, (cst.FunctionDef, cst.ClassDef)) else 1
+    blanks = 2 if definition_follows or isinstance(following, (cst.FunctionDef, cst.ClassDef)) else 1
     return max(0, blanks - sum(1 for line in following.leading_lines[:blanks] if line.comment is None))
 
 
@@ -495,12 +496,11 @@ def _import_edit(editor, module: cst.Module, statement: cst.SimpleStatementLine)
     """The text edit that ``_with_import`` makes, found by rendering only the statements before
     the new import's place. None when that rendering is not how the text starts."""
     position = _import_position(module)
-    if position < len(module.body):  # the blank lines to add depend on what follows
-        editor.require_unmasked(module.body[position])
     before = module.with_changes(body=module.body[:position], footer=(), has_trailing_newline=True).code
     if not editor.text.startswith(before):
         return None
-    added = module.code_for_node(statement) + module.default_newline * _blank_lines_missing(module, position)
+    definition_follows = position < len(module.body) and editor.stands_for_a_function(module.body[position])
+    added = module.code_for_node(statement) + module.default_newline * _blank_lines_missing(module, position, definition_follows)
     return Edit(len(before), len(before), added)
 
 
