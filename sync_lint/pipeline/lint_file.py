@@ -322,8 +322,8 @@ def _parse_and_check(
         masked = text is not source.text
         # Masking keeps the lines and columns of the code it keeps, so a masked file's findings
         # are where the whole file's are, and so are the fixes that edit a node's own span
-        # (``.contiguous()``); a fix planned from the module around it may differ (an import
-        # added above a masked ``def`` keeps two blank lines before it, not one), and needs the
+        # (``.contiguous()``) or their statement's lines, and the module-level code (GPU201's
+        # ``with`` block and import); a fix that renders the module may differ, and needs the
         # whole file (``fixes.NeedsWholeFile``). An internal error (masking must not be its
         # cause) or, in a file checked alone, such a fix: lint the whole file now. In a run of
         # many files, most findings are conditional on other files: the runner lints whole
