@@ -7,7 +7,7 @@ cycle and is freed by reference counting when its file is done (``FileContext.re
 ``tests/test_tree_freed.py``). So a file's lint and outline pause the collector, and so does a
 run of many files as a whole (``Linter.run``): its main process holds every file's outline, then
 every file's facts, all plain data, and the passes over them were about 45% of the project
-plan's time (serial, while the workers wait; ``bench/README.md``, stop 28). A run's cyclic
+plan's time (serial, while the workers wait; ``bench/HISTORY.md``, stop 28). A run's cyclic
 garbage is too little to matter: with the collector off throughout, a run of all of vLLM peaks
 at the same memory.
 """

@@ -845,7 +845,7 @@ def files_registering(texts: dict[str, bytes], ops: set[tuple[str, str]], skip: 
     # A pattern of alternatives has no literal for the regex engine to skip ahead to: for a few
     # names (a level of a staged run's plan asks one to five), a substring test of each first
     # finds the few texts that hold one at all, in a twentieth to a third of the time; for many,
-    # it costs more than it saves (SGLang's texts: ``bench/README.md``, stop 48).
+    # it costs more than it saves (SGLang's texts: ``bench/HISTORY.md``, stop 48).
     screened = len(names) <= _NAMES_SCREENED_BY_SUBSTRING
     return sorted(
         path for path, raw in texts.items()
