@@ -10,8 +10,9 @@ The whole tree is checked once (``sync-lint check . --preview``, isolated settin
 then ``--pairs`` pairs of files, each a file with a finding in that run and a file drawn from the
 whole tree (``--seed``), are checked as one run of two files, as pre-commit checks two staged files
 (``--staged 1``: the file with a finding alone, as pre-commit checks one staged file).
-A pair is identical when its run reports, line for line, what the whole run reports in its
-files. ``--code``: the sync-lint source to run (a worktree of another revision, put first on
+A pair is identical when its run reports, finding for finding and fix for fix (the JSON
+report's edits), what the whole run reports in its files; a pair whose findings agree and whose
+fixes do not is counted apart. ``--code``: the sync-lint source to run (a worktree of another revision, put first on
 ``PYTHONPATH``), to compare revisions on the same pairs. ``--config``: a pyproject.toml both runs
 read instead of the default settings. ``--cached``: pre-commit on a machine that checked the
 whole tree before, on a copy of the tree in which each run's files get a comment appended
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import random
 import shutil
@@ -52,21 +54,38 @@ from bench_scale import flake8  # the peer, without sync-lint's own flake8 plugi
 def check(
     tree: Path, code: Path, paths: list[str], settings: Path | None = None, cache: Path | None = None,
 ) -> tuple[list[str], float]:
-    """The concise findings of one run (sorted), and its wall time. ``settings``: a pyproject.toml
-    to read (``--config``) instead of the default settings (``--isolated``). ``cache``: the cache
-    folder to use (default: none)."""
+    """The findings of one run, each with its fix (``finding_line``; sorted), and its wall time.
+    ``settings``: a pyproject.toml to read (``--config``) instead of the default settings
+    (``--isolated``). ``cache``: the cache folder to use (default: none)."""
     environment = {**os.environ, "PYTHONPATH": str(code)}
     chosen = ["--config", str(settings)] if settings else ["--isolated"]
     caching = ["--cache-dir", str(cache)] if cache else ["--no-cache"]
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "sync_lint", "check", *paths, *chosen, *caching, "--preview",
-         "--output-format", "concise", "--exit-zero", "-q"],
+         "--output-format", "json", "--exit-zero", "-q"],
         cwd=tree, env=environment, capture_output=True, text=True, check=False,
     )
     if done.returncode != 0 or "Traceback" in done.stderr:
         sys.exit(f"sync-lint failed on {paths[:3]}: {done.stderr.strip()[-400:]}")
-    return sorted(line for line in done.stdout.splitlines() if line), time.perf_counter() - started
+    return sorted(finding_line(tree, finding) for finding in json.loads(done.stdout)), time.perf_counter() - started
+
+
+def finding_line(tree: Path, finding: dict) -> str:
+    """One finding as a line to compare and print: ``path:row:col: CODE message``, then its fix
+    (applicability and edits) where it has one, so that a run that reports a finding with
+    another fix, or without the fix the whole run offers, differs."""
+    path = os.path.relpath(os.path.join(tree, finding["filename"]), tree)
+    where = finding["location"]
+    line = f"{path}:{where['row']}:{where['column']}: {finding['code']} {finding['message']}"
+    fix = finding.get("fix")
+    if fix:
+        edits = "; ".join(
+            f"{e['location']['row']}:{e['location']['column']}-{e['end_location']['row']}:{e['end_location']['column']}"
+            f" {e['content']!r}" for e in fix["edits"]
+        )
+        line += f"  [fix, {fix['applicability']}: {edits}]"
+    return line
 
 
 @contextlib.contextmanager
@@ -123,7 +142,7 @@ class Revision:
         self.label, self.code, self.cache = label, code.resolve(), cache
         self.whole_cache: Path | None = None
         self.by_file: dict[str, list[str]] = {}
-        self.expected = self.reported = self.identical = self.unwanted = 0
+        self.expected = self.reported = self.identical = self.unwanted = self.other_fixes = 0
         self.walls: list[float] = []
 
     def check_whole(self, tree: Path, args: argparse.Namespace, settings: Path | None) -> None:
@@ -150,6 +169,11 @@ class Revision:
             self.identical += 1
             if verbose:
                 print(f"{self.label}: same ({len(want)} findings, {seconds:.1f} s): {' '.join(run)}")
+        elif [_without_fix(line) for line in got] == [_without_fix(line) for line in want]:
+            self.other_fixes += 1
+            print(f"{self.label}: same findings, other fixes ({seconds:.1f} s): {' '.join(run)}")
+            for line in sorted(set(got) ^ set(want)):
+                print(f"    {'reported' if line in got else 'expected'}: {line}")
         else:
             print(f"{self.label}: differs ({len(want)} expected, {len(got)} reported, {seconds:.1f} s): {' '.join(run)}")
         return seconds
@@ -176,7 +200,8 @@ def compare(tree: Path, args: argparse.Namespace, settings: Path | None, cache: 
         label = f"{revision.label} ({revision.code})" if len(revisions) > 1 else "runs"
         print(f"{label}: runs of {args.staged} file(s): {len(with_findings)}; findings expected {revision.expected}, "
               f"reported {revision.reported} ({revision.unwanted} of them not in the whole run's report); runs "
-              f"identical {revision.identical} of {len(with_findings)}")
+              f"identical {revision.identical} of {len(with_findings)} (the same findings with other fixes: "
+              f"{revision.other_fixes})")
         if revision.walls:
             walls = sorted(revision.walls)
             ratios = sorted(wall / flake8_wall for wall, flake8_wall in zip(revision.walls, peers))
@@ -187,6 +212,10 @@ def compare(tree: Path, args: argparse.Namespace, settings: Path | None, cache: 
         print(f"this / against, per pair: median {median(paired):.3f}, least {paired[0]:.3f}, most {paired[-1]:.3f}; "
               f"summed {sum(revisions[0].walls) / sum(revisions[1].walls):.3f}")
     return 0
+
+
+def _without_fix(line: str) -> str:
+    return line.split("  [fix, ", 1)[0]
 
 
 def median(values: list[float]) -> float:
