@@ -1997,14 +1997,7 @@ def test_a_small_run_reads_the_files_beyond_it_in_its_spare_pool(tmp_path, monke
         **helpers, "helpers/__init__.py": "",
         "model.py": f"from torch import nn\n\n{imports}\n\nclass Model(nn.Module):\n    def forward(self, x):\n{calls}",
     })
-    maps = []
-    original = runner._Pool.map
-
-    def counted(self, work, items, *args, **kwargs):
-        maps.append((getattr(work, "func", work).__name__, len(items)))  # a lint batch is a ``functools.partial``
-        return original(self, work, items, *args, **kwargs)
-
-    monkeypatch.setattr(runner._Pool, "map", counted)
+    maps = count_pool_maps(monkeypatch)
     linter = runner.Linter(make_settings())
     serial = [(Path(d.path).name, d.line, d.code) for d in linter.run(run, jobs=1).diagnostics]
     assert not maps
@@ -2013,11 +2006,10 @@ def test_a_small_run_reads_the_files_beyond_it_in_its_spare_pool(tmp_path, monke
     assert maps == [("_worker_outline_batch", 20), ("_worker_outline_batch", 1), ("_worker_lint_batch", 21)], maps
 
 
-def test_a_small_run_runs_its_own_rules_in_its_spare_pool(tmp_path):
-    """The spare pool lints the files beyond a small run with the run's rules, and outlines them
-    with every rule (``Linter.outline_one``), as the run does serially: a helper beyond it
-    declares a sync (GPU203's trigger), which neither file of the run holds. The two ways make
-    the same cache entries, so a run in the pool after a serial one adds only what an edit made new."""
+def twenty_helpers_beyond(tmp_path: Path) -> list[str]:
+    """A staged pair whose hot method calls a helper in each of 20 files beyond it, enough for
+    its spare pool (``SPARE_POOL_THRESHOLD``); one helper declares a sync (GPU203's trigger),
+    which neither file of the run holds."""
     helpers = {f"helpers/h{i}.py": f"import torch\n\n\ndef wait{i}(x):\n    torch.cuda.synchronize()\n" for i in range(20)}
     helpers["helpers/h0.py"] = (
         "import torch\nfrom pkg.sync import gpu_sync_allowed\n\n\ndef wait0(x):\n"
@@ -2025,23 +2017,106 @@ def test_a_small_run_runs_its_own_rules_in_its_spare_pool(tmp_path):
     )
     imports = "".join(f"from pkg.helpers.h{i} import wait{i}\n" for i in range(20))
     calls = "".join(f"        wait{i}(x)\n" for i in range(20))
-    run = staged_pair(tmp_path, {
+    return staged_pair(tmp_path, {
         **helpers, "helpers/__init__.py": "", "sync.py": "def gpu_sync_allowed():\n    pass\n",
         "model.py": f"from torch import nn\n\n{imports}\n\nclass Model(nn.Module):\n    def forward(self, x):\n{calls}",
     })
-    cache = tmp_path / "cache"
 
-    def entries() -> set[str]:
+
+def count_pool_maps(monkeypatch) -> list[tuple[str, int]]:
+    """From here on, each ``_Pool.map`` of a run: the work's name and how many items it was given."""
+    maps: list[tuple[str, int]] = []
+    original = runner._Pool.map
+
+    def counted(self, work, items, *args, **kwargs):
+        maps.append((getattr(work, "func", work).__name__, len(items)))  # a lint batch is a ``functools.partial``
+        return original(self, work, items, *args, **kwargs)
+
+    monkeypatch.setattr(runner._Pool, "map", counted)
+    return maps
+
+
+def test_a_small_run_runs_its_own_rules_in_its_spare_pool(tmp_path, monkeypatch):
+    """The spare pool lints the files beyond a small run with the run's rules, and outlines them
+    with every rule (``Linter.outline_one``), as the run does serially: the two ways report the
+    same and make the same cache entries, each in a cache of its own."""
+    run = twenty_helpers_beyond(tmp_path)
+
+    def entries(cache: Path) -> set[str]:
         return {path.name for path in cache.rglob("*") if path.is_file()}
 
-    serial = runner.Linter(make_settings(), cache_dir=str(cache)).run(run, jobs=1).diagnostics
+    serial = runner.Linter(make_settings(), cache_dir=str(tmp_path / "serial")).run(run, jobs=1).diagnostics
     assert [(Path(d.path).name, d.line, d.code) for d in serial] == [("model.py", 27 + i, "GPU201") for i in range(1, 20)]
-    written = entries()
-    (tmp_path / "pkg" / "util.py").write_text("def helper(x):\n    return x  # edited: the run's plan is made again\n")
-    pooled = runner.Linter(make_settings(), cache_dir=str(cache)).run(run, jobs=2).diagnostics
+    maps = count_pool_maps(monkeypatch)
+    pooled = runner.Linter(make_settings(), cache_dir=str(tmp_path / "pooled")).run(run, jobs=2).diagnostics
+    assert maps == [("_worker_outline_batch", 20), ("_worker_outline_batch", 1), ("_worker_lint_batch", 21)], maps
     assert [(d.line, d.code) for d in pooled] == [(d.line, d.code) for d in serial]
-    added = entries() - written
-    assert len(added) == 3, added  # the edited file's outline and facts, and the run's plan
+    assert entries(tmp_path / "pooled") == entries(tmp_path / "serial")
+
+
+def test_a_small_run_after_a_run_of_the_whole_tree_reads_the_cache_without_a_pool(tmp_path, monkeypatch):
+    """A commit's run after a run of the whole tree finds the outlines and facts of the files
+    beyond it in the cache: it loads them itself (``Linter.cached_first``) and starts no pool
+    for them, however many they are, and reports what the whole run reports in its files. A
+    file beyond edited since is linted again, here, as the only one missing."""
+    run = twenty_helpers_beyond(tmp_path)
+    every = Discovery(DEFAULT_EXCLUDE, tmp_path).files([str(tmp_path)])
+    cache = str(tmp_path / "cache")
+    whole = runner.Linter(make_settings(), cache_dir=cache).run(every, jobs=1).diagnostics
+    in_run = [(Path(d.path).name, d.line, d.code) for d in whole if d.path in run]
+    assert len(in_run) == 19
+    stage(run)
+    maps = count_pool_maps(monkeypatch)
+    linted_since = log_lints(monkeypatch, tmp_path / "linted.log")
+    warm = runner.Linter(make_settings(), cache_dir=cache).run(run, jobs=2).diagnostics
+    assert maps == []
+    assert linted_since() == ["model.py", "util.py"]
+    assert [(Path(d.path).name, d.line, d.code) for d in warm] == in_run
+
+    helper = tmp_path / "pkg" / "helpers" / "h5.py"
+    helper.write_text(helper.read_text().replace("torch.cuda.synchronize()", "pass"))
+    stage(run, "# staged again\n")
+    warm = runner.Linter(make_settings(), cache_dir=cache).run(run, jobs=2).diagnostics
+    assert maps == []
+    assert linted_since() == ["h5.py", "model.py", "util.py"]
+    assert [(Path(d.path).name, d.line) for d in warm] == [(name, line) for name, line, _ in in_run if line != 32]
+
+
+def test_a_small_run_starts_its_spare_pool_for_the_files_it_lints_beyond_it_by_what_they_parse():
+    """``runner._pool_for``: a small run's spare pool serves the files it lints beyond it where
+    their lints add up to ``SPARE_POOL_LINT_COST`` (what a lint that parses nothing costs is a
+    twentieth of its file), its outlines where they are ``SPARE_POOL_THRESHOLD`` files; a started
+    one serves every later level, and a run of many files has its own pool."""
+    spare, own = runner._Pool(None, 2), runner._Pool(None, 2)
+    many = [f"f{i}.py" for i in range(runner.SPARE_POOL_THRESHOLD)]
+    assert runner._pool_for(many, None, spare) is spare
+    assert runner._pool_for(many[:-1], None, spare) is None
+    assert runner._pool_for(many, None, spare, [100.0] * len(many)) is None  # many, but little to parse
+    assert runner._pool_for(many[:2], None, spare, [runner.SPARE_POOL_LINT_COST / 2] * 2) is spare
+    assert runner._pool_for(many, own, spare, [0.0] * len(many)) is own
+    assert runner._pool_for(many, None, None) is None
+    spare._executor = object()  # started
+    assert runner._pool_for(many[:1], None, spare, [0.0]) is spare
+
+
+def test_cached_first_hands_only_the_misses_to_make_once_in_order(tmp_path):
+    """``Linter.cached_first``: the cache's results where it has them, the others made in one
+    call, in the order of the paths; nothing made where nothing is missing; without a cache,
+    everything made."""
+    linter = runner.Linter(make_settings(), cache_dir=str(tmp_path / "cache"))
+    calls = []
+
+    def make(paths):
+        calls.append(list(paths))
+        return [f"made {path}" for path in paths]
+
+    cached = {"b": "cached b", "d": "cached d"}
+    assert linter.cached_first(["a", "b", "c", "d"], cached.get, make) == ["made a", "cached b", "made c", "cached d"]
+    assert calls == [["a", "c"]]
+    assert linter.cached_first(["b", "d"], cached.get, make) == ["cached b", "cached d"]
+    assert calls == [["a", "c"]]
+    assert runner.Linter(make_settings()).cached_first(["b", "a"], cached.get, make) == ["made b", "made a"]
+    assert calls[-1] == ["b", "a"]
 
 
 def test_a_run_of_some_files_reads_the_outlines_a_run_of_the_whole_tree_cached(tmp_path, monkeypatch):

@@ -124,10 +124,7 @@ class Cache:
                     raw = read_bytes(path)
                 except OSError as exc:
                     return on_error(path, SourceError("GPU003", f"cannot read file: {exc.strerror}"))
-            entry = self._entry(path, raw, variant)
-            found = _load(entry, kind)
-            if found is None and wider is not None and wider.serves is not None:
-                found = self._served_wider(path, raw, wider, kind)
+            entry, found = self._find(path, raw, variant, kind, wider)
             if found is not None:
                 return found
         try:
@@ -142,6 +139,26 @@ class Cache:
             if wider is not None:
                 self._record(path, raw, wider, entry)
         return facts
+
+    def lookup(self, path: str, variant: tuple, kind: type = FileFacts, wider: Wider | None = None):
+        """What ``lint_path`` would find in the cache for ``path``, or None (a miss, or a file it
+        cannot read: ``lint_path`` reports that): a run looks its files up first and hands only
+        the misses to its workers (``Linter.cached_first``)."""
+        with span("cache lookup"):
+            try:
+                raw = read_bytes(path)
+            except OSError:
+                return None
+            return self._find(path, raw, variant, kind, wider)[1]
+
+    def _find(self, path: str, raw: bytes, variant: tuple, kind: type, wider: Wider | None) -> tuple[str, object]:
+        """The entry of ``path``'s text under ``variant``, and what it holds (or what facts made
+        with more hold, ``wider``), else None."""
+        entry = self._entry(path, raw, variant)
+        found = _load(entry, kind)
+        if found is None and wider is not None and wider.serves is not None:
+            found = self._served_wider(path, raw, wider, kind)
+        return entry, found
 
     def _ledger(self, path: str, raw: bytes, wider: Wider) -> str:
         return self._entry(path, raw, ("made with", *wider.variant))

@@ -31,7 +31,8 @@ from sync_lint.rules.base import Rule
 # The project plan is imported where a run of many files makes one: a one-file run (what
 # pre-commit and the flake8 plugin do) never needs it.
 if TYPE_CHECKING:
-    from typing import Self  # Python 3.11's; annotations only, so 3.10 runs
+    from collections.abc import Callable
+    from typing import Self, TypeVar  # Python 3.11's; annotations only, so 3.10 runs
 
     from sync_lint.pipeline.project_plan import (
         FileOutline,
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
         ProjectNames,
         ProjectPlan,
     )
+
+    T = TypeVar("T")
 
 # The cache's name for what scans for custom op registrations found (``project_plan.RegistrationWords``).
 _REGISTRATION_WORDS = "registration words"
@@ -51,6 +54,11 @@ PARALLEL_THRESHOLD = 48
 # A small run's spare pool, for the files it reads beyond it (``_pool_for``), starts at fewer:
 # those are outlined level by level and linted last, so a pool started once serves them all.
 SPARE_POOL_THRESHOLD = 16
+# and for the files it lints beyond it, at this much to parse (``_lint_cost``, bytes): what a
+# commit's run after a run of the whole tree misses in the cache parses nothing (the files the
+# plan keeps only the names of), yet were often 16 or more. On vLLM, a run of one file with 78 KB
+# to parse beyond it took 1.17 s wall with the pool and 1.31 s without; 20 KB, less without.
+SPARE_POOL_LINT_COST = 64_000
 
 
 @dataclass
@@ -95,13 +103,32 @@ class Linter:
             )
 
         if self.cache is not None:
-            # The module name is part of what the facts hold (their summaries' names), and the
-            # file's text does not decide it: adding an ``__init__.py`` above it changes it. Nor
-            # does it decide what other files tell of it.
-            module_name = module_name_for(path)
-            variant = (kept, scope.key(), module_name, project)
-            return self.cache.lint_path(path, lint, variant=variant, source=source, wider=_wider(scope, kept, module_name, project, beyond))
+            variant, wider = self._facts_key(path, kept, scope, project, beyond)
+            return self.cache.lint_path(path, lint, variant=variant, source=source, wider=wider)
         return lint_path(path, lint) if source is None else lint(source)
+
+    def _facts_key(
+        self, path: str, kept: KeptUnits | None, scope: RunScope, project: FileProjectNames, beyond: bool,
+    ) -> tuple[tuple, cache_stage.Wider | None]:
+        """What the cache keeps ``lint_one``'s facts of ``path`` under, and which facts made with
+        more may serve (``_wider``). The module name is part of what the facts hold (their
+        summaries' names), and the file's text does not decide it: adding an ``__init__.py``
+        above it changes it. Nor does it decide what other files tell of it."""
+        module_name = module_name_for(path)
+        return (kept, scope.key(), module_name, project), _wider(scope, kept, module_name, project, beyond)
+
+    def cached_first(self, paths: list[str], lookup: Callable[[str], T | None], make: Callable[[list[str]], list[T]]) -> list[T]:
+        """The result for each of ``paths``: the cache's (``lookup``), looked up in this process,
+        and for the others ``make``'s (called once, with those left; none: not called). A small
+        run hands only the misses to a pool, and starts one only if they are many enough
+        (``_pool_for``): after a run of the whole tree, the files a commit's run reads beyond it
+        are mostly in the cache, where a pool's start costs more than loading them here."""
+        if self.cache is None:
+            return make(paths) if paths else []
+        found = [lookup(path) for path in paths]
+        missing = [path for path, result in zip(paths, found) if result is None]
+        made = iter(make(missing) if missing else [])
+        return [result if result is not None else next(made) for result in found]
 
     def outline_one(self, path: str, source: SourceFile | None = None) -> FileOutline:
         """The file's outline for the project plan (cached like facts), under every rule enabled,
@@ -123,7 +150,7 @@ class Linter:
         if self.cache is not None:
             return self.cache.lint_path(
                 path, lambda source: project_plan.note_registration_word(make(source), source),
-                variant=("outline", self.whole_project.key(), module_name), source=source,
+                variant=self._outline_key(module_name), source=source,
                 on_error=unreadable, kind=project_plan.FileOutline,
             )
         if source is None:
@@ -232,6 +259,27 @@ class Linter:
         with _Pool(self, jobs) as started:
             return started.map(work, items, progress, _lint_costs(paths, kept))
 
+    def _lint_beyond(
+        self, paths: list[str], jobs: int, plan: ProjectPlan | KeptPlan | None, pool: _Pool | None,
+        spare: _Pool | None, scope: RunScope | None, names: ProjectNames | None,
+    ) -> list[FileFacts]:
+        """The facts of the files beyond the run it reads summaries of (``ProjectPlan.silent``):
+        the cache's first, the others linted, in the run's pool or, if they are many enough, its
+        spare one (``cached_first``)."""
+        names = plan.names if plan is not None else names
+
+        def cached(path: str) -> FileFacts | None:
+            kept = plan.units_to_keep(path) if plan is not None else None
+            project = names.of(path) if names else NOTHING_FROM_THE_PROJECT
+            variant, wider = self._facts_key(path, kept, scope or self.whole_project, project, beyond=True)
+            return self.cache.lookup(path, variant, wider=wider)
+
+        def lint(missing: list[str]) -> list[FileFacts]:
+            costs = _lint_costs(missing, [plan.units_to_keep(path) if plan is not None else None for path in missing])
+            return self.lint_all(missing, jobs, plan=plan, pool=_pool_for(missing, pool, spare, costs), scope=scope, names=names, beyond=True)
+
+        return self.cached_first(paths, cached, lint)
+
     def names_all(self, paths: list[str], pool: _Pool | None, sources: dict[str, SourceFile]) -> ProjectNames:
         """What each file hears from the others, for the plain path (which makes no plan): every
         file's imports, classes and op registrations read as the outline reads them."""
@@ -280,7 +328,9 @@ class Linter:
 
         def outline_callees(paths: list[str]) -> list[FileOutline]:
             with profile.span("outline: callees beyond the run"):
-                return self._outline_many(paths, _pool_for(paths, pool, spare), {})
+                return self.cached_first(
+                    paths, self._cached_outline, lambda missing: self._outline_many(missing, _pool_for(missing, pool, spare), {})
+                )
 
         loaded: list[project_plan.RegistrationWords] = []
 
@@ -317,6 +367,15 @@ class Linter:
         if project_plan.holds_its_packages(paths):
             return []
         return list(self._plan(paths, pool, sources, spare).silent)
+
+    def _outline_key(self, module_name: str) -> tuple:
+        return ("outline", self.whole_project.key(), module_name)
+
+    def _cached_outline(self, path: str) -> FileOutline | None:
+        from sync_lint.pipeline.project_plan import FileOutline
+
+        assert self.cache is not None
+        return self.cache.lookup(path, self._outline_key(module_name_for(path)), kind=FileOutline)
 
     def _outline_many(self, paths: list[str], pool: _Pool | None, sources: dict[str, SourceFile]) -> list[FileOutline]:
         if pool is None:
@@ -369,9 +428,7 @@ class Linter:
                 )
             beside = []
             if silent:
-                beside = self.lint_all(
-                    silent, jobs, plan=plan, pool=_pool_for(silent, pool, spare), scope=scope, names=names, beyond=True,
-                )
+                beside = self._lint_beyond(silent, jobs, plan, pool, spare, scope, names)
             with profile.span("project summaries"):
                 index = ProjectIndex([*facts, *beside], follow_unread=not alone, names=names)
             with profile.span("cross-file findings and noqa"):
@@ -413,7 +470,7 @@ def _wider(
     alone keeps only what matters to it alone, and serves no other run. A lint that parses
     nothing with libcst (``KeptUnits.names_only``; no rule's trigger in the file) costs less than
     its record in the ledger, which a run of the whole tree would write for every file."""
-    if scope.scout is not None or (kept is not None and (kept.names_only or kept.active == ())):
+    if scope.scout is not None or _parses_nothing(kept):
         return None
     codes = tuple(rule.code for rule in scope.rules)
     made_with = (codes, kept.as_recorded() if kept is not None else None)
@@ -505,12 +562,17 @@ class _Pool:
         return results
 
 
-def _pool_for(paths: list[str], pool: _Pool | None, spare: _Pool | None) -> _Pool | None:
+def _pool_for(paths: list[str], pool: _Pool | None, spare: _Pool | None, lint_costs: list[float] | None = None) -> _Pool | None:
     """The run's pool; in a small run, its spare one where these files are many enough to pay
-    for starting it, or it is started already (files read beyond the run: ``plan_reading_callees``)."""
-    if pool is None and spare is not None and (spare.started or len(paths) >= SPARE_POOL_THRESHOLD):
-        return spare
-    return pool
+    for starting it, or it is started already (files read beyond the run: ``plan_reading_callees``).
+    ``lint_costs``: to lint them (``_lint_cost``), which the parses make: their sum decides."""
+    if pool is not None or spare is None:
+        return pool
+    if lint_costs is not None:
+        worth_it = sum(lint_costs) >= SPARE_POOL_LINT_COST
+    else:
+        worth_it = len(paths) >= SPARE_POOL_THRESHOLD
+    return spare if spare.started or worth_it else None
 
 
 def _guided_batches(costs: list[float], jobs: int) -> list[list[int]]:
@@ -546,11 +608,17 @@ def _lint_costs(paths: list[str], kept: list[KeptUnits | None]) -> list[float]:
     return [_lint_cost(path, keep) for path, keep in zip(paths, kept)]
 
 
+def _parses_nothing(kept: KeptUnits | None) -> bool:
+    """Whether a lint keeping ``kept`` (None: the whole file) parses nothing with libcst: the plan
+    keeps only the file's names (``KeptUnits.names_only``), or no rule's trigger is in it."""
+    return kept is not None and (kept.names_only or kept.active == ())
+
+
 def _lint_cost(path: str, kept: KeptUnits | None) -> float:
     """About the share of a file a lint parses: all of it, or its kept units and the code
     outside every unit (``units.MaskPlan``); nothing but reading where the plan keeps nothing."""
     size = _file_size(path)
-    if kept is not None and (kept.names_only or kept.active == ()):
+    if _parses_nothing(kept):
         return size / 20
     if kept is None or not kept.cuts:
         return size
