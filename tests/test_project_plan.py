@@ -2024,15 +2024,16 @@ def twenty_helpers_beyond(tmp_path: Path) -> list[str]:
 
 
 def count_pool_maps(monkeypatch) -> list[tuple[str, int]]:
-    """From here on, each ``_Pool.map`` of a run: the work's name and how many items it was given."""
+    """From here on, each ``_Pool.start_map`` of a run (which ``map`` calls): the work's name and
+    how many items it was given."""
     maps: list[tuple[str, int]] = []
-    original = runner._Pool.map
+    original = runner._Pool.start_map
 
     def counted(self, work, items, *args, **kwargs):
         maps.append((getattr(work, "func", work).__name__, len(items)))  # a lint batch is a ``functools.partial``
         return original(self, work, items, *args, **kwargs)
 
-    monkeypatch.setattr(runner._Pool, "map", counted)
+    monkeypatch.setattr(runner._Pool, "start_map", counted)
     return maps
 
 
@@ -2099,24 +2100,49 @@ def test_a_small_run_starts_its_spare_pool_for_the_files_it_lints_beyond_it_by_w
     assert runner._pool_for(many[:1], None, spare, [0.0]) is spare
 
 
-def test_cached_first_hands_only_the_misses_to_make_once_in_order(tmp_path):
-    """``Linter.cached_first``: the cache's results where it has them, the others made in one
-    call, in the order of the paths; nothing made where nothing is missing; without a cache,
-    everything made."""
+def test_cached_first_hands_only_the_misses_to_start_once_in_order(tmp_path):
+    """``Linter.cached_first``: the cache's results where it has them, the others begun in one
+    call, at once, and asked for when the results are, in the order of the paths; nothing begun
+    where nothing is missing; without a cache, everything begun."""
     linter = runner.Linter(make_settings(), cache_dir=str(tmp_path / "cache"))
     calls = []
 
-    def make(paths):
+    def start(paths):
         calls.append(list(paths))
-        return [f"made {path}" for path in paths]
+        return lambda: [f"made {path}" for path in paths]
 
     cached = {"b": "cached b", "d": "cached d"}
-    assert linter.cached_first(["a", "b", "c", "d"], cached.get, make) == ["made a", "cached b", "made c", "cached d"]
+    results = linter.cached_first(["a", "b", "c", "d"], cached.get, start)
+    assert calls == [["a", "c"]]  # begun before the results are asked for
+    assert results() == ["made a", "cached b", "made c", "cached d"]
+    assert linter.cached_first(["b", "d"], cached.get, start)() == ["cached b", "cached d"]
     assert calls == [["a", "c"]]
-    assert linter.cached_first(["b", "d"], cached.get, make) == ["cached b", "cached d"]
-    assert calls == [["a", "c"]]
-    assert runner.Linter(make_settings()).cached_first(["b", "a"], cached.get, make) == ["made b", "made a"]
+    assert runner.Linter(make_settings()).cached_first(["b", "a"], cached.get, start)() == ["made b", "made a"]
     assert calls[-1] == ["b", "a"]
+
+
+def test_a_small_run_hands_the_files_beyond_it_to_its_spare_pool_before_it_lints_its_own(tmp_path, monkeypatch):
+    """The files beyond a small run are in the spare pool's hands (``start_lint_all``) while the
+    run lints its own files in this process: what the pool is given, and each file this process
+    lints, in the order they happen; the findings are a serial run's."""
+    run = twenty_helpers_beyond(tmp_path)
+    serial = runner.Linter(make_settings()).run(run, jobs=1).diagnostics
+    events = []
+    original_start, original_lint = runner._Pool.start_map, runner.Linter.lint_one
+
+    def start_map(self, work, items, *args, **kwargs):
+        events.append(f"pool {getattr(work, 'func', work).__name__}")
+        return original_start(self, work, items, *args, **kwargs)
+
+    def lint_one(self, path, *args, **kwargs):
+        events.append(f"here {Path(path).name}")  # in this process: a worker's events stay in the worker
+        return original_lint(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(runner._Pool, "start_map", start_map)
+    monkeypatch.setattr(runner.Linter, "lint_one", lint_one)
+    pooled = runner.Linter(make_settings()).run(run, jobs=2).diagnostics
+    assert events[-3:] == ["pool _worker_lint_batch", "here model.py", "here util.py"], events
+    assert [(d.path, d.line, d.code) for d in pooled] == [(d.path, d.line, d.code) for d in serial]
 
 
 def test_a_run_of_some_files_reads_the_outlines_a_run_of_the_whole_tree_cached(tmp_path, monkeypatch):

@@ -117,18 +117,26 @@ class Linter:
         module_name = module_name_for(path)
         return (kept, scope.key(), module_name, project), _wider(scope, kept, module_name, project, beyond)
 
-    def cached_first(self, paths: list[str], lookup: Callable[[str], T | None], make: Callable[[list[str]], list[T]]) -> list[T]:
-        """The result for each of ``paths``: the cache's (``lookup``), looked up in this process,
-        and for the others ``make``'s (called once, with those left; none: not called). A small
-        run hands only the misses to a pool, and starts one only if they are many enough
-        (``_pool_for``): after a run of the whole tree, the files a commit's run reads beyond it
-        are mostly in the cache, where a pool's start costs more than loading them here."""
+    def cached_first(
+        self, paths: list[str], lookup: Callable[[str], T | None], start: Callable[[list[str]], Callable[[], list[T]]],
+    ) -> Callable[[], list[T]]:
+        """The result for each of ``paths``, when the returned call asks for them: the cache's
+        (``lookup``), looked up in this process now, and for the others what ``start`` began
+        (called once, now, with those left; none: not called; it returns the call that waits for
+        them). A small run hands only the misses to a pool, and starts one only if they are many
+        enough (``_pool_for``): after a run of the whole tree, the files a commit's run reads
+        beyond it are mostly in the cache, where a pool's start costs more than loading them here."""
         if self.cache is None:
-            return make(paths) if paths else []
+            return start(paths) if paths else list
         found = [lookup(path) for path in paths]
         missing = [path for path, result in zip(paths, found) if result is None]
-        made = iter(make(missing) if missing else [])
-        return [result if result is not None else next(made) for result in found]
+        made = start(missing) if missing else list
+
+        def results() -> list[T]:
+            rest = iter(made())
+            return [result if result is not None else next(rest) for result in found]
+
+        return results
 
     def outline_one(self, path: str, source: SourceFile | None = None) -> FileOutline:
         """The file's outline for the project plan (cached like facts), under every rule enabled,
@@ -241,31 +249,47 @@ class Linter:
         run (always linted here, in this process), and ``sources`` the files it read to choose
         them. ``names``: what each file hears from the others (``ProjectNames``; the plan's own
         where there is one). ``beyond``: files outside the run (``lint_one``)."""
+        return self.start_lint_all(paths, jobs, progress, plan, pool, scope, sources, names, beyond)()
+
+    def start_lint_all(
+        self, paths: list[str], jobs: int | None = None, progress=None, plan: ProjectPlan | KeptPlan | None = None,
+        pool: _Pool | None = None, scope: RunScope | None = None, sources: dict[str, SourceFile] | None = None,
+        names: ProjectNames | None = None, beyond: bool = False,
+    ) -> Callable[[], list[FileFacts]]:
+        """``lint_all`` begun, and the call that returns its facts: with ``pool``, the files are
+        in its workers' hands when this returns, and this process may do other work meanwhile (a
+        small run lints its own files while its spare pool lints those beyond it); without one,
+        the call lints them."""
         sources = sources or {}
         names = plan.names if plan is not None else names
         kept = [plan.units_to_keep(path) if plan is not None else None for path in paths]
         items = [(path, keep, names.of(path) if names else NOTHING_FROM_THE_PROJECT) for path, keep in zip(paths, kept)]
         jobs = jobs or os.cpu_count() or 1
         if pool is None and (len(paths) < PARALLEL_THRESHOLD or jobs == 1):
-            results = []
-            for path, keep, project in items:
-                results.append(self.lint_one(path, keep, scope, sources.get(path), project, beyond))
-                if progress:
-                    progress(1)
-            return results
+
+            def serially() -> list[FileFacts]:
+                results = []
+                for path, keep, project in items:
+                    results.append(self.lint_one(path, keep, scope, sources.get(path), project, beyond))
+                    if progress:
+                        progress(1)
+                return results
+
+            return serially
         work = functools.partial(_worker_lint_batch, codes=_rule_codes(scope), beyond=beyond)
         if pool is not None:
-            return pool.map(work, items, progress, _lint_costs(paths, kept))
+            return pool.start_map(work, items, progress, _lint_costs(paths, kept))
         with _Pool(self, jobs) as started:
-            return started.map(work, items, progress, _lint_costs(paths, kept))
+            facts = started.map(work, items, progress, _lint_costs(paths, kept))
+        return lambda: facts
 
-    def _lint_beyond(
+    def _start_lint_beyond(
         self, paths: list[str], jobs: int, plan: ProjectPlan | KeptPlan | None, pool: _Pool | None,
         spare: _Pool | None, scope: RunScope | None, names: ProjectNames | None,
-    ) -> list[FileFacts]:
-        """The facts of the files beyond the run it reads summaries of (``ProjectPlan.silent``):
-        the cache's first, the others linted, in the run's pool or, if they are many enough, its
-        spare one (``cached_first``)."""
+    ) -> Callable[[], list[FileFacts]]:
+        """The facts of the files beyond the run it reads summaries of (``ProjectPlan.silent``),
+        begun (``start_lint_all``): the cache's first, the others linted, in the run's pool or, if
+        they are many enough, its spare one (``cached_first``)."""
         names = plan.names if plan is not None else names
 
         def cached(path: str) -> FileFacts | None:
@@ -274,11 +298,13 @@ class Linter:
             variant, wider = self._facts_key(path, kept, scope or self.whole_project, project, beyond=True)
             return self.cache.lookup(path, variant, wider=wider)
 
-        def lint(missing: list[str]) -> list[FileFacts]:
+        def start(missing: list[str]) -> Callable[[], list[FileFacts]]:
             costs = _lint_costs(missing, [plan.units_to_keep(path) if plan is not None else None for path in missing])
-            return self.lint_all(missing, jobs, plan=plan, pool=_pool_for(missing, pool, spare, costs), scope=scope, names=names, beyond=True)
+            return self.start_lint_all(
+                missing, jobs, plan=plan, pool=_pool_for(missing, pool, spare, costs), scope=scope, names=names, beyond=True,
+            )
 
-        return self.cached_first(paths, cached, lint)
+        return self.cached_first(paths, cached, start)
 
     def names_all(self, paths: list[str], pool: _Pool | None, sources: dict[str, SourceFile]) -> ProjectNames:
         """What each file hears from the others, for the plain path (which makes no plan): every
@@ -329,8 +355,9 @@ class Linter:
         def outline_callees(paths: list[str]) -> list[FileOutline]:
             with profile.span("outline: callees beyond the run"):
                 return self.cached_first(
-                    paths, self._cached_outline, lambda missing: self._outline_many(missing, _pool_for(missing, pool, spare), {})
-                )
+                    paths, self._cached_outline,
+                    lambda missing: functools.partial(self._outline_many, missing, _pool_for(missing, pool, spare), {}),
+                )()
 
         loaded: list[project_plan.RegistrationWords] = []
 
@@ -416,6 +443,9 @@ class Linter:
             elif paths and not alone:
                 silent = self._silent_for_plain(paths, pool, sources, spare)
                 names = self.names_all([*paths, *silent], _pool_for([*paths, *silent], pool, spare), sources)
+            # The files beyond the run are handed to a pool first, where one lints them, and
+            # linted there while this process lints the run's own (a small run's spare pool).
+            beside = self._start_lint_beyond(silent, jobs, plan, pool, spare, scope, names) if silent else list
             facts = self.lint_all(
                 paths, jobs, progress, plan=plan, pool=pool, scope=scope, sources=sources, names=names
             )
@@ -426,9 +456,7 @@ class Linter:
                 facts[0], names = project_plan.hearing_ops_alone(
                     source, self.settings, facts[0], names, lambda heard: self.lint_one(source.path, None, scope, source, heard)
                 )
-            beside = []
-            if silent:
-                beside = self._lint_beyond(silent, jobs, plan, pool, spare, scope, names)
+            beside = beside()
             with profile.span("project summaries"):
                 index = ProjectIndex([*facts, *beside], follow_unread=not alone, names=names)
             with profile.span("cross-file findings and noqa"):
@@ -544,21 +572,32 @@ class _Pool:
         item's work (``_lint_cost``, a file's size); the costliest go out first, in batches that
         shrink as the work left does (guided self-scheduling), so that no worker is still busy
         with a long batch when the others are done. Without costs, batches of equal count."""
+        return self.start_map(work, items, progress, costs)()
+
+    def start_map(self, work, items: list, progress=None, costs: list[float] | None = None) -> Callable[[], list]:
+        """``map`` begun: every batch is in the workers' hands when this returns; the returned
+        call waits for the results."""
         if costs is None:
             # Chunks big enough to amortise pickling, small enough to balance 2+ workers.
             chunk = max(1 if len(items) < PARALLEL_THRESHOLD else 8, min(256, len(items) // (self.jobs * 8) or 1))
             batches = [list(range(i, min(i + chunk, len(items)))) for i in range(0, len(items), chunk)]
         else:
             batches = _guided_batches(costs, self.jobs)
-        results: list = [None] * len(items)
-        parent = profile.active()
-        for batch, (batch_result, timings) in zip(batches, self.executor.map(work, [[items[i] for i in b] for b in batches])):
-            for index, result in zip(batch, batch_result):
-                results[index] = result
-            if parent is not None and timings is not None:
-                parent.add(timings)
-            if progress:
-                progress(len(batch_result))
+        # ``Executor.map`` submits every batch before it returns.
+        done = self.executor.map(work, [[items[i] for i in b] for b in batches])
+
+        def results() -> list:
+            found: list = [None] * len(items)
+            parent = profile.active()
+            for batch, (batch_result, timings) in zip(batches, done):
+                for index, result in zip(batch, batch_result):
+                    found[index] = result
+                if parent is not None and timings is not None:
+                    parent.add(timings)
+                if progress:
+                    progress(len(batch_result))
+            return found
+
         return results
 
 
