@@ -21,7 +21,7 @@ from sync_lint.pipeline.discover import (
     Discovery,
     git_tracked_python_files,
 )
-from sync_lint.pipeline.runner import PARALLEL_THRESHOLD, Linter
+from sync_lint.pipeline.runner import Linter
 from sync_lint.report import FORMATS
 from sync_lint.report.text import fixable, statistics
 
@@ -253,8 +253,7 @@ def run_check(args) -> int:
     result = linter.run(files, jobs=args.jobs, progress=progress)
     progress.finish()
     if profiler is not None:
-        workers = 1 if len(files) < PARALLEL_THRESHOLD else (args.jobs or os.cpu_count() or 1)
-        print(profiler.report(time.perf_counter() - started, len(files), workers), file=sys.stderr)
+        print(profiler.report(time.perf_counter() - started, len(files), result.workers), file=sys.stderr)
     diagnostics = sorted(result.diagnostics, key=Diagnostic.sort_key)
     extra = ""
     if args.write_baseline:

@@ -289,6 +289,25 @@ def test_profile_prints_time_per_phase_and_rule(jobs):
     assert abs(sum(seconds for seconds, _ in rows.values()) - total) < 0.01 * len(rows) + 0.01
 
 
+def test_profile_says_how_many_workers_a_run_of_few_files_started(tmp_path):
+    """A run of one file that reads nothing beyond it runs in one process; one whose hot code
+    calls into 20 files beyond it reads them in its spare pool of workers (``runner._pool_for``)."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "op.py").write_text("import torch\n\n\ndef f(x, out):\n    torch.ops._C.silu(out, x[:, 0])\n")
+    for i in range(20):
+        (package / f"h{i}.py").write_text(f"import torch\n\n\ndef wait{i}(x):\n    torch.cuda.synchronize()\n")
+    imports = "".join(f"from pkg.h{i} import wait{i}\n" for i in range(20))
+    calls = "".join(f"        wait{i}(x)\n" for i in range(20))
+    (package / "model.py").write_text(f"from torch import nn\n\n{imports}\n\nclass Model(nn.Module):\n    def forward(self, x):\n{calls}")
+    alone = run("check", "--profile", "--no-cache", "--isolated", "--jobs", "2", "pkg/op.py", cwd=tmp_path)
+    assert "sync-lint profile: 1 files, 1 job(s)" in alone.stderr, alone.stderr
+    beyond = run("check", "--profile", "--no-cache", "--isolated", "--jobs", "2", "pkg/model.py", cwd=tmp_path)
+    assert beyond.stdout.count("GPU201") == 20, beyond.stdout
+    assert "sync-lint profile: 1 files, 2 job(s)" in beyond.stderr, beyond.stderr
+
+
 def test_summary_counts_the_fixes_that_need_unsafe_fixes(tmp_path):
     (tmp_path / "op.py").write_text("import torch\n\n\ndef f(x, out):\n    torch.ops._C.silu(out, x[:, 0])\n")
     plain = run("check", "--isolated", "--no-cache", "op.py", cwd=tmp_path)

@@ -2126,7 +2126,9 @@ def test_a_small_run_hands_the_files_beyond_it_to_its_spare_pool_before_it_lints
     run lints its own files in this process: what the pool is given, and each file this process
     lints, in the order they happen; the findings are a serial run's."""
     run = twenty_helpers_beyond(tmp_path)
-    serial = runner.Linter(make_settings()).run(run, jobs=1).diagnostics
+    alone = runner.Linter(make_settings()).run(run, jobs=1)
+    assert alone.workers == 1
+    serial = alone.diagnostics
     events = []
     original_start, original_lint = runner._Pool.start_map, runner.Linter.lint_one
 
@@ -2140,9 +2142,10 @@ def test_a_small_run_hands_the_files_beyond_it_to_its_spare_pool_before_it_lints
 
     monkeypatch.setattr(runner._Pool, "start_map", start_map)
     monkeypatch.setattr(runner.Linter, "lint_one", lint_one)
-    pooled = runner.Linter(make_settings()).run(run, jobs=2).diagnostics
+    pooled = runner.Linter(make_settings()).run(run, jobs=2)
     assert events[-3:] == ["pool _worker_lint_batch", "here model.py", "here util.py"], events
-    assert [(d.path, d.line, d.code) for d in pooled] == [(d.path, d.line, d.code) for d in serial]
+    assert [(d.path, d.line, d.code) for d in pooled.diagnostics] == [(d.path, d.line, d.code) for d in serial]
+    assert pooled.workers == 2  # what ``--profile`` reports: the run of two files used two workers
 
 
 def test_a_run_of_some_files_reads_the_outlines_a_run_of_the_whole_tree_cached(tmp_path, monkeypatch):

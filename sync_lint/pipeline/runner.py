@@ -68,6 +68,9 @@ class RunResult:
     seconds: float = 0.0
     facts: list[FileFacts] = field(default_factory=list)
     index: ProjectIndex | None = None
+    # The worker processes the run started (1: it ran in this process alone); a small run may
+    # start its spare pool for the files beyond it (``_pool_for``).
+    workers: int = 1
 
 
 class Linter:
@@ -484,6 +487,7 @@ class Linter:
             seconds=time.perf_counter() - started,
             facts=facts,
             index=index,
+            workers=max((each.jobs for each in (pool, spare) if each is not None and each.started), default=1),
         )
 
 
