@@ -741,6 +741,20 @@ def bench_tree(name: str, args) -> dict:
 
     try:
         t["sync_lint_one_changed"] = series("sync-lint one file changed", warm_cmd, tree, repeat, before=edit)
+        # What pre-commit meets after a check of the whole tree: the file edited, a copy of that
+        # run's cache (each run from the same copy: a commit's run adds its own entries).
+        commit_cache = cache_dir + "-commit"
+
+        def edit_from_the_whole_runs_cache(i):
+            shutil.rmtree(commit_cache, ignore_errors=True)
+            shutil.copytree(cache_dir, commit_cache)
+            edit(1000 + i)
+
+        t["one_file_sync_lint_cached"] = series(
+            "one file: sync-lint, cached", sync_lint("check", big, *SETTINGS, "--cache-dir", commit_cache), tree,
+            max(repeat, 5), before=edit_from_the_whole_runs_cache,
+        )
+        shutil.rmtree(commit_cache, ignore_errors=True)
     finally:
         (tree / big).write_bytes(original)
 
@@ -852,6 +866,10 @@ def print_tree(result: dict) -> None:
         value = f"{row['ratio']:.0f} MB" if unit == "MB" else f"{row['ratio']:.3f}x"
         cpu_note = f"   (on CPU time: {row['cpu_ratio']:.3f}x)" if "cpu_ratio" in row else ""
         print(f"      [{'PASS' if row['pass'] else 'FAIL'}] {row['target']:<48} {value}{cpu_note}")
+    if "one_file_sync_lint_cached" in t:
+        cached = t["one_file_sync_lint_cached"]["median"]
+        print(f"    the same one-file run as pre-commit meets it after a check of the whole tree (the file edited, "
+              f"a copy of that run's cache): {cached:.3f} s = {cached / t['one_file_flake8']['median']:.2f}x flake8")
     for sample in result.get("one_file_samples", []):
         print(f"    one-file runs on {sample['label']} ({sample['files']} of {sample['of']} files, spread over their sizes; "
               f"median of runs, seconds): sync-lint median {sample['median_sync_lint']:.3f}, flake8 median {sample['median_flake8']:.3f}")

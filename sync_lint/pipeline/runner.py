@@ -56,8 +56,9 @@ PARALLEL_THRESHOLD = 48
 SPARE_POOL_THRESHOLD = 16
 # and for the files it lints beyond it, at this much to parse (``_lint_cost``, bytes): what a
 # commit's run after a run of the whole tree misses in the cache parses nothing (the files the
-# plan keeps only the names of), yet were often 16 or more. On vLLM, a run of one file with 78 KB
-# to parse beyond it took 1.17 s wall with the pool and 1.31 s without; 20 KB, less without.
+# plan keeps only the names of), yet were often 16 or more. On vLLM (no cache), a run of
+# ``mamba/short_conv.py``, 78 KB to parse beyond it, took 1.17 s wall with the pool and 1.31 s
+# without (medians of 5, a noisy machine); the threshold between is a judgement, not measured.
 SPARE_POOL_LINT_COST = 64_000
 
 
