@@ -21,7 +21,7 @@ from sync_lint.pipeline.discover import (
     Discovery,
     git_tracked_python_files,
 )
-from sync_lint.pipeline.runner import Linter
+from sync_lint.pipeline.runner import Linter, WorkerDied
 from sync_lint.report import FORMATS
 from sync_lint.report.text import fixable, statistics
 
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_server(args)
         parser.print_help(sys.stderr)
         return EXIT_ERROR
-    except (config.ConfigError, UsageError) as exc:
+    except (config.ConfigError, UsageError, WorkerDied) as exc:
         print(f"sync-lint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:

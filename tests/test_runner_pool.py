@@ -81,3 +81,31 @@ def test_lint_cost_is_the_share_of_a_file_that_is_parsed(tmp_path):
     assert runner._lint_cost(str(path), None) == size
     assert none < some < size / 4 and inactive < size / 4
     assert runner._lint_cost(str(tmp_path / "gone.py"), None) == 0.0
+
+
+def _dying_batch(*args, **kwargs):
+    """A worker's batch that ends its process, as the kernel's out-of-memory killer would."""
+    import os
+
+    os._exit(137)
+
+
+def test_a_worker_that_dies_ends_the_run_with_a_one_line_error(tmp_path, monkeypatch, capsys):
+    """A worker process killed mid-run (out of memory, a crash in native code) leaves files
+    without facts: the run ends with a one-line error and exit status 2, no traceback, for
+    ``check`` and ``fix`` alike."""
+    from sync_lint import cli
+
+    for i in range(3):
+        (tmp_path / f"m{i}.py").write_text("import torch\n\n\ndef f(x):\n    return x.item()\n")
+    monkeypatch.setattr(runner, "PARALLEL_THRESHOLD", 2)
+    monkeypatch.setattr(runner, "_worker_outline_batch", _dying_batch)
+    for command in (["check"], ["fix", "--diff"]):
+        capsys.readouterr()
+        status = cli.main([*command, "--isolated", "--no-cache", "--jobs", "2", str(tmp_path)])
+        err = capsys.readouterr().err
+        assert status == 2, err
+        assert err.strip().splitlines() == [
+            "sync-lint: error: a worker process died (killed, out of memory, or a crash in native code); "
+            "`--jobs 1` runs in one process and shows where"
+        ], err

@@ -62,6 +62,11 @@ SPARE_POOL_THRESHOLD = 16
 SPARE_POOL_LINT_COST = 64_000
 
 
+class WorkerDied(Exception):
+    """A worker process of the run ended abruptly (killed: out of memory, or a crash in native
+    code such as the parser's): its files have no facts, so the run cannot report."""
+
+
 @dataclass
 class RunResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
@@ -588,22 +593,38 @@ class _Pool:
             batches = [list(range(i, min(i + chunk, len(items)))) for i in range(0, len(items), chunk)]
         else:
             batches = _guided_batches(costs, self.jobs)
-        # ``Executor.map`` submits every batch before it returns.
-        done = self.executor.map(work, [[items[i] for i in b] for b in batches])
+        # Imported with the executor (``executor``): a run that starts none skips it.
+        from concurrent.futures.process import BrokenProcessPool
+
+        executor = self.executor
+        try:
+            # ``Executor.map`` submits every batch before it returns.
+            done = executor.map(work, [[items[i] for i in b] for b in batches])
+        except BrokenProcessPool:
+            raise WorkerDied(_WORKER_DIED) from None
 
         def results() -> list:
             found: list = [None] * len(items)
             parent = profile.active()
-            for batch, (batch_result, timings) in zip(batches, done):
-                for index, result in zip(batch, batch_result):
-                    found[index] = result
-                if parent is not None and timings is not None:
-                    parent.add(timings)
-                if progress:
-                    progress(len(batch_result))
+            try:
+                for batch, (batch_result, timings) in zip(batches, done):
+                    for index, result in zip(batch, batch_result):
+                        found[index] = result
+                    if parent is not None and timings is not None:
+                        parent.add(timings)
+                    if progress:
+                        progress(len(batch_result))
+            except BrokenProcessPool:
+                raise WorkerDied(_WORKER_DIED) from None
             return found
 
         return results
+
+
+_WORKER_DIED = (
+    "a worker process died (killed, out of memory, or a crash in native code); "
+    "`--jobs 1` runs in one process and shows where"
+)
 
 
 def _pool_for(paths: list[str], pool: _Pool | None, spare: _Pool | None, lint_costs: list[float] | None = None) -> _Pool | None:
