@@ -106,6 +106,8 @@ def test_a_worker_that_dies_ends_the_run_with_a_one_line_error(tmp_path, monkeyp
         err = capsys.readouterr().err
         assert status == 2, err
         assert err.strip().splitlines() == [
-            "sync-lint: error: a worker process died (killed, out of memory, or a crash in native code); "
-            "`--jobs 1` runs in one process and shows where"
+            (
+                "sync-lint: error: a worker process died (killed, out of memory, or a crash in native code); "
+                "`--jobs 1` runs in one process and shows where"
+            )
         ], err
