@@ -66,6 +66,12 @@ class WorkerDied(Exception):
     """A worker process of the run ended abruptly (killed: out of memory, or a crash in native
     code such as the parser's): its files have no facts, so the run cannot report."""
 
+    def __init__(self) -> None:
+        super().__init__(
+            "a worker process died (killed, out of memory, or a crash in native code); "
+            "`--jobs 1` runs in one process and shows where"
+        )
+
 
 @dataclass
 class RunResult:
@@ -135,6 +141,7 @@ class Linter:
         them). A small run hands only the misses to a pool, and starts one only if they are many
         enough (``_pool_for``): after a run of the whole tree, the files a commit's run reads
         beyond it are mostly in the cache, where a pool's start costs more than loading them here."""
+        # ``list``, called, is the empty result of nothing to begin.
         if self.cache is None:
             return start(paths) if paths else list
         found = [lookup(path) for path in paths]
@@ -454,7 +461,7 @@ class Linter:
                 names = self.names_all([*paths, *silent], _pool_for([*paths, *silent], pool, spare), sources)
             # The files beyond the run are handed to a pool first, where one lints them, and
             # linted there while this process lints the run's own (a small run's spare pool).
-            beside = self._start_lint_beyond(silent, jobs, plan, pool, spare, scope, names) if silent else list
+            facts_beyond = self._start_lint_beyond(silent, jobs, plan, pool, spare, scope, names) if silent else list
             facts = self.lint_all(
                 paths, jobs, progress, plan=plan, pool=pool, scope=scope, sources=sources, names=names
             )
@@ -465,7 +472,7 @@ class Linter:
                 facts[0], names = project_plan.hearing_ops_alone(
                     source, self.settings, facts[0], names, lambda heard: self.lint_one(source.path, None, scope, source, heard)
                 )
-            beside = beside()
+            beside = facts_beyond()
             with profile.span("project summaries"):
                 index = ProjectIndex([*facts, *beside], follow_unread=not alone, names=names)
             with profile.span("cross-file findings and noqa"):
@@ -601,7 +608,7 @@ class _Pool:
             # ``Executor.map`` submits every batch before it returns.
             done = executor.map(work, [[items[i] for i in b] for b in batches])
         except BrokenProcessPool:
-            raise WorkerDied(_WORKER_DIED) from None
+            raise WorkerDied from None
 
         def results() -> list:
             found: list = [None] * len(items)
@@ -615,16 +622,10 @@ class _Pool:
                     if progress:
                         progress(len(batch_result))
             except BrokenProcessPool:
-                raise WorkerDied(_WORKER_DIED) from None
+                raise WorkerDied from None
             return found
 
         return results
-
-
-_WORKER_DIED = (
-    "a worker process died (killed, out of memory, or a crash in native code); "
-    "`--jobs 1` runs in one process and shows where"
-)
 
 
 def _pool_for(paths: list[str], pool: _Pool | None, spare: _Pool | None, lint_costs: list[float] | None = None) -> _Pool | None:
