@@ -2121,10 +2121,14 @@ def test_cached_first_hands_only_the_misses_to_start_once_in_order(tmp_path):
     assert calls[-1] == ["b", "a"]
 
 
-def test_a_small_run_hands_the_files_beyond_it_to_its_spare_pool_before_it_lints_its_own(tmp_path, monkeypatch):
+@pytest.mark.parametrize("forks", [True, False])
+def test_a_small_run_hands_the_files_beyond_it_to_its_spare_pool_before_it_lints_its_own(tmp_path, monkeypatch, forks):
     """The files beyond a small run are in the spare pool's hands (``start_lint_all``) while the
-    run lints its own files in this process: what the pool is given, and each file this process
-    lints, in the order they happen; the findings are a serial run's."""
+    run lints its own files: what the pool is given, and each file this process lints, in the
+    order they happen; the findings are a serial run's. Where it can fork (``forks``), the file
+    to parse goes to its lint worker (``runner._WarmWorker``), and this process lints only the
+    one whose names alone the plan keeps; else it lints both."""
+    monkeypatch.setattr(runner._WarmWorker, "available", staticmethod(lambda: forks))
     run = twenty_helpers_beyond(tmp_path)
     alone = runner.Linter(make_settings()).run(run, jobs=1)
     assert alone.workers == 1
@@ -2143,9 +2147,13 @@ def test_a_small_run_hands_the_files_beyond_it_to_its_spare_pool_before_it_lints
     monkeypatch.setattr(runner._Pool, "start_map", start_map)
     monkeypatch.setattr(runner.Linter, "lint_one", lint_one)
     pooled = runner.Linter(make_settings()).run(run, jobs=2)
-    assert events[-3:] == ["pool _worker_lint_batch", "here model.py", "here util.py"], events
+    if forks:
+        assert events[-2:] == ["pool _worker_lint_batch", "here util.py"], events
+    else:
+        assert events[-3:] == ["pool _worker_lint_batch", "here model.py", "here util.py"], events
     assert [(d.path, d.line, d.code) for d in pooled.diagnostics] == [(d.path, d.line, d.code) for d in serial]
-    assert pooled.workers == 2  # what ``--profile`` reports: the run of two files used two workers
+    # What ``--profile`` reports: the run of two files used two workers, and its lint worker.
+    assert pooled.workers == (3 if forks else 2)
 
 
 def test_a_run_of_some_files_reads_the_outlines_a_run_of_the_whole_tree_cached(tmp_path, monkeypatch):

@@ -4,7 +4,10 @@ costliest files first, in batches that shrink as the work left does, results in 
 from __future__ import annotations
 
 import gc
+import os
 import random
+
+import pytest
 
 from sync_lint.api import make_settings
 from sync_lint.pipeline import collector, runner
@@ -85,8 +88,6 @@ def test_lint_cost_is_the_share_of_a_file_that_is_parsed(tmp_path):
 
 def _dying_batch(*args, **kwargs):
     """A worker's batch that ends its process, as the kernel's out-of-memory killer would."""
-    import os
-
     os._exit(137)
 
 
@@ -111,3 +112,123 @@ def test_a_worker_that_dies_ends_the_run_with_a_one_line_error(tmp_path, monkeyp
                 "`--jobs 1` runs in one process and shows where"
             )
         ], err
+
+
+# -- a small run's lint worker (``runner._WarmWorker``) ------------------------------------------
+
+needs_fork = pytest.mark.skipif(not runner._WarmWorker.available(), reason="the lint worker is forked (Linux)")
+
+# A staged pair and what it reads beyond it: ``model.py``'s hot method calls a helper that syncs
+# (a finding resting on a parse of both), ``util.py`` holds a trigger but nothing the plan keeps.
+_SMALL_RUN = {
+    "pkg/__init__.py": "",
+    "pkg/helpers.py": "import torch\n\n\ndef wait(x):\n    torch.cuda.synchronize()\n    return x.item()\n",
+    "pkg/model.py": (
+        "from torch import nn\n\nfrom pkg.helpers import wait\n\n\nclass Model(nn.Module):\n"
+        "    def forward(self, x):\n        return wait(x)\n"
+    ),
+    "pkg/util.py": "import torch\n\n\ndef to_device(x):\n    return x.to('cuda')\n",
+}
+
+# Run in a fresh interpreter (this one has imported libcst long ago): a small run of two files,
+# its findings, and whether its own process imported libcst. ``FALLBACK``: every names-only lint
+# needs a parse after all (its masked text "does not parse").
+_RUN_AND_REPORT = """
+import json, sys
+from sync_lint.api import make_settings
+from sync_lint.pipeline import lint_file, runner
+if sys.argv[2] == "fallback":
+    lint_file._names_only = lambda *args: None
+result = runner.Linter(make_settings()).run(["pkg/model.py", "pkg/util.py"], jobs=int(sys.argv[1]))
+print(json.dumps({
+    "found": sorted((d.path, d.line, d.code) for d in result.diagnostics),
+    "libcst_here": "libcst" in sys.modules,
+    "workers": result.workers,
+}))
+"""
+
+
+def _small_run(tmp_path, jobs: int, mode: str = "plain") -> dict:
+    import json
+    import subprocess
+    import sys
+
+    for name, text in _SMALL_RUN.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(text)
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_AND_REPORT, str(jobs), mode], check=False, cwd=tmp_path, capture_output=True,
+        text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+@needs_fork
+@pytest.mark.parametrize("mode", ["plain", "fallback"])
+def test_a_small_run_parses_in_its_lint_worker_and_never_imports_libcst_itself(tmp_path, mode):
+    """A small run (pre-commit's) hands its parses to its lint worker, which imports libcst while
+    the run plans: the run's own process never imports it, also where a lint the plan keeps only
+    names of needs a parse after all (``lint_file.WouldParse``); it reports what a run in one
+    process reports."""
+    alone = _small_run(tmp_path, jobs=1, mode=mode)
+    assert alone["libcst_here"] and alone["workers"] == 1
+    assert [code for _, _, code in alone["found"]] == ["GPU201"]
+    forked = _small_run(tmp_path, jobs=2, mode=mode)
+    assert not forked["libcst_here"]
+    assert forked["workers"] == 2
+    assert forked["found"] == alone["found"]
+
+
+def _big_lint(self, path, *args, **kwargs):
+    """A lint whose facts are bigger than a pipe holds."""
+    return path * 200_000
+
+
+@needs_fork
+def test_the_lint_worker_reads_a_request_while_its_answer_waits(monkeypatch):
+    """The run may send the lint worker a request bigger than a pipe holds while the worker sends
+    an answer as big that the run has not read yet: neither may wait for the other."""
+    import signal
+
+    monkeypatch.setattr(runner.Linter, "lint_one", _big_lint)  # the worker is forked with it
+    items = [(f"file{i}.py", None, "heard " * 100_000) for i in range(3)]
+
+    def hung(*_):
+        raise AssertionError("the run and its lint worker wait for each other")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        with runner._WarmWorker(runner.Linter(make_settings()), {}) as warm:
+            first = warm.start_lint(items, None, beyond=True)
+            second = warm.start_lint(items, None, beyond=False)  # while the first answer is written
+            assert [len(facts) for facts in second()] == [len("file0.py") * 200_000] * 3
+            assert first()[2] == "file2.py" * 200_000
+            assert warm.used
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _failing_lint(self, path, *args, **kwargs):
+    if path == "dies.py":
+        os._exit(137)
+    raise ValueError(f"a bug linting {path}")
+
+
+@needs_fork
+def test_the_lint_worker_s_error_or_death_reaches_the_run(monkeypatch):
+    """An error in the lint worker is raised in the run, as a pool worker's is; its death (out of
+    memory, a crash in native code) is ``WorkerDied``, the run's one-line error. An unused one is
+    gone when the run is done."""
+    monkeypatch.setattr(runner.Linter, "lint_one", _failing_lint)
+    linter = runner.Linter(make_settings())
+    with runner._WarmWorker(linter, {}) as warm:
+        with pytest.raises(ValueError, match="a bug linting bug.py"):
+            warm.start_lint([("bug.py", None, None)], None, beyond=False)()
+        with pytest.raises(runner.WorkerDied):
+            warm.start_lint([("dies.py", None, None)], None, beyond=False)()
+    with runner._WarmWorker(linter, {}) as unused:
+        assert not unused.used
+    assert not unused._process.is_alive()

@@ -104,6 +104,7 @@ def lint_source(
     alone: Scout | None = None,
     kept: KeptUnits | None = None,
     project: FileProjectNames = NOTHING_FROM_THE_PROJECT,
+    parse: bool = True,
 ) -> FileFacts:
     """Lint one file (see ``_lint_source``), with Python's cyclic garbage collector paused
     (``collector``: a parse makes no cycle).
@@ -111,7 +112,8 @@ def lint_source(
     its syntax scout: only the functions that can matter to it alone are parsed
     (``prefilter.one_file_plan``). ``kept``: the function units a run of many files needs
     parsed here (``project_plan``); None: all of them. ``project``: what the run's other files
-    tell of it (``project_plan.ProjectNames``)."""
+    tell of it (``project_plan.ProjectNames``). ``parse``: False raises ``WouldParse`` where
+    the lint needs libcst, for a process that leaves its parses to another."""
     with collector.paused():
         # Suppression comments matter to a file with findings; to one without, only those naming our
         # codes (GPU010 judges them) and the file-level switch do. Tokenizing for them is
@@ -119,7 +121,7 @@ def lint_source(
         with span("noqa scan"):
             early = _noqa_matters_alone(source.text)
             suppressions = scan(source.text) if early else Suppressions()
-        facts = _lint_source(source, settings, rules, suppressions, alone, kept, project)
+        facts = _lint_source(source, settings, rules, suppressions, alone, kept, project, parse)
         if not early and (facts.diagnostics or facts.pending):
             with span("noqa scan"):
                 facts.suppressions = scan_for_ours(source.text)
@@ -154,6 +156,7 @@ def _lint_source(
     alone: Scout | None = None,
     kept: KeptUnits | None = None,
     project: FileProjectNames = NOTHING_FROM_THE_PROJECT,
+    parse: bool = True,
 ) -> FileFacts:
     """Lint one file, parsing only the units a plan keeps (``alone`` or ``kept``, see
     ``lint_source``); the rest are masked (``units``), which keeps the lines and columns of
@@ -193,6 +196,8 @@ def _lint_source(
     if too_long is not None:
         facts.diagnostics.append(tool_diagnostic(source.path, "GPU001", *too_long))
         return facts
+    if not parse:
+        raise WouldParse(source.path)
     return _parse_and_check(
         source, text, settings, rules, active, facts, alone is not None, hidden, not_at_sinks, project
     )
@@ -253,6 +258,35 @@ def _names_only(source: SourceFile, kept: KeptUnits, facts: FileFacts) -> FileFa
             ".".join(part for part in (facts.module_name, *plan.qualified(index)) if part) for index in plan.functions()
         )
     return facts
+
+
+class WouldParse(Exception):
+    """A lint told not to parse (``lint_source(parse=False)``) needs libcst."""
+
+
+def import_the_parser() -> None:
+    """Import what a lint that parses needs: libcst, the analyses and the fixes, which only such
+    a lint imports (a run that parses nothing skips them). A small run's lint worker imports them
+    ahead, while the run plans (``runner._WarmWorker``); a module left out here is imported at
+    its first use, as it would be anyway."""
+    import libcst  # noqa: F401
+
+    from sync_lint import fixes  # noqa: F401
+    from sync_lint.analysis import (  # noqa: F401
+        context,
+        device,
+        expected_failures,
+        flags,
+        flow,
+        guards,
+        hot_scopes,
+        layout,
+        nodes,
+        positions,
+        python_ops,
+        sinks,
+        syncs,
+    )
 
 
 def _parse_and_check(

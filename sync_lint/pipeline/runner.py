@@ -7,6 +7,7 @@ import ast
 import contextlib
 import functools
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -16,9 +17,10 @@ from sync_lint.analysis.modules import is_package_init
 from sync_lint.analysis.project_names import NOTHING_FROM_THE_PROJECT, FileProjectNames
 from sync_lint.diagnostics import Diagnostic
 from sync_lint.pipeline import cache as cache_stage
-from sync_lint.pipeline import collector, prefilter, profile, scout, suppress
+from sync_lint.pipeline import collector, lint_file, prefilter, profile, scout, suppress
 from sync_lint.pipeline.lint_file import (
     FileFacts,
+    WouldParse,
     lint_path,
     lint_source,
     module_name_for,
@@ -81,7 +83,8 @@ class RunResult:
     facts: list[FileFacts] = field(default_factory=list)
     index: ProjectIndex | None = None
     # The worker processes the run started (1: it ran in this process alone); a small run may
-    # start its spare pool for the files beyond it (``_pool_for``).
+    # start its spare pool for the files beyond it (``_pool_for``), and hand its parses to its
+    # lint worker (``_WarmWorker``), one more.
     workers: int = 1
 
 
@@ -103,18 +106,20 @@ class Linter:
     # -- per file -------------------------------------------------------------------------
     def lint_one(
         self, path: str, kept: KeptUnits | None = None, scope: RunScope | None = None, source: SourceFile | None = None,
-        project: FileProjectNames = NOTHING_FROM_THE_PROJECT, beyond: bool = False,
+        project: FileProjectNames = NOTHING_FROM_THE_PROJECT, beyond: bool = False, parse: bool = True,
     ) -> FileFacts:
         """``kept``: the functions to parse (``project_plan``); None: all. ``source``: the file as
         this run already read it (a small run reads its files first to choose its rules); None:
         read it now. ``project``: what the run's other files tell of it (``ProjectNames``).
         ``beyond``: a file outside the run, read for its summaries alone (its findings are not
-        reported), which cached facts of it made with more rules and more units may serve."""
+        reported), which cached facts of it made with more rules and more units may serve.
+        ``parse``: False raises ``lint_file.WouldParse`` where the lint needs libcst (nothing is
+        cached then)."""
         scope = scope or self.whole_project
 
         def lint(source: SourceFile) -> FileFacts:
             return lint_source(
-                source, self.settings, scope.rules, alone=scope.scout, kept=kept, project=project
+                source, self.settings, scope.rules, alone=scope.scout, kept=kept, project=project, parse=parse
             )
 
         if self.cache is not None:
@@ -257,20 +262,21 @@ class Linter:
     def lint_all(
         self, paths: list[str], jobs: int | None = None, progress=None, plan: ProjectPlan | KeptPlan | None = None,
         pool: _Pool | None = None, scope: RunScope | None = None, sources: dict[str, SourceFile] | None = None,
-        names: ProjectNames | None = None, beyond: bool = False,
+        names: ProjectNames | None = None, beyond: bool = False, warm: _WarmWorker | None = None,
     ) -> list[FileFacts]:
         """Facts of ``paths``, in order. ``plan``: the project plan (None: parse whole).
         ``pool``: a started worker pool to use; without one, a pool is started for this call
         when the input is large enough to pay for it. ``scope``: the rules to run, for a small
-        run (always linted here, in this process), and ``sources`` the files it read to choose
-        them. ``names``: what each file hears from the others (``ProjectNames``; the plan's own
-        where there is one). ``beyond``: files outside the run (``lint_one``)."""
-        return self.start_lint_all(paths, jobs, progress, plan, pool, scope, sources, names, beyond)()
+        run (linted in this process, or its parses in ``warm``, the run's lint worker:
+        ``_WarmWorker``), and ``sources`` the files it read to choose them. ``names``: what each
+        file hears from the others (``ProjectNames``; the plan's own where there is one).
+        ``beyond``: files outside the run (``lint_one``)."""
+        return self.start_lint_all(paths, jobs, progress, plan, pool, scope, sources, names, beyond, warm)()
 
     def start_lint_all(
         self, paths: list[str], jobs: int | None = None, progress=None, plan: ProjectPlan | KeptPlan | None = None,
         pool: _Pool | None = None, scope: RunScope | None = None, sources: dict[str, SourceFile] | None = None,
-        names: ProjectNames | None = None, beyond: bool = False,
+        names: ProjectNames | None = None, beyond: bool = False, warm: _WarmWorker | None = None,
     ) -> Callable[[], list[FileFacts]]:
         """``lint_all`` begun, and the call that returns its facts: with ``pool``, the files are
         in its workers' hands when this returns, and this process may do other work meanwhile (a
@@ -281,6 +287,8 @@ class Linter:
         kept = [plan.units_to_keep(path) if plan is not None else None for path in paths]
         items = [(path, keep, names.of(path) if names else NOTHING_FROM_THE_PROJECT) for path, keep in zip(paths, kept)]
         jobs = jobs or os.cpu_count() or 1
+        if pool is None and warm is not None:
+            return self._start_lint_warm(items, warm, scope, sources, progress, beyond)
         if pool is None and (len(paths) < PARALLEL_THRESHOLD or jobs == 1):
 
             def serially() -> list[FileFacts]:
@@ -299,9 +307,44 @@ class Linter:
             facts = started.map(work, items, progress, _lint_costs(paths, kept))
         return lambda: facts
 
+    def _start_lint_warm(
+        self, items: list[tuple[str, KeptUnits | None, FileProjectNames]], warm: _WarmWorker, scope: RunScope | None,
+        sources: dict[str, SourceFile], progress, beyond: bool,
+    ) -> Callable[[], list[FileFacts]]:
+        """``start_lint_all`` with a small run's lint worker (``_WarmWorker``): the files to parse
+        are handed to it, and those the plan keeps only the names of are linted here, now, while
+        it works; one of them that needs a parse after all (its masked text does not parse:
+        ``lint_file._names_only``) goes to the worker too. This process never imports libcst."""
+        codes = _rule_codes(scope)
+        to_parse = [i for i, (_, keep, _) in enumerate(items) if not _parses_nothing(keep)]
+        asked = [(to_parse, warm.start_lint([items[i] for i in to_parse], codes, beyond))] if to_parse else []
+        found: list[FileFacts | None] = [None] * len(items)
+        would_parse = []
+        handed = set(to_parse)
+        for i, (path, keep, project) in enumerate(items):
+            if i not in handed:
+                try:
+                    found[i] = self.lint_one(path, keep, scope, sources.get(path), project, beyond, parse=False)
+                except WouldParse:
+                    would_parse.append(i)
+        if would_parse:
+            asked.append((would_parse, warm.start_lint([items[i] for i in would_parse], codes, beyond)))
+        if progress:
+            progress(len(items) - len(to_parse) - len(would_parse))
+
+        def results() -> list[FileFacts]:
+            for indices, answer in asked:
+                for i, facts in zip(indices, answer()):
+                    found[i] = facts
+                if progress:
+                    progress(len(indices))
+            return found
+
+        return results
+
     def _start_lint_beyond(
         self, paths: list[str], jobs: int, plan: ProjectPlan | KeptPlan | None, pool: _Pool | None,
-        spare: _Pool | None, scope: RunScope | None, names: ProjectNames | None,
+        spare: _Pool | None, scope: RunScope | None, names: ProjectNames | None, warm: _WarmWorker | None = None,
     ) -> Callable[[], list[FileFacts]]:
         """The facts of the files beyond the run it reads summaries of (``ProjectPlan.silent``),
         begun (``start_lint_all``): the cache's first, the others linted, in the run's pool or, if
@@ -318,6 +361,7 @@ class Linter:
             costs = _lint_costs(missing, [plan.units_to_keep(path) if plan is not None else None for path in missing])
             return self.start_lint_all(
                 missing, jobs, plan=plan, pool=_pool_for(missing, pool, spare, costs), scope=scope, names=names, beyond=True,
+                warm=warm,
             )
 
         return self.cached_first(paths, cached, start)
@@ -445,12 +489,15 @@ class Linter:
                 if jobs > 1 and paths and not alone:
                     spare = stack.enter_context(_Pool(self, jobs))
             names = None
+            warm = None  # a small run's lint worker, importing the parser while this process plans
             if sources:
                 with profile.span("prefilter"):
                     if alone and len(sources) == 1:
                         scope, names = self.lone_scope(*next(iter(sources.items())))
                     else:
                         scope = self.scope_of([source.text for source in sources.values()], alone=False)
+                if spare is not None and scope.rules and _WarmWorker.available():
+                    warm = stack.enter_context(_WarmWorker(self, sources))
             silent: list[str] = []  # files beyond the run it reads summaries of (``plan_reading_callees``)
             if self.fast and paths and not alone:
                 plan = self.outline_all(paths, pool, sources, spare)
@@ -461,9 +508,9 @@ class Linter:
                 names = self.names_all([*paths, *silent], _pool_for([*paths, *silent], pool, spare), sources)
             # The files beyond the run are handed to a pool first, where one lints them, and
             # linted there while this process lints the run's own (a small run's spare pool).
-            facts_beyond = self._start_lint_beyond(silent, jobs, plan, pool, spare, scope, names) if silent else list
+            facts_beyond = self._start_lint_beyond(silent, jobs, plan, pool, spare, scope, names, warm) if silent else list
             facts = self.lint_all(
-                paths, jobs, progress, plan=plan, pool=pool, scope=scope, sources=sources, names=names
+                paths, jobs, progress, plan=plan, pool=pool, scope=scope, sources=sources, names=names, warm=warm
             )
             if alone and len(sources) == 1:  # a run that is not alone reads registrations in its plan
                 from sync_lint.pipeline import project_plan
@@ -487,7 +534,7 @@ class Linter:
             if redo:
                 with profile.span("whole files for fixes"):
                     again = self.lint_all([facts[i].path for i in redo], jobs, pool=pool if len(redo) > 1 else None,
-                                          scope=scope, sources=sources, names=names)
+                                          scope=scope, sources=sources, names=names, warm=warm)
                     for i, whole in zip(redo, again):
                         facts[i] = whole
                         diagnostics[i] = self.finalize(whole, index)
@@ -500,7 +547,8 @@ class Linter:
             seconds=time.perf_counter() - started,
             facts=facts,
             index=index,
-            workers=max((each.jobs for each in (pool, spare) if each is not None and each.started), default=1),
+            workers=max((each.jobs for each in (pool, spare) if each is not None and each.started), default=1)
+            + (warm is not None and warm.used),
         )
 
 
@@ -626,6 +674,115 @@ class _Pool:
             return found
 
         return results
+
+
+class _WarmWorker:
+    """One worker process forked at the start of a small run (pre-commit's staged files) to do its
+    parses: it imports the parser and the analyses (``lint_file.import_the_parser``: libcst
+    alone takes 0.12-0.25 s, about what flake8 takes for a whole small file) while this process
+    outlines the files and plans, which needs only CPython's ``ast``. This process hands it the
+    run's files to parse and those beyond the run (``Linter._start_lint_warm``), in as many
+    requests as it likes; it answers them in order. Unused (the plan keeps nothing of any file
+    to parse), it is killed, not waited for. A run has none where processes cannot be forked
+    safely (not Linux), nor with ``--jobs 1``: it parses in its own process."""
+
+    def __init__(self, linter: Linter, sources: dict[str, SourceFile]) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("fork")
+        self._connection, theirs = context.Pipe()
+        self._process = context.Process(
+            target=_warm_worker_main, args=(theirs, linter, sources, profile.active() is not None), daemon=True
+        )
+        for stream in (sys.stdout, sys.stderr):  # else the child would write out its copy of what they hold
+            if stream is not None:
+                stream.flush()
+        self._process.start()
+        theirs.close()
+        self._asked = 0  # requests sent
+        self._answers: list = []  # received, in order (a later request's may be read first)
+
+    @property
+    def used(self) -> bool:
+        """Whether it was handed anything to lint."""
+        return self._asked > 0
+
+    @staticmethod
+    def available() -> bool:
+        # A fork copies this process as it is (the run's files read, its rules made); macOS
+        # offers fork, but not safely with its system libraries.
+        return sys.platform.startswith("linux")
+
+    def start_lint(
+        self, items: list[tuple[str, KeptUnits | None, FileProjectNames]], codes: tuple[str, ...] | None, beyond: bool,
+    ) -> Callable[[], list[FileFacts]]:
+        """The worker's facts of ``items`` (``Linter.lint_one``), asked for now."""
+        self._connection.send((items, codes, beyond))
+        request = self._asked
+        self._asked += 1
+
+        def results() -> list[FileFacts]:
+            while len(self._answers) <= request:
+                try:
+                    self._answers.append(self._connection.recv())
+                except (EOFError, OSError):
+                    raise WorkerDied from None
+            answer = self._answers[request]
+            if isinstance(answer, BaseException):
+                raise answer
+            facts, timings = answer
+            parent = profile.active()
+            if parent is not None and timings is not None:
+                parent.add(timings)
+            return facts
+
+        return results
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        # Killed, not told to stop: it has nothing left to do that matters (its answers, and the
+        # cache entries written before them, are in), it may still be importing for nothing, and
+        # a pool started after it holds a copy of this end of the pipe, so it would never see it
+        # closed.
+        self._connection.close()
+        self._process.kill()
+        self._process.join()
+
+
+def _warm_worker_main(connection, linter: Linter, sources: dict[str, SourceFile], profiling: bool) -> None:
+    import queue
+    import threading
+
+    # Requests are read as they come, by a thread of their own: the run's process may be
+    # sending one (a batch of files with what each hears of the project, easily more than a
+    # pipe holds) while this one sends an answer, and two blocked writers would wait forever.
+    requests: queue.SimpleQueue = queue.SimpleQueue()
+
+    def read_requests() -> None:
+        while True:
+            try:
+                requests.put(connection.recv())
+            except (EOFError, OSError):
+                requests.put(None)  # the run's process is gone
+                return
+
+    threading.Thread(target=read_requests, daemon=True).start()
+    lint_file.import_the_parser()  # with the collector still paused, as the run's process has it
+    _worker_init(linter, profiling)
+    while (request := requests.get()) is not None:
+        items, codes, beyond = request
+        try:
+            scope = linter.scope_named(codes)
+            facts = [
+                linter.lint_one(path, kept, scope, sources.get(path), project, beyond) for path, kept, project in items
+            ]
+            profiler = profile.active()
+            answer = (facts, profiler.take() if profiler is not None else None)
+        except Exception as error:  # noqa: BLE001 -- raised in the run's process, as a pool worker's error is
+            answer = error
+        connection.send(answer)
 
 
 def _pool_for(paths: list[str], pool: _Pool | None, spare: _Pool | None, lint_costs: list[float] | None = None) -> _Pool | None:
