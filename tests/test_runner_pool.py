@@ -232,3 +232,22 @@ def test_the_lint_worker_s_error_or_death_reaches_the_run(monkeypatch):
     with runner._WarmWorker(linter, {}) as unused:
         assert not unused.used
     assert not unused._process.is_alive()
+
+
+def _named_lint(self, path, *args, **kwargs):
+    return path
+
+
+@needs_fork
+def test_the_lint_worker_leaves_an_interrupt_to_the_run(monkeypatch, capfd):
+    """Ctrl-C reaches the lint worker too (the terminal signals the whole process group): the
+    run says it was interrupted in one line and kills the worker, which prints nothing of its own
+    and does not die of it."""
+    import signal
+
+    monkeypatch.setattr(runner.Linter, "lint_one", _named_lint)
+    with runner._WarmWorker(runner.Linter(make_settings()), {}) as warm:
+        assert warm.start_lint([("a.py", None, None)], None, beyond=False)() == ["a.py"]  # at work
+        os.kill(warm._process.pid, signal.SIGINT)
+        assert warm.start_lint([("b.py", None, None)], None, beyond=False)() == ["b.py"]
+    assert "Traceback" not in capfd.readouterr().err

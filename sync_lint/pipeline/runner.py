@@ -753,7 +753,12 @@ class _WarmWorker:
 
 def _warm_worker_main(connection, linter: Linter, sources: dict[str, SourceFile], profiling: bool) -> None:
     import queue
+    import signal
     import threading
+
+    # Ctrl-C reaches the whole process group: the run's process reports it in one line and kills
+    # this one, which would print a traceback of its own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     # Requests are read as they come, by a thread of their own: the run's process may be
     # sending one (a batch of files with what each hears of the project, easily more than a
