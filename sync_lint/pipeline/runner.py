@@ -779,12 +779,7 @@ def _warm_worker_main(connection, linter: Linter, sources: dict[str, SourceFile]
     while (request := requests.get()) is not None:
         items, codes, beyond = request
         try:
-            scope = linter.scope_named(codes)
-            facts = [
-                linter.lint_one(path, kept, scope, sources.get(path), project, beyond) for path, kept, project in items
-            ]
-            profiler = profile.active()
-            answer = (facts, profiler.take() if profiler is not None else None)
+            answer = _worker_lint_batch(items, codes, beyond, sources)
         except Exception as error:  # noqa: BLE001 -- raised in the run's process, as a pool worker's error is
             answer = error
         connection.send(answer)
@@ -837,8 +832,9 @@ def _lint_costs(paths: list[str], kept: list[KeptUnits | None]) -> list[float]:
 
 
 def _parses_nothing(kept: KeptUnits | None) -> bool:
-    """Whether a lint keeping ``kept`` (None: the whole file) parses nothing with libcst: the plan
-    keeps only the file's names (``KeptUnits.names_only``), or no rule's trigger is in it."""
+    """Whether a lint keeping ``kept`` (None: the whole file) is to parse nothing with libcst: the
+    plan keeps only the file's names (``KeptUnits.names_only``), or no rule's trigger is in it. A
+    names-only lint whose masked text does not parse parses after all (``lint_file.WouldParse``)."""
     return kept is not None and (kept.names_only or kept.active == ())
 
 
@@ -878,12 +874,17 @@ def _rule_codes(scope: RunScope | None) -> tuple[str, ...] | None:
 
 def _worker_lint_batch(
     batch: list[tuple[str, KeptUnits | None, FileProjectNames]], codes: tuple[str, ...] | None = None, beyond: bool = False,
+    sources: dict[str, SourceFile] | None = None,
 ):
     """A batch's facts, and the worker's profile totals for it (None when not profiling).
-    ``codes``: the run's rules (``_rule_codes``); ``beyond``: files outside the run (``Linter.lint_one``)."""
+    ``codes``: the run's rules (``_rule_codes``); ``beyond``: files outside the run (``Linter.lint_one``);
+    ``sources``: the files as the run read them (a forked worker has them), else read now."""
     assert _WORKER_LINTER is not None
     scope = _WORKER_LINTER.scope_named(codes)
-    facts = [_WORKER_LINTER.lint_one(path, kept, scope, project=project, beyond=beyond) for path, kept, project in batch]
+    sources = sources or {}
+    facts = [
+        _WORKER_LINTER.lint_one(path, kept, scope, sources.get(path), project, beyond) for path, kept, project in batch
+    ]
     profiler = profile.active()
     return facts, profiler.take() if profiler is not None else None
 
