@@ -905,6 +905,63 @@ if torch.cuda.is_available():
 '''
 
 
+# Every field that holds something other than nodes, or nodes mixed with other values:
+# ``match`` patterns, ``global``, ``**`` in a dict, a keyword-only parameter without a default,
+# ``import ... as``, an async comprehension, constants of every kind.
+WALK_SAMPLE = """\
+import os.path as p, sys
+from . import x as y
+def f(a, *, b, c=1, **k):
+    global g
+    def inner():
+        nonlocal a
+    match a:
+        case {"k": 1, **rest}: pass
+        case Point(x=0, y=[1, *others]) | None: pass
+        case True | -1 | 1.5j | b"x": pass
+        case str() as s if s: pass
+    return {**k, "a": [i async for i in b if i]}, f"{a!r:>{c}}", ..., lambda q=None: q
+"""
+
+
+def _walked_as_ast_walks(tree):
+    """What ``syntax.walk`` must find: the nodes ``ast.walk`` finds, but for the context and
+    operator singletons and anything under a field of ``_LEAF_FIELDS`` (none holds code)."""
+    import ast
+
+    from sync_lint.pipeline.scout.syntax import _LEAF_FIELDS
+
+    left_out = set()
+    for node in ast.walk(tree):
+        for name in _LEAF_FIELDS & set(node._fields):
+            value = getattr(node, name, None)
+            for inner in value if isinstance(value, list) else [value]:
+                if isinstance(inner, ast.AST):
+                    left_out.update(map(id, ast.walk(inner)))
+    singletons = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+    return sorted(id(n) for n in ast.walk(tree) if not isinstance(n, singletons) and id(n) not in left_out)
+
+
+@pytest.mark.parametrize("name", ["sample", *sorted(str(p) for p in (ROOT / "fixtures").rglob("*.py"))[:40]])
+def test_walk_finds_every_node_that_may_hold_code_once_and_nodes_by_kind_buckets_it(name):
+    """``syntax.walk`` pushes fields unchecked and drops what is no node when it pops it (a name
+    in ``global``, a None in ``Dict.keys``): it must find each node ``ast.walk`` does (less the
+    singletons) exactly once, and nothing else; ``nodes_by_kind`` the same nodes, each kind's in
+    ``walk``'s order."""
+    import ast
+
+    from sync_lint.pipeline.scout.syntax import nodes_by_kind, walk
+
+    tree = ast.parse(WALK_SAMPLE if name == "sample" else Path(name).read_text())
+    walked = walk(tree)
+    assert all(isinstance(node, ast.AST) for node in walked)
+    assert sorted(map(id, walked)) == _walked_as_ast_walks(tree)
+    by_kind: dict[type, list] = {}
+    for node in walked:
+        by_kind.setdefault(type(node), []).append(node)
+    assert nodes_by_kind(tree) == by_kind
+
+
 @pytest.mark.parametrize("name", ["sample", *sorted(str(p) for p in (ROOT / "fixtures").rglob("*.py"))[:40]])
 def test_scopes_from_nodes_by_kind_equal_a_walk_of_each_scope(name):
     """``suspects(nodes_of=...)`` buckets the file's nodes into scopes by line instead of walking
