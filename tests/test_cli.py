@@ -293,7 +293,8 @@ def test_profile_prints_time_per_phase_and_rule(jobs):
 def test_profile_says_how_many_workers_a_run_of_few_files_started(tmp_path):
     """A run of one file that reads nothing beyond it plans in its own process and parses in its
     lint worker (``runner._WarmWorker``, on Linux); one whose hot code calls into 20 files
-    beyond it also reads them in its spare pool of two workers (``runner._pool_for``)."""
+    beyond it also outlines them in its spare pool of two workers (``runner._pool_for``), and
+    parses them in its lint worker and the worker's twin (elsewhere, in the spare pool)."""
     package = tmp_path / "pkg"
     package.mkdir()
     (package / "__init__.py").write_text("")
@@ -308,7 +309,7 @@ def test_profile_says_how_many_workers_a_run_of_few_files_started(tmp_path):
     assert f"sync-lint profile: 1 files, {1 + forks} job(s)" in alone.stderr, alone.stderr
     beyond = run("check", "--profile", "--no-cache", "--isolated", "--jobs", "2", "pkg/model.py", cwd=tmp_path)
     assert beyond.stdout.count("GPU201") == 20, beyond.stdout
-    assert f"sync-lint profile: 1 files, {2 + forks} job(s)" in beyond.stderr, beyond.stderr
+    assert f"sync-lint profile: 1 files, {2 + 2 * forks} job(s)" in beyond.stderr, beyond.stderr
 
 
 def test_summary_counts_the_fixes_that_need_unsafe_fixes(tmp_path):

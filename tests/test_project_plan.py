@@ -1983,11 +1983,14 @@ def test_a_plan_asks_where_a_call_goes_only_of_the_functions_it_needs_to(tmp_pat
     assert [(Path(d.path).name, d.line, d.code) for d in found] == [("model.py", 8, "GPU201")]
 
 
-def test_a_small_run_reads_the_files_beyond_it_in_its_spare_pool(tmp_path, monkeypatch):
+@pytest.mark.parametrize("forks", [True, False])
+def test_a_small_run_reads_the_files_beyond_it_in_its_spare_pool(tmp_path, monkeypatch, forks):
     """A run of two files whose hot method calls a helper in each of 20 files (one of which
-    calls a 21st) outlines and lints them in a pool of workers (``runner._pool_for``: the spare
-    pool starts at ``SPARE_POOL_THRESHOLD`` files, then serves every level, the one file of the
-    second too) and reports what a serial run does."""
+    calls a 21st) outlines them in a pool of workers (``runner._pool_for``: the spare pool
+    starts at ``SPARE_POOL_THRESHOLD`` files, then serves every level, the one file of the
+    second too) and reports what a serial run does. It lints them in its lint workers, which
+    have the parser imported (``runner._WarmWorker``), where it can fork them; else in the pool."""
+    monkeypatch.setattr(runner._WarmWorker, "available", staticmethod(lambda: forks))
     helpers = {f"helpers/h{i}.py": f"import torch\n\n\ndef wait{i}(x):\n    torch.cuda.synchronize()\n" for i in range(1, 20)}
     helpers["helpers/h0.py"] = "from pkg.deep import settle\n\n\ndef wait0(x):\n    settle(x)\n    return x.to(x.device)\n"
     helpers["deep.py"] = "import torch\n\n\ndef settle(x):\n    torch.cuda.synchronize()\n"
@@ -2003,7 +2006,8 @@ def test_a_small_run_reads_the_files_beyond_it_in_its_spare_pool(tmp_path, monke
     assert not maps
     assert serial == [("model.py", 27 + i, "GPU201") for i in range(20)]
     assert [(Path(d.path).name, d.line, d.code) for d in linter.run(run, jobs=2).diagnostics] == serial
-    assert maps == [("_worker_outline_batch", 20), ("_worker_outline_batch", 1), ("_worker_lint_batch", 21)], maps
+    outlines = [("_worker_outline_batch", 20), ("_worker_outline_batch", 1)]
+    assert maps == (outlines if forks else [*outlines, ("_worker_lint_batch", 21)]), maps
 
 
 def twenty_helpers_beyond(tmp_path: Path) -> list[str]:
@@ -2037,10 +2041,13 @@ def count_pool_maps(monkeypatch) -> list[tuple[str, int]]:
     return maps
 
 
-def test_a_small_run_runs_its_own_rules_in_its_spare_pool(tmp_path, monkeypatch):
-    """The spare pool lints the files beyond a small run with the run's rules, and outlines them
-    with every rule (``Linter.outline_one``), as the run does serially: the two ways report the
-    same and make the same cache entries, each in a cache of its own."""
+@pytest.mark.parametrize("forks", [True, False])
+def test_a_small_run_runs_its_own_rules_in_its_spare_pool(tmp_path, monkeypatch, forks):
+    """The spare pool outlines the files beyond a small run with every rule
+    (``Linter.outline_one``), and the run's lint workers (``forks``), else the pool, lint them
+    with the run's rules, as the run does serially: the ways report the same and make the same
+    cache entries, each in a cache of its own."""
+    monkeypatch.setattr(runner._WarmWorker, "available", staticmethod(lambda: forks))
     run = twenty_helpers_beyond(tmp_path)
 
     def entries(cache: Path) -> set[str]:
@@ -2050,7 +2057,8 @@ def test_a_small_run_runs_its_own_rules_in_its_spare_pool(tmp_path, monkeypatch)
     assert [(Path(d.path).name, d.line, d.code) for d in serial] == [("model.py", 27 + i, "GPU201") for i in range(1, 20)]
     maps = count_pool_maps(monkeypatch)
     pooled = runner.Linter(make_settings(), cache_dir=str(tmp_path / "pooled")).run(run, jobs=2).diagnostics
-    assert maps == [("_worker_outline_batch", 20), ("_worker_outline_batch", 1), ("_worker_lint_batch", 21)], maps
+    outlines = [("_worker_outline_batch", 20), ("_worker_outline_batch", 1)]
+    assert maps == (outlines if forks else [*outlines, ("_worker_lint_batch", 21)]), maps
     assert [(d.line, d.code) for d in pooled] == [(d.line, d.code) for d in serial]
     assert entries(tmp_path / "pooled") == entries(tmp_path / "serial")
 
@@ -2123,37 +2131,47 @@ def test_cached_first_hands_only_the_misses_to_start_once_in_order(tmp_path):
 
 @pytest.mark.parametrize("forks", [True, False])
 def test_a_small_run_hands_the_files_beyond_it_to_its_spare_pool_before_it_lints_its_own(tmp_path, monkeypatch, forks):
-    """The files beyond a small run are in the spare pool's hands (``start_lint_all``) while the
-    run lints its own files: what the pool is given, and each file this process lints, in the
-    order they happen; the findings are a serial run's. Where it can fork (``forks``), the file
-    to parse goes to its lint worker (``runner._WarmWorker``), and this process lints only the
-    one whose names alone the plan keeps; else it lints both."""
+    """The files beyond a small run are in other hands (``start_lint_all``) while the run lints
+    its own files: what the pool or the lint workers are given, and each file this process
+    lints, in the order they happen; the findings are a serial run's. Where it can fork
+    (``forks``), the files to parse, beyond the run and in it, go to its lint workers
+    (``runner._WarmWorker``: split between the two), and this process lints only the one whose
+    names alone the plan keeps; else the pool lints those beyond, and this process both of its own."""
     monkeypatch.setattr(runner._WarmWorker, "available", staticmethod(lambda: forks))
     run = twenty_helpers_beyond(tmp_path)
     alone = runner.Linter(make_settings()).run(run, jobs=1)
     assert alone.workers == 1
     serial = alone.diagnostics
     events = []
-    original_start, original_lint = runner._Pool.start_map, runner.Linter.lint_one
+    original_start, original_ask, original_lint = runner._Pool.start_map, runner._Channel.ask, runner.Linter.lint_one
 
     def start_map(self, work, items, *args, **kwargs):
         events.append(f"pool {getattr(work, 'func', work).__name__}")
         return original_start(self, work, items, *args, **kwargs)
+
+    def ask(self, request):
+        events.append(f"worker {' '.join(sorted(Path(path).stem for path, _, _ in request[0]))}")
+        return original_ask(self, request)
 
     def lint_one(self, path, *args, **kwargs):
         events.append(f"here {Path(path).name}")  # in this process: a worker's events stay in the worker
         return original_lint(self, path, *args, **kwargs)
 
     monkeypatch.setattr(runner._Pool, "start_map", start_map)
+    monkeypatch.setattr(runner._Channel, "ask", ask)
     monkeypatch.setattr(runner.Linter, "lint_one", lint_one)
     pooled = runner.Linter(make_settings()).run(run, jobs=2)
     if forks:
-        assert events[-2:] == ["pool _worker_lint_batch", "here util.py"], events
+        # The files beyond, split between the two by cost, then model.py to the one handed less.
+        halves = [set(event.split()[1:]) for event in events[-4:-2]]
+        assert all(halves) and set.union(*halves) == {"sync", *(f"h{i}" for i in range(20))}, events
+        assert events[-2:] == ["worker model", "here util.py"], events
+        assert "pool _worker_lint_batch" not in events
     else:
         assert events[-3:] == ["pool _worker_lint_batch", "here model.py", "here util.py"], events
     assert [(d.path, d.line, d.code) for d in pooled.diagnostics] == [(d.path, d.line, d.code) for d in serial]
-    # What ``--profile`` reports: the run of two files used two workers, and its lint worker.
-    assert pooled.workers == (3 if forks else 2)
+    # What ``--profile`` reports: the pool of two, and the lint workers that were handed work.
+    assert pooled.workers == (4 if forks else 2)
 
 
 def test_a_run_of_some_files_reads_the_outlines_a_run_of_the_whole_tree_cached(tmp_path, monkeypatch):

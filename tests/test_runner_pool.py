@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import os
 import random
+from pathlib import Path
 
 import pytest
 
@@ -176,7 +177,7 @@ def test_a_small_run_parses_in_its_lint_worker_and_never_imports_libcst_itself(t
     assert [code for _, _, code in alone["found"]] == ["GPU201"]
     forked = _small_run(tmp_path, jobs=2, mode=mode)
     assert not forked["libcst_here"]
-    assert forked["workers"] == 2
+    assert forked["workers"] == 3  # this process, and both lint workers: one parses model.py, one helpers.py
     assert forked["found"] == alone["found"]
 
 
@@ -251,3 +252,70 @@ def test_the_lint_worker_leaves_an_interrupt_to_the_run(monkeypatch, capfd):
         os.kill(warm._process.pid, signal.SIGINT)
         assert warm.start_lint([("b.py", None, None)], None, beyond=False)() == ["b.py"]
     assert "Traceback" not in capfd.readouterr().err
+
+
+def _pid_lint(self, path, *args, **kwargs):
+    if Path(path).name == "dies.py":
+        os._exit(137)
+    return (Path(path).name, os.getpid())
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or one that has exited and waits to be reaped."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] in ("Z", "X")
+    except FileNotFoundError:
+        return True
+
+
+@needs_fork
+def test_the_lint_worker_and_its_twin_split_each_request_by_cost_and_die_with_the_run(tmp_path, monkeypatch):
+    """The lint worker forks a twin once it has imported the parser: a request is split between
+    the two, costliest file first, each to the one handed the least work so far in the run (a
+    second request evens out the first); the answers come back in the order asked. The twin
+    dies when the run kills the first."""
+    import time
+
+    monkeypatch.setattr(runner.Linter, "lint_one", _pid_lint)
+    sizes = {"a.py": 4000, "b.py": 3000, "c.py": 2000, "d.py": 1000, "e.py": 2500}
+    for name, size in sizes.items():
+        (tmp_path / name).write_text("#" * size)
+
+    def item(name: str) -> tuple:
+        return (str(tmp_path / name), None, None)
+
+    with runner._WarmWorker(runner.Linter(make_settings()), {}) as warm:
+        first = warm.start_lint([item(name) for name in ("a.py", "b.py", "c.py", "d.py")], None, beyond=True)()
+        assert [name for name, _ in first] == ["a.py", "b.py", "c.py", "d.py"]
+        by_pid: dict[int, set[str]] = {}
+        for name, pid in first:
+            by_pid.setdefault(pid, set()).add(name)
+        first_worker = warm._process.pid
+        (twin,) = set(by_pid) - {first_worker}
+        assert by_pid == {first_worker: {"a.py", "d.py"}, twin: {"b.py", "c.py"}}  # 5000 bytes each
+        assert twin != os.getpid()
+        # Even so far: ``e.py`` goes to the first, which has the fewer files.
+        assert warm.start_lint([item("e.py")], None, beyond=False)() == [("e.py", first_worker)]
+        assert warm.used == 2
+        # As a pool forked after the workers does, hold a copy of this end of the twin's pipe:
+        # it never sees it closed.
+        held = os.dup(warm._channels[1].connection.fileno())
+    try:
+        deadline = time.monotonic() + 10
+        while not (_gone(first_worker) and _gone(twin)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _gone(first_worker) and _gone(twin)
+    finally:
+        os.close(held)
+
+
+@needs_fork
+def test_the_death_of_the_lint_worker_s_twin_reaches_the_run(monkeypatch):
+    """A twin that dies (out of memory, a crash in native code) ends the run with ``WorkerDied``,
+    as the first worker's death does."""
+    monkeypatch.setattr(runner.Linter, "lint_one", _pid_lint)
+    with runner._WarmWorker(runner.Linter(make_settings()), {}) as warm:
+        answer = warm.start_lint([("a.py", None, None), ("dies.py", None, None)], None, beyond=False)  # one each
+        with pytest.raises(runner.WorkerDied):
+            answer()

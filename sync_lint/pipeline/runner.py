@@ -56,7 +56,8 @@ PARALLEL_THRESHOLD = 48
 # A small run's spare pool, for the files it reads beyond it (``_pool_for``), starts at fewer:
 # those are outlined level by level and linted last, so a pool started once serves them all.
 SPARE_POOL_THRESHOLD = 16
-# and for the files it lints beyond it, at this much to parse (``_lint_cost``, bytes): what a
+# and, where it has no lint workers (``_WarmWorker``: not on Linux), for the files it lints
+# beyond it, at this much to parse (``_lint_cost``, bytes): what a
 # commit's run after a run of the whole tree misses in the cache parses nothing (the files the
 # plan keeps only the names of), yet were often 16 or more. On vLLM (no cache), a run of
 # ``mamba/short_conv.py``, 78 KB to parse beyond it, took 1.17 s wall with the pool and 1.31 s
@@ -347,8 +348,9 @@ class Linter:
         spare: _Pool | None, scope: RunScope | None, names: ProjectNames | None, warm: _WarmWorker | None = None,
     ) -> Callable[[], list[FileFacts]]:
         """The facts of the files beyond the run it reads summaries of (``ProjectPlan.silent``),
-        begun (``start_lint_all``): the cache's first, the others linted, in the run's pool or, if
-        they are many enough, its spare one (``cached_first``)."""
+        begun (``start_lint_all``): the cache's first, the others linted (``cached_first``) in a
+        small run's lint workers, which have the parser imported, else in the run's pool or, if
+        they are many enough, its spare one, each of whose workers would import it first."""
         names = plan.names if plan is not None else names
 
         def cached(path: str) -> FileFacts | None:
@@ -358,10 +360,11 @@ class Linter:
             return self.cache.lookup(path, variant, wider=wider)
 
         def start(missing: list[str]) -> Callable[[], list[FileFacts]]:
+            if warm is not None:
+                return self.start_lint_all(missing, jobs, plan=plan, scope=scope, names=names, beyond=True, warm=warm)
             costs = _lint_costs(missing, [plan.units_to_keep(path) if plan is not None else None for path in missing])
             return self.start_lint_all(
                 missing, jobs, plan=plan, pool=_pool_for(missing, pool, spare, costs), scope=scope, names=names, beyond=True,
-                warm=warm,
             )
 
         return self.cached_first(paths, cached, start)
@@ -548,7 +551,7 @@ class Linter:
             facts=facts,
             index=index,
             workers=max((each.jobs for each in (pool, spare) if each is not None and each.started), default=1)
-            + (warm is not None and warm.used),
+            + (warm.used if warm is not None else 0),
         )
 
 
@@ -677,35 +680,39 @@ class _Pool:
 
 
 class _WarmWorker:
-    """One worker process forked at the start of a small run (pre-commit's staged files) to do its
-    parses: it imports the parser and the analyses (``lint_file.import_the_parser``: libcst
-    alone takes 0.12-0.25 s, about what flake8 takes for a whole small file) while this process
-    outlines the files and plans, which needs only CPython's ``ast``. This process hands it the
-    run's files to parse and those beyond the run (``Linter._start_lint_warm``), in as many
-    requests as it likes; it answers them in order. Unused (the plan keeps nothing of any file
-    to parse), it is killed, not waited for. A run has none where processes cannot be forked
-    safely (not Linux), nor with ``--jobs 1``: it parses in its own process."""
+    """Two worker processes for the parses of a small run (pre-commit's staged files): one forked
+    at the run's start, which imports the parser and the analyses (``lint_file.import_the_parser``:
+    libcst alone takes 0.12-0.25 s, about what flake8 takes for a whole small file) while this
+    process outlines the files and plans, which needs only CPython's ``ast``; then it forks its
+    twin, which has them imported too. This process hands them the run's files to parse and those
+    beyond the run (``Linter._start_lint_warm``), in as many requests as it likes, each split
+    between the two by cost (``start_lint``): a run that parses several files (its own, and the
+    callees its findings rest on) waits for the larger half of the work instead of all of it.
+    Each answers its requests in order. Unused (the plan keeps nothing of any file to parse),
+    they are killed, not waited for. A run has none where processes cannot be forked safely (not
+    Linux), nor with ``--jobs 1``: it parses in its own process."""
 
     def __init__(self, linter: Linter, sources: dict[str, SourceFile]) -> None:
         import multiprocessing
 
         context = multiprocessing.get_context("fork")
-        self._connection, theirs = context.Pipe()
+        ends = [context.Pipe() for _ in range(2)]  # the first worker's, then its twin's
         self._process = context.Process(
-            target=_warm_worker_main, args=(theirs, linter, sources, profile.active() is not None), daemon=True
+            target=_warm_worker_main, args=(ends, linter, sources, profile.active() is not None), daemon=True,
         )
         for stream in (sys.stdout, sys.stderr):  # else the child would write out its copy of what they hold
             if stream is not None:
                 stream.flush()
         self._process.start()
-        theirs.close()
-        self._asked = 0  # requests sent
-        self._answers: list = []  # received, in order (a later request's may be read first)
+        self._channels = []
+        for ours, theirs in ends:
+            theirs.close()
+            self._channels.append(_Channel(ours))
 
     @property
-    def used(self) -> bool:
-        """Whether it was handed anything to lint."""
-        return self._asked > 0
+    def used(self) -> int:
+        """How many of the two were handed anything to lint."""
+        return sum(channel.asked > 0 for channel in self._channels)
 
     @staticmethod
     def available() -> bool:
@@ -716,25 +723,27 @@ class _WarmWorker:
     def start_lint(
         self, items: list[tuple[str, KeptUnits | None, FileProjectNames]], codes: tuple[str, ...] | None, beyond: bool,
     ) -> Callable[[], list[FileFacts]]:
-        """The worker's facts of ``items`` (``Linter.lint_one``), asked for now."""
-        self._connection.send((items, codes, beyond))
-        request = self._asked
-        self._asked += 1
+        """The workers' facts of ``items`` (``Linter.lint_one``), asked for now: costliest first
+        (``_lint_cost``), each item to the worker handed the least work so far in the run (the
+        fewest items, where the costs tie)."""
+        costs = _lint_costs([path for path, _, _ in items], [keep for _, keep, _ in items])
+        shares: list[list[int]] = [[] for _ in self._channels]
+        for index in sorted(range(len(items)), key=costs.__getitem__, reverse=True):
+            least = min(range(len(self._channels)), key=lambda i: (self._channels[i].load, self._channels[i].items))
+            self._channels[least].load += costs[index]
+            self._channels[least].items += 1
+            shares[least].append(index)
+        asked = [
+            (share, channel.ask(([items[i] for i in share], codes, beyond)))
+            for share, channel in zip(shares, self._channels) if share
+        ]  # fmt: skip
 
         def results() -> list[FileFacts]:
-            while len(self._answers) <= request:
-                try:
-                    self._answers.append(self._connection.recv())
-                except (EOFError, OSError):
-                    raise WorkerDied from None
-            answer = self._answers[request]
-            if isinstance(answer, BaseException):
-                raise answer
-            facts, timings = answer
-            parent = profile.active()
-            if parent is not None and timings is not None:
-                parent.add(timings)
-            return facts
+            found: list = [None] * len(items)
+            for share, answer in asked:
+                for index, facts in zip(share, answer()):
+                    found[index] = facts
+            return found
 
         return results
 
@@ -742,47 +751,136 @@ class _WarmWorker:
         return self
 
     def __exit__(self, *exc_info) -> None:
-        # Killed, not told to stop: it has nothing left to do that matters (its answers, and the
-        # cache entries written before them, are in), it may still be importing for nothing, and
-        # a pool started after it holds a copy of this end of the pipe, so it would never see it
-        # closed.
-        self._connection.close()
+        # Killed, not told to stop: they have nothing left to do that matters (their answers, and
+        # the cache entries written before them, are in), the first may still be importing for
+        # nothing, and a pool started after it holds a copy of this end of the pipes, so they
+        # would never see them closed. The twin dies with the first (``_die_with``).
+        for channel in self._channels:
+            channel.connection.close()
         self._process.kill()
         self._process.join()
 
 
-def _warm_worker_main(connection, linter: Linter, sources: dict[str, SourceFile], profiling: bool) -> None:
-    import queue
+class _Channel:
+    """This process's end of one lint worker's pipe: its requests, and its answers as they come
+    (a later request's may be read first)."""
+
+    def __init__(self, connection) -> None:
+        self.connection = connection
+        self.asked = 0  # requests sent
+        self.load = 0.0  # what they cost (``_lint_cost``)
+        self.items = 0  # files they hold
+        self._answers: list = []
+
+    def ask(self, request: tuple) -> Callable[[], list[FileFacts]]:
+        self.connection.send(request)
+        index = self.asked
+        self.asked += 1
+
+        def answer() -> list[FileFacts]:
+            while len(self._answers) <= index:
+                try:
+                    self._answers.append(self.connection.recv())
+                except (EOFError, OSError):
+                    raise WorkerDied from None
+            found = self._answers[index]
+            if isinstance(found, BaseException):
+                raise found
+            facts, timings = found
+            parent = profile.active()
+            if parent is not None and timings is not None:
+                parent.add(timings)
+            return facts
+
+        return answer
+
+
+def _warm_worker_main(ends: list, linter: Linter, sources: dict[str, SourceFile], profiling: bool) -> None:
+    """``ends``: both pipes' (the run's end, the worker's), as the fork copied them: the run's ends
+    are closed here, else the twin could never see its pipe closed by the run."""
     import signal
-    import threading
 
     # Ctrl-C reaches the whole process group: the run's process reports it in one line and kills
-    # this one, which would print a traceback of its own.
+    # this one, which would print a traceback of its own. The twin inherits it.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    # Requests are read as they come, by a thread of their own: the run's process may be
-    # sending one (a batch of files with what each hears of the project, easily more than a
-    # pipe holds) while this one sends an answer, and two blocked writers would wait forever.
-    requests: queue.SimpleQueue = queue.SimpleQueue()
-
-    def read_requests() -> None:
-        while True:
-            try:
-                requests.put(connection.recv())
-            except (EOFError, OSError):
-                requests.put(None)  # the run's process is gone
-                return
-
-    threading.Thread(target=read_requests, daemon=True).start()
+    for runs, _ in ends:
+        runs.close()
+    (_, mine), (_, twins) = ends
+    requests = _read_requests(mine)  # while the parser is imported: the run may send one meanwhile
     lint_file.import_the_parser()  # with the collector still paused, as the run's process has it
     _worker_init(linter, profiling)
+    parent = os.getpid()
+    if _fork() == 0:
+        try:  # the twin: never back into the first worker's code (``multiprocessing``'s ending of it)
+            mine.close()
+            _die_with(parent)
+            _serve(twins, _read_requests(twins), sources)
+        finally:
+            os._exit(0)
+    twins.close()
+    _serve(mine, requests, sources)
+
+
+def _read_requests(connection):
+    """A queue of the requests on ``connection``, read as they come by a thread of their own
+    (None once the run's process is gone): the run's process may be sending one (a batch of
+    files with what each hears of the project, easily more than a pipe holds) while this one
+    sends an answer, and two blocked writers would wait forever. The thread only reads bytes
+    (``_serve`` unpickles them): holding no lock but the GIL, it is no hazard to ``_fork``."""
+    import queue
+    import threading
+
+    requests: queue.SimpleQueue = queue.SimpleQueue()
+
+    def read() -> None:
+        while True:
+            try:
+                requests.put(connection.recv_bytes())
+            except (EOFError, OSError):
+                requests.put(None)
+                return
+
+    threading.Thread(target=read, daemon=True).start()
+    return requests
+
+
+def _serve(connection, requests, sources: dict[str, SourceFile]) -> None:
+    import pickle
+
     while (request := requests.get()) is not None:
-        items, codes, beyond = request
+        items, codes, beyond = pickle.loads(request)
         try:
             answer = _worker_lint_batch(items, codes, beyond, sources)
         except Exception as error:  # noqa: BLE001 -- raised in the run's process, as a pool worker's error is
             answer = error
         connection.send(answer)
+
+
+def _fork() -> int:
+    """``os.fork`` of the first lint worker, whose request reader runs on a thread of its own
+    (``_read_requests``): Python 3.12 and later warn of forking a process with threads, which is
+    safe here (the twin never touches what that thread holds)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return os.fork()
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this process (the twin) when its parent, the first lint worker, dies:
+    the run kills that one only (``_WarmWorker.__exit__``). Where that cannot be asked, the twin
+    still ends when the run's end of its pipe closes."""
+    import ctypes
+    import signal
+
+    set_parent_death_signal = 1  # ``PR_SET_PDEATHSIG``
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(set_parent_death_signal, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the line above
+        os._exit(0)
 
 
 def _pool_for(paths: list[str], pool: _Pool | None, spare: _Pool | None, lint_costs: list[float] | None = None) -> _Pool | None:
