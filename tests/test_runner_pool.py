@@ -319,3 +319,21 @@ def test_the_death_of_the_lint_worker_s_twin_reaches_the_run(monkeypatch):
         answer = warm.start_lint([("a.py", None, None), ("dies.py", None, None)], None, beyond=False)  # one each
         with pytest.raises(runner.WorkerDied):
             answer()
+
+
+def _no_fork() -> int:
+    raise OSError(11, "Resource temporarily unavailable")
+
+
+@needs_fork
+def test_a_lint_worker_that_cannot_fork_its_twin_answers_for_both(monkeypatch):
+    """Where the lint worker cannot fork its twin (a limit on processes, or memory), it answers
+    the requests meant for the twin too, each in its order."""
+    monkeypatch.setattr(runner.Linter, "lint_one", _pid_lint)
+    monkeypatch.setattr(runner, "_fork", _no_fork)  # the worker is forked with it
+    with runner._WarmWorker(runner.Linter(make_settings()), {}) as warm:
+        first = warm.start_lint([("a.py", None, None), ("b.py", None, None)], None, beyond=True)  # one each
+        second = warm.start_lint([("c.py", None, None), ("d.py", None, None)], None, beyond=False)
+        assert second() == [("c.py", warm._process.pid), ("d.py", warm._process.pid)]
+        assert first() == [("a.py", warm._process.pid), ("b.py", warm._process.pid)]
+        assert warm.used == 2

@@ -810,32 +810,38 @@ def _warm_worker_main(ends: list, linter: Linter, sources: dict[str, SourceFile]
     lint_file.import_the_parser()  # with the collector still paused, as the run's process has it
     _worker_init(linter, profiling)
     parent = os.getpid()
-    if _fork() == 0:
+    try:
+        twin = _fork()
+    except OSError:  # no process to spare (a limit on processes, or memory): this one answers for both
+        _serve(_read_requests(twins, into=requests), sources)
+        return
+    if twin == 0:
         try:  # the twin: never back into the first worker's code (``multiprocessing``'s ending of it)
             mine.close()
             _die_with(parent)
-            _serve(twins, _read_requests(twins), sources)
+            _serve(_read_requests(twins), sources)
         finally:
             os._exit(0)
     twins.close()
-    _serve(mine, requests, sources)
+    _serve(requests, sources)
 
 
-def _read_requests(connection):
-    """A queue of the requests on ``connection``, read as they come by a thread of their own
-    (None once the run's process is gone): the run's process may be sending one (a batch of
-    files with what each hears of the project, easily more than a pipe holds) while this one
-    sends an answer, and two blocked writers would wait forever. The thread only reads bytes
-    (``_serve`` unpickles them): holding no lock but the GIL, it is no hazard to ``_fork``."""
+def _read_requests(connection, into=None):
+    """A queue (``into``, or a new one) of the requests on ``connection``, each with the
+    connection to answer on, read as they come by a thread of their own (None once the run's
+    process is gone): the run's process may be sending one (a batch of files with what each
+    hears of the project, easily more than a pipe holds) while this one sends an answer, and
+    two blocked writers would wait forever. The thread only reads bytes (``_serve`` unpickles
+    them): holding no lock but the GIL, it is no hazard to ``_fork``."""
     import queue
     import threading
 
-    requests: queue.SimpleQueue = queue.SimpleQueue()
+    requests: queue.SimpleQueue = into if into is not None else queue.SimpleQueue()
 
     def read() -> None:
         while True:
             try:
-                requests.put(connection.recv_bytes())
+                requests.put((connection, connection.recv_bytes()))
             except (EOFError, OSError):
                 requests.put(None)
                 return
@@ -844,11 +850,12 @@ def _read_requests(connection):
     return requests
 
 
-def _serve(connection, requests, sources: dict[str, SourceFile]) -> None:
+def _serve(requests, sources: dict[str, SourceFile]) -> None:
     import pickle
 
     while (request := requests.get()) is not None:
-        items, codes, beyond = pickle.loads(request)
+        connection, data = request
+        items, codes, beyond = pickle.loads(data)
         try:
             answer = _worker_lint_batch(items, codes, beyond, sources)
         except Exception as error:  # noqa: BLE001 -- raised in the run's process, as a pool worker's error is
