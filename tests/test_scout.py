@@ -943,14 +943,14 @@ def _walked_as_ast_walks(tree):
 
 
 @pytest.mark.parametrize("name", ["sample", *sorted(str(p) for p in (ROOT / "fixtures").rglob("*.py"))[:40]])
-def test_walk_finds_every_node_that_may_hold_code_once_and_nodes_by_kind_buckets_it(name):
-    """``syntax.walk`` pushes fields unchecked and drops what is no node when it pops it (a name
-    in ``global``, a None in ``Dict.keys``): it must find each node ``ast.walk`` does (less the
-    singletons) exactly once, and nothing else; ``nodes_by_kind`` the same nodes, each kind's in
-    ``walk``'s order."""
+def test_walk_finds_every_node_that_may_hold_code_once_and_file_names_buckets_it(name):
+    """``syntax.walk`` reads only the fields that may hold code (``_LEAF_FIELDS`` aside): it must
+    find each node ``ast.walk`` does (less the singletons) exactly once, and nothing else, also
+    where a field holds other values or nodes mixed with them (a name in ``global``, a None in
+    ``Dict.keys``); ``FileNames`` the same nodes by kind, each kind's in ``walk``'s order."""
     import ast
 
-    from sync_lint.pipeline.scout.syntax import nodes_by_kind, walk
+    from sync_lint.pipeline.scout.syntax import FileNames, walk
 
     tree = ast.parse(WALK_SAMPLE if name == "sample" else Path(name).read_text())
     walked = walk(tree)
@@ -959,7 +959,7 @@ def test_walk_finds_every_node_that_may_hold_code_once_and_nodes_by_kind_buckets
     by_kind: dict[type, list] = {}
     for node in walked:
         by_kind.setdefault(type(node), []).append(node)
-    assert nodes_by_kind(tree) == by_kind
+    assert FileNames(tree, SETTINGS).nodes == by_kind
 
 
 @pytest.mark.parametrize("name", ["sample", *sorted(str(p) for p in (ROOT / "fixtures").rglob("*.py"))[:40]])

@@ -24,13 +24,19 @@ class FileNames:
         self.imports: dict[str, set[str]] = {}
         self.bound: set[str] = set()  # every name the file binds anywhere
         self.relative: set[str] = set()  # names a relative import binds (their module is known by its tail only)
-        self.nodes: dict[type, list] = nodes_by_kind(tree)  # each kind's nodes in ``walk``'s order
+        self.nodes: dict[type, list] = {}  # each kind's nodes in ``walk``'s order
         self._torch_callees: dict[tuple[str | None, bool], bool] = {}  # ``may_be_torch``'s answers
         # What other modules make of the file once for all their questions (``flows.FileScopes``).
         self.memo: dict[type, object] = {}
         # Whether ``alias-modules`` may rename something to torch's names: only then does a
         # callee's meaning need the aliases (``may_be_torch``).
         self._torch_renamed = any(target.partition(".")[0] == "torch" for target in self.aliases.values())
+        for node in walk(tree):
+            bucket = self.nodes.get(type(node))
+            if bucket is None:
+                self.nodes[type(node)] = [node]
+            else:
+                bucket.append(node)
         of = self.of
         for node in of(ast.Import):
             for alias in node.names:
@@ -313,21 +319,7 @@ BUILTINS = frozenset(dir(builtins))
 # Fields that never hold a node worth visiting: names, constants, and the shared singleton
 # nodes of contexts and operators (``Load``, ``Add``), which are most of a tree's nodes.
 _LEAF_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "name", "arg", "kind", "type_comment", "level", "module", "conversion"})
-# Fields of some kinds that hold no node: the walks would push their values and drop them.
-_SCALAR_FIELDS = frozenset({
-    (ast.Constant, "value"), (ast.MatchSingleton, "value"), (ast.comprehension, "is_async"), (ast.alias, "asname"),
-    (ast.Global, "names"), (ast.Nonlocal, "names"), (ast.MatchClass, "kwd_attrs"), (ast.MatchMapping, "rest"),
-})  # fmt: skip
-# Per type met in a walk, the fields to visit; None for a value that is no node (a string in a
-# list of names, a None in ``Dict.keys``): the walks push a field's value, or a list's items,
-# unchecked (``list.extend``), and drop those when they pop them.
-_CHILD_FIELDS: dict[type, tuple[str, ...] | None] = {}
-
-
-def _child_fields(kind: type) -> tuple[str, ...] | None:
-    if not issubclass(kind, ast.AST):
-        return None
-    return tuple(f for f in kind._fields if f not in _LEAF_FIELDS and (kind, f) not in _SCALAR_FIELDS)
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def walk(tree: ast.AST, prune=None) -> list[ast.AST]:
@@ -337,56 +329,28 @@ def walk(tree: ast.AST, prune=None) -> list[ast.AST]:
     found = []
     stack = [tree]
     child_fields = _CHILD_FIELDS
-    pop, push, extend, keep = stack.pop, stack.append, stack.extend, found.append  # bound once: this loop is hot
+    node_type = ast.AST
+    pop, push, keep = stack.pop, stack.append, found.append  # bound once: this loop is hot
     while stack:
         node = pop()
-        kind = type(node)
-        fields = child_fields.get(kind, _UNSEEN)
-        if fields is _UNSEEN:
-            fields = child_fields[kind] = _child_fields(kind)
-        if fields is None or (prune is not None and prune(node)):
+        if prune is not None and prune(node):
             continue
         keep(node)
-        for name in fields:
-            value = getattr(node, name, None)
-            if type(value) is list:
-                extend(value)
-            elif value is not None:
-                push(value)
-    return found
-
-
-def nodes_by_kind(tree: ast.AST) -> dict[type, list]:
-    """Every node of ``tree`` (as ``walk`` finds them), by kind, each kind's in ``walk``'s
-    order: ``walk`` and a pass over its list, in one loop (a fifth faster: every tree a run
-    outlines goes through it)."""
-    found: dict[type, list] = {}
-    stack = [tree]
-    child_fields = _CHILD_FIELDS
-    pop, push, extend, bucket_of = stack.pop, stack.append, stack.extend, found.get
-    while stack:
-        node = pop()
         kind = type(node)
-        fields = child_fields.get(kind, _UNSEEN)
-        if fields is _UNSEEN:
-            fields = child_fields[kind] = _child_fields(kind)
+        fields = child_fields.get(kind)
         if fields is None:
-            continue
-        bucket = bucket_of(kind)
-        if bucket is None:
-            found[kind] = [node]
-        else:
-            bucket.append(node)
+            fields = child_fields[kind] = tuple(f for f in kind._fields if f not in _LEAF_FIELDS)
         for name in fields:
             value = getattr(node, name, None)
+            if value is None:
+                continue
             if type(value) is list:
-                extend(value)
-            elif value is not None:
+                for item in value:
+                    if isinstance(item, node_type):
+                        push(item)
+            elif isinstance(value, node_type):
                 push(value)
     return found
-
-
-_UNSEEN = object()
 
 
 def ast_dotted(node: ast.expr) -> str | None:
