@@ -85,7 +85,7 @@ class RunResult:
     index: ProjectIndex | None = None
     # The worker processes the run started (1: it ran in this process alone); a small run may
     # start its spare pool for the files beyond it (``_pool_for``), and hand its parses to its
-    # lint worker (``_WarmWorker``), one more.
+    # two lint workers (``_WarmWorker``): one more for each that was handed any.
     workers: int = 1
 
 
@@ -268,7 +268,7 @@ class Linter:
         """Facts of ``paths``, in order. ``plan``: the project plan (None: parse whole).
         ``pool``: a started worker pool to use; without one, a pool is started for this call
         when the input is large enough to pay for it. ``scope``: the rules to run, for a small
-        run (linted in this process, or its parses in ``warm``, the run's lint worker:
+        run (linted in this process, or its parses in ``warm``, the run's lint workers:
         ``_WarmWorker``), and ``sources`` the files it read to choose them. ``names``: what each
         file hears from the others (``ProjectNames``; the plan's own where there is one).
         ``beyond``: files outside the run (``lint_one``)."""
@@ -312,10 +312,10 @@ class Linter:
         self, items: list[tuple[str, KeptUnits | None, FileProjectNames]], warm: _WarmWorker, scope: RunScope | None,
         sources: dict[str, SourceFile], progress, beyond: bool,
     ) -> Callable[[], list[FileFacts]]:
-        """``start_lint_all`` with a small run's lint worker (``_WarmWorker``): the files to parse
-        are handed to it, and those the plan keeps only the names of are linted here, now, while
-        it works; one of them that needs a parse after all (its masked text does not parse:
-        ``lint_file._names_only``) goes to the worker too. This process never imports libcst."""
+        """``start_lint_all`` with a small run's lint workers (``_WarmWorker``): the files to parse
+        are handed to them, and those the plan keeps only the names of are linted here, now, while
+        they work; one of them that needs a parse after all (its masked text does not parse:
+        ``lint_file._names_only``) goes to the workers too. This process never imports libcst."""
         codes = _rule_codes(scope)
         to_parse = [i for i, (_, keep, _) in enumerate(items) if not _parses_nothing(keep)]
         asked = [(to_parse, warm.start_lint([items[i] for i in to_parse], codes, beyond))] if to_parse else []
