@@ -337,3 +337,35 @@ def test_a_lint_worker_that_cannot_fork_its_twin_answers_for_both(monkeypatch):
         assert second() == [("c.py", warm._process.pid), ("d.py", warm._process.pid)]
         assert first() == [("a.py", warm._process.pid), ("b.py", warm._process.pid)]
         assert warm.used == 2
+
+
+# Run in a fresh interpreter: what a lint worker has (the run's linter made, then
+# ``import_the_parser``), and the libcst and sync_lint modules a lint of every fixture, fixes
+# planned, imports beyond it.
+_IMPORTED_BY_A_LINT = """
+import glob, json, sys
+from sync_lint.api import make_settings
+from sync_lint.pipeline import lint_file, runner
+linter = runner.Linter(make_settings())
+lint_file.import_the_parser()
+before = set(sys.modules)
+result = linter.run(sorted(glob.glob(sys.argv[1] + "/**/*.py", recursive=True)), jobs=1)
+assert result.diagnostics and any(d.fix for d in result.diagnostics)
+print(json.dumps(sorted(m for m in set(sys.modules) - before if m.partition(".")[0] in ("libcst", "sync_lint"))))
+"""
+
+
+def test_the_lint_worker_imports_ahead_every_module_a_lint_needs():
+    """``lint_file.import_the_parser`` names the modules by hand: one left out would be imported
+    at the worker's first lint that needs it, in the time the run waits for its answer."""
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORTED_BY_A_LINT, str(root / "fixtures")], check=False, capture_output=True,
+        text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []

@@ -268,8 +268,10 @@ def import_the_parser() -> None:
     """Import what a lint that parses needs: libcst, the analyses and the fixes, which only such
     a lint imports (a run that parses nothing skips them). A small run's lint worker imports them
     ahead, while the run plans (``runner._WarmWorker``); a module left out here is imported at
-    its first use, as it would be anyway."""
-    import libcst  # noqa: F401
+    its first use, as it would be anyway (``tests/test_runner_pool.py`` lints every fixture after
+    it and looks for one). The project plan too: the worker is forked before the run imports it,
+    and its first request, which holds what the plan keeps of each file, would import it."""
+    import libcst.native  # noqa: F401  (libcst, and its parser, which it imports at the first parse)
 
     from sync_lint import fixes  # noqa: F401
     from sync_lint.analysis import (  # noqa: F401
@@ -287,6 +289,8 @@ def import_the_parser() -> None:
         sinks,
         syncs,
     )
+    from sync_lint.pipeline import project_plan  # noqa: F401
+    from sync_lint.rules import _sink_findings  # noqa: F401
 
 
 def _parse_and_check(
