@@ -82,6 +82,13 @@ def active() -> Profiler | None:
     return _active
 
 
+def add_worker_totals(totals: tuple[dict[str, float], dict[str, int]] | None) -> None:
+    """A worker's totals (``Profiler.take``; None where it was not profiling) counted in this
+    process's profile, when profiling is on."""
+    if _active is not None and totals is not None:
+        _active.add(totals)
+
+
 def span(label: str):
     """``with span("parse"):`` counts the block's time under ``label`` when profiling is on."""
     if _active is None:

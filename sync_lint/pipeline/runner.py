@@ -663,13 +663,11 @@ class _Pool:
 
         def results() -> list:
             found: list = [None] * len(items)
-            parent = profile.active()
             try:
                 for batch, (batch_result, timings) in zip(batches, done):
                     for index, result in zip(batch, batch_result):
                         found[index] = result
-                    if parent is not None and timings is not None:
-                        parent.add(timings)
+                    profile.add_worker_totals(timings)
                     if progress:
                         progress(len(batch_result))
             except BrokenProcessPool:
@@ -787,9 +785,7 @@ class _Channel:
             if isinstance(found, BaseException):
                 raise found
             facts, timings = found
-            parent = profile.active()
-            if parent is not None and timings is not None:
-                parent.add(timings)
+            profile.add_worker_totals(timings)
             return facts
 
         return answer
