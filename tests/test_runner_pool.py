@@ -313,12 +313,28 @@ def test_the_lint_worker_and_its_twin_split_each_request_by_cost_and_die_with_th
 @needs_fork
 def test_the_death_of_the_lint_worker_s_twin_reaches_the_run(monkeypatch):
     """A twin that dies (out of memory, a crash in native code) ends the run with ``WorkerDied``,
-    as the first worker's death does."""
+    as the first worker's death does, instead of leaving the run waiting for its answer."""
+    import signal
+
+    def hung(*_):
+        raise AssertionError("the run waits for a dead twin")
+
     monkeypatch.setattr(runner.Linter, "lint_one", _pid_lint)
-    with runner._WarmWorker(runner.Linter(make_settings()), {}) as warm:
-        answer = warm.start_lint([("a.py", None, None), ("dies.py", None, None)], None, beyond=False)  # one each
-        with pytest.raises(runner.WorkerDied):
-            answer()
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        with runner._WarmWorker(runner.Linter(make_settings()), {}) as warm:
+            first_worker = warm._process.pid
+            assert warm.start_lint([("a.py", None, None)], None, beyond=False)() == [("a.py", first_worker)]
+            dies = warm.start_lint([("dies.py", None, None)], None, beyond=False)  # the twin's: it has none yet
+            assert warm._channels[1].items == 1
+            with pytest.raises(runner.WorkerDied):
+                dies()
+            # The first is alive and answers still.
+            assert warm.start_lint([("b.py", None, None)], None, beyond=False)() == [("b.py", first_worker)]
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _no_fork() -> int:

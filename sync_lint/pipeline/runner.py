@@ -492,7 +492,7 @@ class Linter:
                 if jobs > 1 and paths and not alone:
                     spare = stack.enter_context(_Pool(self, jobs))
             names = None
-            warm = None  # a small run's lint worker, importing the parser while this process plans
+            warm = None  # a small run's lint workers, importing the parser while this process plans
             if sources:
                 with profile.span("prefilter"):
                     if alone and len(sources) == 1:
