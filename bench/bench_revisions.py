@@ -26,6 +26,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from bench_scale import install_as_a_user_has_it
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
@@ -33,14 +35,14 @@ BIN = Path(sys.executable).parent
 @contextlib.contextmanager
 def checked_out(revisions: list[str], folder: str) -> Iterator[dict[str, Path]]:
     """Each revision in a git worktree of its own under ``folder``, its ``sync_lint``
-    byte-compiled once (as an installed package is, not on every run); removed after."""
+    installed as a user has it (``bench_scale.install_as_a_user_has_it``); removed after."""
     checkouts: dict[str, Path] = {}
     try:
         for revision in revisions:
             path = Path(folder) / f"rev{len(checkouts)}"
             subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(path), revision], check=True)
             checkouts[revision] = path
-            subprocess.run([sys.executable, "-m", "compileall", "-q", str(path / "sync_lint")], check=True)
+            install_as_a_user_has_it(path)
         yield checkouts
     finally:
         for path in checkouts.values():

@@ -48,7 +48,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_scale import flake8  # the peer, without sync-lint's own flake8 plugin
+from bench_scale import flake8, install_as_a_user_has_it  # flake8: the peer, without sync-lint's own flake8 plugin
 
 
 def check(
@@ -184,6 +184,7 @@ def compare(tree: Path, args: argparse.Namespace, settings: Path | None, cache: 
     if args.against is not None:
         revisions.append(Revision("against", args.against, cache.with_name("cache-against") if cache else None))
     for revision in revisions:
+        install_as_a_user_has_it(revision.code)
         revision.check_whole(tree, args, settings)
     by_file = revisions[0].by_file
     every = sorted(str(path.relative_to(tree)) for path in tree.rglob("*.py"))

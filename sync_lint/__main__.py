@@ -8,6 +8,6 @@ import sys
 if sys.path and sys.path[0] in ("", os.getcwd()):
     del sys.path[0]
 
-from sync_lint.cli import main  # after the path is made safe
+from sync_lint.command import main  # after the path is made safe
 
 sys.exit(main())

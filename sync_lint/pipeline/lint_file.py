@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import sys
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ from sync_lint.analysis.device_words import names_host_copy
 from sync_lint.analysis.modules import is_package_init
 from sync_lint.analysis.project_names import NOTHING_FROM_THE_PROJECT, FileProjectNames
 from sync_lint.analysis.summaries import FunctionSummary, PendingCall
+from sync_lint.compiled_methods import compiled_methods
 from sync_lint.config import Settings
 from sync_lint.diagnostics import Diagnostic
 from sync_lint.pipeline import collector, prefilter
@@ -267,10 +269,18 @@ class WouldParse(Exception):
 def import_the_parser() -> None:
     """Import what a lint that parses needs: libcst, the analyses and the fixes, which only such
     a lint imports (a run that parses nothing skips them). A small run's lint worker imports them
-    ahead, while the run plans (``runner._WarmWorker``); a module left out here is imported at
+    ahead, while the run plans (``runner._WarmWorker``); any other process (the flake8 plugin's,
+    a pool's worker) at its first parse. A module left out here is imported at
     its first use, as it would be anyway (``tests/test_runner_pool.py`` lints every fixture after
     it and looks for one). The project plan too: the worker is forked before the run imports it,
-    and its first request, which holds what the plan keeps of each file, would import it."""
+    and its first request, which holds what the plan keeps of each file, would import it.
+    The dataclasses these modules make (libcst's nodes most) reuse methods compiled by an earlier
+    run (``compiled_methods``: about half of libcst's import)."""
+    with compiled_methods("parser"):
+        _import_the_parser()
+
+
+def _import_the_parser() -> None:
     import libcst.native  # noqa: F401  (libcst, and its parser, which it imports at the first parse)
 
     from sync_lint import fixes  # noqa: F401
@@ -303,6 +313,8 @@ def _parse_and_check(
     ``alone``: the file is all there is, so a finding conditional on a function it does not
     define can never be reported: it is dropped. ``hidden``: the masked function units, which
     the file still defines (a call of one must not be followed elsewhere)."""
+    if "libcst" not in sys.modules:  # this process's first parse (a small run's lint worker imported it ahead)
+        import_the_parser()
     import libcst as cst
 
     from sync_lint.analysis.context import FileContext
