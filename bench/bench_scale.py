@@ -248,6 +248,14 @@ def one_file_samples(tree: Path, files: list[str], count: int, repeat: int) -> l
     parsed["flake8_under_floor"] = sum(row["flake8"] <= floor for row in parsed["rows"])
     print(f"[bench]   `python -c 'import libcst'` alone: {floor:.3f} s, no faster than flake8's whole run "
           f"on {parsed['flake8_under_floor']} of those {len(parsed['rows'])} files", flush=True)
+    # What a run's lint worker pays instead: libcst with the dataclass methods an earlier run
+    # compiled (``compiled_methods``), and the analyses.
+    parsed["parser_import"] = statistics.median(
+        run_timed([PY, "-c", "from sync_lint.pipeline.lint_file import import_the_parser as i; i()"], tree)["wall"]
+        for _ in range(max(repeat, 3))
+    )
+    print(f"[bench]   the lint worker's import of libcst and the analyses (`import_the_parser`), in a process of its "
+          f"own: {parsed['parser_import']:.3f} s", flush=True)
     return [whole, parsed]
 
 
@@ -893,7 +901,8 @@ def print_tree(result: dict) -> None:
               f"median of runs, seconds): sync-lint median {sample['median_sync_lint']:.3f}, flake8 median {sample['median_flake8']:.3f}")
         if "import_floor" in sample:
             print(f"      (`python -c 'import libcst'` alone: {sample['import_floor']:.3f} s, at or above flake8's whole run "
-                  f"on {sample['flake8_under_floor']} of these files)")
+                  f"on {sample['flake8_under_floor']} of these files; the lint worker's import of libcst and the "
+                  f"analyses: {sample.get('parser_import', float('nan')):.3f} s)")
         for row in sample["rows"]:
             print(f"      {row['lines']:>6} lines  {row['sync_lint']:6.3f} vs {row['flake8']:6.3f}  {row['ratio']:5.2f}x  {row['path']}")
     f = result["findings"]
