@@ -148,8 +148,8 @@ _SMALL_RUN = {
 }
 
 # Run in a fresh interpreter (this one has imported libcst long ago): a small run of two files,
-# its findings, and whether its own process imported libcst. ``FALLBACK``: every names-only lint
-# needs a parse after all (its masked text "does not parse").
+# its findings, and whether its own process imported libcst (or multiprocessing). ``FALLBACK``:
+# every names-only lint needs a parse after all (its masked text "does not parse").
 _RUN_AND_REPORT = """
 import json, sys
 from sync_lint.api import make_settings
@@ -160,6 +160,7 @@ result = runner.Linter(make_settings()).run(["pkg/model.py", "pkg/util.py"], job
 print(json.dumps({
     "found": sorted((d.path, d.line, d.code) for d in result.diagnostics),
     "libcst_here": "libcst" in sys.modules,
+    "multiprocessing_here": "multiprocessing" in sys.modules,
     "workers": result.workers,
 }))
 """
@@ -193,6 +194,7 @@ def test_a_small_run_parses_in_its_lint_worker_and_never_imports_libcst_itself(t
     assert [code for _, _, code in alone["found"]] == ["GPU201"]
     forked = _small_run(tmp_path, jobs=2, mode=mode)
     assert not forked["libcst_here"]
+    assert not forked["multiprocessing_here"]  # its import cost a small run about 10 ms (``runner._Forked``)
     assert forked["workers"] == 3  # this process, and both lint workers: one parses model.py, one helpers.py
     assert forked["found"] == alone["found"]
 
@@ -314,16 +316,17 @@ def test_the_lint_worker_and_its_twin_split_each_request_by_cost_and_die_with_th
         # Even so far: ``e.py`` goes to the first, which has the fewer files.
         assert warm.start_lint([item("e.py")], None, beyond=False)() == [("e.py", first_worker)]
         assert warm.used == 2
-        # As a pool forked after the workers does, hold a copy of this end of the twin's pipe:
-        # it never sees it closed.
-        held = os.dup(warm._channels[1].connection.fileno())
+        # As a pool forked after the workers does, hold a copy of this end of the twin's pipes:
+        # it never sees them closed.
+        held = [os.dup(fd) for fd in warm._channels[1].connection.fds()]
     try:
         deadline = time.monotonic() + 10
         while not (_gone(first_worker) and _gone(twin)) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _gone(first_worker) and _gone(twin)
     finally:
-        os.close(held)
+        for fd in held:
+            os.close(fd)
 
 
 @needs_fork

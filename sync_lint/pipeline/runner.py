@@ -691,17 +691,8 @@ class _WarmWorker:
     Linux), nor with ``--jobs 1``: it parses in its own process."""
 
     def __init__(self, linter: Linter, sources: dict[str, SourceFile]) -> None:
-        import multiprocessing
-
-        context = multiprocessing.get_context("fork")
-        ends = [context.Pipe() for _ in range(2)]  # the first worker's, then its twin's
-        self._process = context.Process(
-            target=_warm_worker_main, args=(ends, linter, sources, profile.active() is not None), daemon=True,
-        )
-        for stream in (sys.stdout, sys.stderr):  # else the child would write out its copy of what they hold
-            if stream is not None:
-                stream.flush()
-        self._process.start()
+        ends = [_Connection.pair() for _ in range(2)]  # the first worker's, then its twin's
+        self._process = _Forked(_warm_worker_main, ends, linter, sources, profile.active() is not None)
         self._channels = []
         for ours, theirs in ends:
             theirs.close()
@@ -759,6 +750,100 @@ class _WarmWorker:
         self._process.join()
 
 
+class _Forked:
+    """A process forked from this one to run ``target(*args)``, which never returns into this
+    process's code (``os._exit``, silently: its death is ``WorkerDied`` in the run). Not
+    ``multiprocessing``'s: importing its process and connection machinery (``socket``,
+    ``subprocess``, ...) took about 10 ms of each small run before it could fork its worker."""
+
+    def __init__(self, target: Callable[..., None], *args) -> None:
+        for stream in (sys.stdout, sys.stderr):  # else the child would write out its copy of what they hold
+            if stream is not None:
+                stream.flush()
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                target(*args)
+            finally:
+                os._exit(0)
+        self._ended = False
+
+    def is_alive(self) -> bool:
+        if not self._ended:
+            try:
+                self._ended = os.waitpid(self.pid, os.WNOHANG)[0] != 0
+            except ChildProcessError:
+                self._ended = True
+        return not self._ended
+
+    def kill(self) -> None:
+        import signal
+
+        if not self._ended:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+    def join(self) -> None:
+        if not self._ended:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.pid, 0)
+            self._ended = True
+
+
+class _Connection:
+    """One side's ends of the two pipes between the run and a lint worker: whole messages, each
+    its length (8 bytes) and then its bytes; ``send`` and ``recv`` pickle them. A closed other
+    side is ``EOFError`` (reading) or ``BrokenPipeError`` (writing)."""
+
+    def __init__(self, reading: int, writing: int) -> None:
+        self._reading, self._writing = reading, writing
+
+    @classmethod
+    def pair(cls) -> tuple[_Connection, _Connection]:
+        """The run's side, then the worker's."""
+        requests_read, requests_written = os.pipe()
+        answers_read, answers_written = os.pipe()
+        return cls(answers_read, requests_written), cls(requests_read, answers_written)
+
+    def fds(self) -> tuple[int, int]:
+        return self._reading, self._writing
+
+    def send(self, message) -> None:
+        import pickle
+
+        self.send_bytes(pickle.dumps(message, pickle.HIGHEST_PROTOCOL))
+
+    def send_bytes(self, data: bytes) -> None:
+        for part in (len(data).to_bytes(8, "little"), data):
+            view = memoryview(part)
+            while view:
+                view = view[os.write(self._writing, view):]
+
+    def recv(self):
+        import pickle
+
+        return pickle.loads(self.recv_bytes())
+
+    def recv_bytes(self) -> bytes:
+        return self._read(int.from_bytes(self._read(8), "little"))
+
+    def _read(self, size: int) -> bytes:
+        chunks = []
+        while size:
+            chunk = os.read(self._reading, min(size, 1 << 20))
+            if not chunk:
+                raise EOFError
+            chunks.append(chunk)
+            size -= len(chunk)
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        for fd in (self._reading, self._writing):
+            if fd >= 0:
+                os.close(fd)
+        self._reading = self._writing = -1
+
+
 class _Channel:
     """This process's end of one lint worker's pipe: its requests, and its answers as they come
     (a later request's may be read first)."""
@@ -812,7 +897,7 @@ def _warm_worker_main(ends: list, linter: Linter, sources: dict[str, SourceFile]
         _serve(_read_requests(twins, into=requests), sources)
         return
     if twin == 0:
-        try:  # the twin: never back into the first worker's code (``multiprocessing``'s ending of it)
+        try:  # the twin: never back into the first worker's code (``_Forked``'s ending of it)
             mine.close()
             _die_with(parent)
             _serve(_read_requests(twins), sources)
