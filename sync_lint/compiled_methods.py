@@ -3,8 +3,8 @@
 Python 3.10-3.12 write each dataclass's ``__init__``, ``__eq__``, ``__repr__`` ... as source text
 and compile it at every import, one ``exec`` each (3.13, one per class). libcst's node classes
 are dataclasses: compiling their methods is about 70 ms of libcst's 135 ms import on this
-machine, which a run that parses pays before its first parse; sync-lint's own 26 take about
-12 ms of each run's start. Inside ``compiled_methods(name)``, the ``exec`` that ``dataclasses``
+machine, which a run that parses pays before its first parse; sync-lint's own (about 30) take
+about 12 ms of each run's start. Inside ``compiled_methods(name)``, the ``exec`` that ``dataclasses``
 calls is one that looks the text up first, among the code objects an earlier run compiled from
 the same text, and compiles only what it has not seen; at the end, new code is written to a file
 beside this package's bytecode (``__pycache__``, named by the interpreter's cache tag), with the

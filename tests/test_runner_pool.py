@@ -253,6 +253,24 @@ def test_the_lint_worker_s_error_or_death_reaches_the_run(monkeypatch):
     assert not unused._process.is_alive()
 
 
+@needs_fork
+def test_a_request_to_a_lint_worker_already_dead_is_its_death(monkeypatch):
+    """The run may ask a worker that died since (killed, out of memory): its pipe is broken,
+    which is ``WorkerDied``, the run's one-line error, not a traceback."""
+    import signal
+    import time
+
+    monkeypatch.setattr(runner.Linter, "lint_one", _named_lint)
+    with runner._WarmWorker(runner.Linter(make_settings()), {}) as warm:
+        assert warm.start_lint([("a.py", None, None)], None, beyond=False)() == ["a.py"]
+        os.kill(warm._process.pid, signal.SIGKILL)  # the twin dies with it
+        deadline = time.monotonic() + 10
+        while warm._process.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with pytest.raises(runner.WorkerDied):
+            warm.start_lint([("b.py", None, None)], None, beyond=False)()
+
+
 def _named_lint(self, path, *args, **kwargs):
     return path
 

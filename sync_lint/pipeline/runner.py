@@ -856,7 +856,10 @@ class _Channel:
         self._answers: list = []
 
     def ask(self, request: tuple) -> Callable[[], list[FileFacts]]:
-        self.connection.send(request)
+        try:
+            self.connection.send(request)
+        except OSError:  # the worker is gone (its end of the pipe closed): a broken pipe
+            raise WorkerDied from None
         index = self.asked
         self.asked += 1
 
