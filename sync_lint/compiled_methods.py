@@ -7,9 +7,12 @@ machine, which a run that parses pays before its first parse; sync-lint's own (a
 about 12 ms of each run's start. Inside ``compiled_methods(name)``, the ``exec`` that ``dataclasses``
 calls is one that looks the text up first, among the code objects an earlier run compiled from
 the same text, and compiles only what it has not seen; at the end, new code is written to a file
-beside this package's bytecode (``__pycache__``, named by the interpreter's cache tag), with the
-same rules as bytecode: nothing is written under ``PYTHONDONTWRITEBYTECODE``, and a folder that
-cannot be written only costs the compile.
+named by the interpreter's cache tag in the user's cache folder (``$XDG_CACHE_HOME/sync-lint``,
+by default ``~/.cache/sync-lint``), or under ``sys.pycache_prefix`` where Python is told to keep
+its bytecode apart. Not beside this package's bytecode: ``pip uninstall`` removes only the files
+it installed, and an installed package's folder may not be writable. It is written as bytecode
+is, though: not under ``PYTHONDONTWRITEBYTECODE`` (or ``-B``), and a folder that cannot be
+written only costs the compile.
 
 A text compiles to the same code object in every run of one interpreter (the key is the text
 itself, with the ``__future__`` flags the caller's code compiles under), so a class made from
@@ -76,7 +79,7 @@ class _Codes:
 def compiled_methods(name: str, folder: str | None = None) -> Iterator[_Codes | None]:
     """Dataclasses made inside reuse the methods compiled by an earlier run that made them under
     the same ``name`` (one file each: the run's start and the lint worker's parser import make
-    different classes). ``folder``: where the file is (default: this package's ``__pycache__``).
+    different classes). ``folder``: where the file is (default: ``_default_folder``).
     A block inside another (the lint worker's, forked inside the command's) uses its own file
     until it ends. Yields the file's codes, or None where something else put an ``exec`` in
     ``dataclasses`` (then nothing is reused: it is theirs)."""
@@ -101,9 +104,17 @@ def _path(name: str, folder: str | None) -> str | None:
     if tag is None:  # an interpreter that keeps no bytecode
         return None
     if folder is None:
-        folder = os.path.dirname(importlib.util.cache_from_source(__file__))  # honours pycache_prefix
+        folder = _default_folder()
     optimized = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""
     return os.path.join(folder, f"dataclass-methods.{name}.{tag}{optimized}.marshal")
+
+
+def _default_folder() -> str:
+    if sys.pycache_prefix:
+        return os.path.join(sys.pycache_prefix, "sync-lint")
+    if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
+        return os.path.join(os.environ["LOCALAPPDATA"], "sync-lint", "Cache")
+    return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "sync-lint")
 
 
 def _read(path: str) -> dict:
@@ -131,7 +142,6 @@ def _write(path: str, codes: dict) -> None:
         try:
             with os.fdopen(handle, "wb") as stream:
                 stream.write(_FORMAT + zlib.crc32(payload).to_bytes(4, "little") + payload)
-            os.chmod(temporary, os.stat(__file__).st_mode & 0o666)  # readable as this package's bytecode is
             os.replace(temporary, path)  # whole or not at all: runs at once each write their own
         except BaseException:
             os.unlink(temporary)

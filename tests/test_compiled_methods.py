@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -278,3 +279,27 @@ def test_the_flake8_plugins_first_parse_reuses_them_too(tmp_path):
     assert first.returncode == second.returncode == 1 and "GPU101" in first.stdout, first.stderr
     assert first.stdout == second.stdout
     assert written.stat().st_mtime_ns == stamp
+
+
+def test_the_file_is_kept_in_the_users_cache_folder_not_in_the_package(tmp_path, monkeypatch):
+    """``pip uninstall`` removes only what it installed, and an installed package's folder may
+    not be writable: the file goes to the user's cache folder, or under ``pycache_prefix``."""
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cm._default_folder() == str(tmp_path / "xdg" / "sync-lint")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cm._default_folder() == str(tmp_path / "home" / ".cache" / "sync-lint")
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "prefix"))
+    assert cm._default_folder() == str(tmp_path / "prefix" / "sync-lint")
+
+    environment = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    environment.update(PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "run"))
+    started = time.time()
+    done = subprocess.run(
+        [sys.executable, "-m", "sync_lint", "check", str(ROOT / "fixtures" / "fixes" / "GPU101_state_indices.py"),
+         "--isolated", "--no-cache"], capture_output=True, text=True, timeout=300, check=False, env=environment,
+    )
+    assert done.returncode == 1, done.stderr
+    assert sorted(path.name.split(".")[1] for path in (tmp_path / "run" / "sync-lint").iterdir()) == ["command", "parser"]
+    assert not [path for path in (ROOT / "sync_lint").rglob("dataclass-methods.*") if path.stat().st_mtime >= started]
