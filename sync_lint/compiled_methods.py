@@ -105,16 +105,23 @@ def _path(name: str, folder: str | None) -> str | None:
         return None
     if folder is None:
         folder = _default_folder()
+        if folder is None:
+            return None
     optimized = f".opt-{sys.flags.optimize}" if sys.flags.optimize else ""
     return os.path.join(folder, f"dataclass-methods.{name}.{tag}{optimized}.marshal")
 
 
-def _default_folder() -> str:
+def _default_folder() -> str | None:
+    """None: no home to keep it in (a user with no ``HOME`` and no entry in the password file,
+    as in some containers), where ``~`` would stay a folder named ``~`` under the working one."""
     if sys.pycache_prefix:
         return os.path.join(sys.pycache_prefix, "sync-lint")
     if sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
         return os.path.join(os.environ["LOCALAPPDATA"], "sync-lint", "Cache")
-    return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "sync-lint")
+    if os.environ.get("XDG_CACHE_HOME"):
+        return os.path.join(os.environ["XDG_CACHE_HOME"], "sync-lint")
+    home = os.path.expanduser("~")
+    return None if home == "~" else os.path.join(home, ".cache", "sync-lint")
 
 
 def _read(path: str) -> dict:

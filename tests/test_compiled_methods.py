@@ -290,8 +290,11 @@ def test_the_file_is_kept_in_the_users_cache_folder_not_in_the_package(tmp_path,
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert cm._default_folder() == str(tmp_path / "home" / ".cache" / "sync-lint")
+    monkeypatch.setattr(os.path, "expanduser", lambda path: path)  # no HOME, no password entry
+    assert cm._default_folder() is None and cm._path("command", None) is None
     monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "prefix"))
     assert cm._default_folder() == str(tmp_path / "prefix" / "sync-lint")
+    monkeypatch.undo()
 
     environment = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     environment.update(PYTHONPATH=str(ROOT), XDG_CACHE_HOME=str(tmp_path / "run"))
